@@ -1,0 +1,52 @@
+"""The Reporter contract: how a training run tells the world what happened.
+
+The trainer knows nothing of Ray or SQL. The orchestrator passes a DB-backed reporter
+(orchestrator/reporter.py); tests pass ``MemoryReporter``. Only rank 0 reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+
+@runtime_checkable
+class Reporter(Protocol):
+    def log(self, step: int, metrics: Mapping[str, float]) -> None:
+        """Time-series points at ``step`` (implementations batch the writes)."""
+
+    def summary(self, metrics: Mapping[str, float]) -> None:
+        """Final or derived values (last write of a name wins)."""
+
+    def heartbeat(self) -> None:
+        """Liveness; called at least every log interval."""
+
+    def artifact(self, kind: str, payload: str | Path | Mapping[str, Any]) -> None:
+        """A file path (checkpoint) or a JSON-able document (histogram)."""
+
+
+class MemoryReporter:
+    """Keeps everything in lists: for tests and for ``python -m trainer`` without a DB."""
+
+    def __init__(self) -> None:
+        self.points: list[tuple[int, str, float]] = []
+        self.summaries: dict[str, float] = {}
+        self.artifacts: list[tuple[str, Any]] = []
+        self.heartbeats = 0
+
+    def log(self, step: int, metrics: Mapping[str, float]) -> None:
+        self.points.extend((step, k, float(v)) for k, v in metrics.items())
+
+    def summary(self, metrics: Mapping[str, float]) -> None:
+        self.summaries.update({k: float(v) for k, v in metrics.items()})
+
+    def heartbeat(self) -> None:
+        self.heartbeats += 1
+
+    def artifact(self, kind: str, payload: str | Path | Mapping[str, Any]) -> None:
+        self.artifacts.append((kind, payload))
+
+    def series(self, name: str) -> list[tuple[int, float]]:
+        """(step, value) pairs of one metric, in logging order."""
+        return [(s, v) for s, k, v in self.points if k == name]
