@@ -1,0 +1,49 @@
+"""results_db: the SQL results store, source of truth for run state (docs/architecture.md).
+
+    import results_db
+    db = results_db.open()          # $GATESWEEP_DB or sqlite:///results.db; migrates on open
+    sweep_id = db.ensure_sweep("gates-toy", yaml_text)
+    res = db.register_runs(sweep_id, [results_db.NewRun(...)])
+    att = db.start_attempt(run.id, host="node1")
+    db.log_metrics(run.id, att.id, [(10, "train/loss", 3.2)])
+    db.finish_attempt(att.id, "succeeded")
+    db.runs(sweep="gates-toy")      # polars DataFrame
+
+No torch here, and polars/alembic are imported only where needed, so this imports fast.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import URL
+
+from results_db.db import ReadOnlyQueryError, ResultsDB
+from results_db.engine import DEFAULT_URL, resolve_url
+from results_db.rows import AttemptRow, NewRun, RegisterResult, RunRow
+from results_db.states import TERMINAL, InvalidTransition, RunStatus
+from results_db.store import NotFound
+
+__all__ = ["DEFAULT_URL", "AttemptRow", "InvalidTransition", "NewRun", "NotFound",
+           "ReadOnlyQueryError", "RegisterResult", "ResultsDB", "RunRow", "RunStatus",
+           "TERMINAL", "open", "upgrade"]
+
+
+def open(url: str | URL | None = None, migrate: bool = True) -> ResultsDB:  # noqa: A001
+    """Open (and create/upgrade, unless ``migrate=False``) the results DB at ``url``.
+
+    ``url`` None -> ``$GATESWEEP_DB`` or ``sqlite:///results.db``. Open it in each process
+    (after a fork, not before): engines hold connections that must not cross processes.
+    """
+    return ResultsDB(resolve_url(url), migrate=migrate)
+
+
+def upgrade(url: str | URL | None = None, revision: str = "head") -> str:
+    """Run the Alembic migrations up to ``revision``; returns the DB's revision after."""
+    from results_db.migrate import current_revision, upgrade_engine
+    from results_db.engine import writer_engine
+
+    engine = writer_engine(resolve_url(url))
+    try:
+        upgrade_engine(engine, revision)
+        return current_revision(engine) or ""
+    finally:
+        engine.dispose()

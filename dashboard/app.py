@@ -1,0 +1,50 @@
+"""gatesweep dashboard: `orchestrator dashboard` runs `streamlit run dashboard/app.py`.
+
+Reads the results DB named by $GATESWEEP_DB (default sqlite:///results.db) through
+dashboard/data.py only. Pages live in dashboard/views/ (not `pages/`, which Streamlit would
+turn into its own multipage navigation); the sidebar picks the page and the sweep.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import data
+from dashboard.views import ablation, curves, leaderboard, overview, probes, run_detail
+
+PAGES = {
+    "Overview": overview.render,
+    "Leaderboard": leaderboard.render,
+    "Ablation tables": ablation.render,
+    "Curves": curves.render,
+    "Probes": probes.render,
+    "Run detail": run_detail.render,
+}
+
+
+def _pick_sweep(url: str) -> str | None:
+    names = data.sweeps(url)["name"].to_list()
+    if not names:
+        return None
+    wanted = st.query_params.get("sweep")
+    index = names.index(wanted) if wanted in names else len(names) - 1  # newest by default
+    return st.sidebar.selectbox("Sweep", names, index=index, key="sweep")
+
+
+def main() -> None:
+    st.set_page_config(page_title="gatesweep", layout="wide")
+    url = data.db_url()
+    st.sidebar.title("gatesweep")
+    wanted = st.query_params.get("page")
+    pages = list(PAGES)
+    page = st.sidebar.radio("Page", pages, key="page",
+                            index=pages.index(wanted) if wanted in pages else 0)
+    sweep = _pick_sweep(url)
+    st.sidebar.caption(f"DB: `{url}`")
+    if sweep is None and page != "Overview":
+        st.info(f"No sweeps in {url} yet: run `orchestrator submit sweeps/gates.yaml`.")
+        return
+    PAGES[page](url, sweep)
+
+
+main()

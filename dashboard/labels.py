@@ -1,0 +1,100 @@
+"""Paper-style labels for a variant, computed from the gate dimension columns of the runs table.
+
+A variant is data (its gate dimensions), so its row label in an ablation table is derived, not
+typed: "SDPA Elementwise G1", activation "sigmoid", score shape "n×q×dk" (Table 1's notation:
+n tokens, q query heads, k kv heads, dk head dim).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+# The runs table's gate dimension columns (results_db derives them from the RunSpec JSON).
+DIM_COLUMNS: tuple[str, ...] = (
+    "gate_position", "gate_granularity", "gate_sharing", "gate_combine",
+    "gate_activation", "gate_input_dependent", "nonlinearity",
+)
+# Columns the leaderboard may show and filter on, when the runs frame has them.
+FILTER_COLUMNS: tuple[str, ...] = DIM_COLUMNS + ("lr", "n_kv_head", "n_head", "moe_experts")
+
+_SITE = {"G1": "SDPA", "G2": "v", "G3": "k", "G4": "q", "G5": "Dense Output"}
+_HEADS = {"G1": "q", "G2": "k", "G3": "k", "G4": "q"}  # whose heads the gated tensor has
+_ACT = {"sigmoid": "sigmoid", "silu": "SiLU", "ns_sigmoid": "NS-sigmoid", "identity": "identity"}
+_NONLIN = {"rmsnorm": "RMSNorm", "silu": "SiLU"}
+
+# The paper's defaults; a missing/NULL dimension means the default.
+DEFAULTS: dict[str, Any] = {
+    "gate_granularity": "elementwise", "gate_sharing": "head_specific",
+    "gate_combine": "multiplicative", "gate_activation": "sigmoid",
+    "gate_input_dependent": True, "nonlinearity": "none",
+}
+
+
+def normalize_dims(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The seven dims of a run/variant with defaults filled; ungated runs keep position None."""
+    out: dict[str, Any] = {"gate_position": row.get("gate_position") or None}
+    for col, default in DEFAULTS.items():
+        val = row.get(col)
+        out[col] = default if val is None or val == "" else val
+    if isinstance(out["gate_input_dependent"], (int, str)):
+        out["gate_input_dependent"] = str(out["gate_input_dependent"]).lower() in ("1", "true")
+    return out
+
+
+def is_gated(dims: Mapping[str, Any]) -> bool:
+    return bool(dims.get("gate_position"))
+
+
+def method_label(dims: Mapping[str, Any], variant: str) -> str:
+    """'SDPA Elementwise G1', 'v Head-Shared G2', 'SDPA RMSNorm', or the variant name."""
+    d = normalize_dims(dims)
+    pos = d["gate_position"]
+    if not pos:
+        nl = _NONLIN.get(str(d["nonlinearity"]))
+        return f"SDPA {nl}" if nl else ("Baseline" if variant == "baseline" else variant)
+    if "+" in str(pos):  # several gates: the label cannot say it all; the variant name does
+        return f"{variant} ({pos})"
+    if d["gate_sharing"] == "head_shared":
+        kind = "Head-Shared"
+    elif d["gate_combine"] == "additive":
+        kind = "Additive"
+    else:
+        kind = str(d["gate_granularity"]).capitalize()
+    if not d["gate_input_dependent"]:
+        kind = f"Input-Independent {kind}"
+    return f"{_SITE.get(pos, pos)} {kind} {pos}"
+
+
+def activation_label(dims: Mapping[str, Any]) -> str:
+    d = normalize_dims(dims)
+    if d["gate_position"]:
+        return _ACT.get(str(d["gate_activation"]), str(d["gate_activation"]))
+    return _NONLIN.get(str(d["nonlinearity"]), "–")
+
+
+def score_shape(dims: Mapping[str, Any]) -> str:
+    """Table 1's 'Score shape' column: the shape of one token's gate scores, per layer."""
+    d = normalize_dims(dims)
+    pos = d["gate_position"]
+    if not pos or "+" in str(pos):
+        return "–"
+    if pos == "G5":
+        return "n×d_model"
+    heads = _HEADS.get(pos, "q")
+    if d["gate_sharing"] == "head_shared":
+        return "n×dk"
+    if d["gate_granularity"] == "headwise":
+        return f"n×{heads}"
+    return f"n×{heads}×dk"
+
+
+def human_count(n: float | None) -> str:
+    """8192 -> '8.2K', 201_326_592 -> '201.3M'; None -> '–'."""
+    if n is None:
+        return "–"
+    n = float(n)
+    for div, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if abs(n) >= div:
+            return f"{n / div:.1f}{suffix}"
+    return f"{n:.0f}"

@@ -1,0 +1,141 @@
+"""A small, fully known sweep written through results_db's REAL writer API.
+
+Used by the dashboard tests (their expected numbers are computed by hand from ``SAMPLE``), the
+browser test and the render benchmark, and handy to look at the app without training:
+
+    python -m dashboard.sample sqlite:///demo.db && GATESWEEP_DB=sqlite:///demo.db \
+        streamlit run dashboard/app.py
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+SWEEP = "demo"
+STEPS = 100
+SPIKE_STEP = 50  # baseline seed 0 has a loss spike here
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    gates: tuple[dict[str, Any], ...]
+    ppl: tuple[float | None, ...]  # final val/ppl per seed; None = the run did not succeed
+    ends: tuple[str, ...]  # final state per seed
+    probes: tuple[float, float, float]  # gate score, max activation, first-token attention
+    params_gates: int
+    nonlinearity: str = "none"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+SAMPLE: tuple[Variant, ...] = (
+    Variant("baseline", (), (10.0, 10.2, 10.4), ("succeeded",) * 3, (math.nan, 300.0, 0.45), 0),
+    Variant("sdpa_elementwise", ({"position": "G1"},), (9.0, 9.1, 9.2), ("succeeded",) * 3,
+            (0.12, 40.0, 0.05), 8192),
+    Variant("sdpa_headwise", ({"position": "G1", "granularity": "headwise"},), (9.5, 9.7, 9.9),
+            ("succeeded",) * 3, (0.18, 60.0, 0.08), 512),
+    Variant("value_elementwise", ({"position": "G2"},), (9.8, 10.0, None),
+            ("succeeded", "succeeded", "failed"), (0.22, 120.0, 0.30), 4096),
+    Variant("sdpa_ns_sigmoid", ({"position": "G1", "activation": "ns_sigmoid"},),
+            (None, 11.0, 11.4), ("diverged", "succeeded", "succeeded"), (0.65, 250.0, 0.44), 8192),
+    Variant("key_elementwise", ({"position": "G3"},), (None, None), ("running", "pending"),
+            (0.3, 200.0, 0.4), 4096),
+)
+N_LAYER = 2
+
+
+def config(v: Variant, seed: int) -> dict[str, Any]:
+    """The RunSpec JSON of one run (the fields the DB derives its dimension columns from)."""
+    return {"name": f"{v.name}-s{seed}", "sweep": SWEEP, "seed": seed,
+            "model": {"vocab_size": 256, "n_layer": N_LAYER, "d_model": 64, "n_head": 4,
+                      "n_kv_head": 2, "head_dim": 16, "d_ff": 176, "gates": list(v.gates),
+                      "nonlinearity": v.nonlinearity},
+            "train": {"steps": STEPS, "lr": 3e-3, "batch_size": 16}}
+
+
+def _fingerprint(cfg: dict[str, Any]) -> str:
+    doc = {k: v for k, v in cfg.items() if k != "name"}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+
+def loss_curve(v_index: int, seed: int) -> list[tuple[int, str, float]]:
+    """train/loss, train/lr, train/grad_norm points: a decaying loss (+ one spike)."""
+    pts: list[tuple[int, str, float]] = []
+    for step in range(1, STEPS + 1):
+        loss = 5.0 * math.exp(-step / 40) + 2.0 - 0.05 * v_index + 0.01 * seed
+        if v_index == 0 and seed == 0 and step == SPIKE_STEP:
+            loss *= 2.0
+        pts += [(step, "train/loss", loss), (step, "train/lr", 3e-3 * min(1.0, step / 10)),
+                (step, "train/grad_norm", 1.0 + 0.5 * math.exp(-step / 30))]
+    return pts
+
+
+def summaries(v: Variant, ppl: float, seed: int) -> dict[str, float]:
+    gate, mact, fattn = v.probes
+    out = {"val/ppl": ppl, "val/loss": math.log(ppl), "bench/hellaswag": 30.0 - ppl + seed,
+           "probe/max_activation": mact, "probe/first_token_attention": fattn,
+           "stability/loss_spikes": 1.0 if v.name == "baseline" and seed == 0 else 0.0,
+           "stability/max_grad_norm": 1.5, "params/total": 100_000.0 + v.params_gates,
+           "params/gates": float(v.params_gates)}
+    for layer in range(N_LAYER):
+        out[f"probe/max_activation/layer_{layer}"] = mact * (layer + 1) / N_LAYER
+        out[f"probe/first_token_attention/layer_{layer}"] = fattn * (layer + 1) / N_LAYER
+    if not math.isnan(gate):
+        out["probe/gate_score_mean"] = gate
+        for layer in range(N_LAYER):
+            out[f"probe/gate_score_mean/layer_{layer}"] = gate
+    return out
+
+
+def _histogram(gate: float) -> dict[str, Any]:
+    edges = [i / 10 for i in range(11)]
+    counts = [float(round(100 * math.exp(-abs((lo + 0.05) - gate) * 10))) for lo in edges[:-1]]
+    return {"edges": edges, "counts": counts}
+
+
+def fill(db: Any, sweep: str = SWEEP) -> dict[str, int]:
+    """Write SAMPLE into ``db`` (a results_db.ResultsDB); returns {run name: run id}."""
+    from results_db import NewRun
+
+    sweep_id = db.ensure_sweep(sweep, "# demo sweep written by dashboard.sample",
+                               "dashboard sample")
+    news = [NewRun(name=f"{v.name}-s{seed}", fingerprint=_fingerprint(config(v, seed)),
+                   variant=v.name, seed=seed, config=config(v, seed))
+            for v in SAMPLE for seed in range(len(v.ends))]
+    res = db.register_runs(sweep_id, news)
+    ids = {r.name: r.id for r in res.to_run + res.cached}
+    for vi, v in enumerate(SAMPLE):
+        for seed, (ppl, end) in enumerate(zip(v.ppl, v.ends, strict=True)):
+            _one_run(db, ids[f"{v.name}-s{seed}"], vi, v, seed, ppl, end)
+    return ids
+
+
+def _one_run(db: Any, rid: int, vi: int, v: Variant, seed: int, ppl: float | None,
+             end: str) -> None:
+    if end == "pending":
+        return
+    att = db.start_attempt(rid, host="sample-host")
+    db.log_metrics(rid, att.id, loss_curve(vi, seed))
+    if end == "running":
+        return
+    if end == "failed":
+        db.finish_attempt(att.id, "failed", error="RuntimeError: injected failure at step 40",
+                          traceback="Traceback (most recent call last):\n  File \"train.py\", "
+                                    "line 1\nRuntimeError: injected failure at step 40")
+        return
+    db.log_summaries(rid, att.id, summaries(v, math.inf if ppl is None else ppl, seed))
+    if v.gates:
+        db.add_artifact(rid, att.id, "gate_histogram", data=_histogram(v.probes[0]))
+    db.finish_attempt(att.id, end)
+
+
+if __name__ == "__main__":
+    import results_db
+
+    url = sys.argv[1] if len(sys.argv) > 1 else None
+    print(fill(results_db.open(url)))

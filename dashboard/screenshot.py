@@ -1,0 +1,134 @@
+"""Serve the dashboard and capture pages in headless Chromium (Debian's, via Playwright).
+
+Used by tests/test_dashboard_browser.py and for the README screenshot of a real sweep:
+
+    python -m dashboard.screenshot --db sqlite:///results.db --page "Ablation tables" \
+        --out docs/img/ablation.png [--sweep gates-toy] [--wait-for "Paper PPL"]
+
+Never runs `playwright install`: it drives the system browser at CHROMIUM (default
+/usr/bin/chromium) with flags that keep it off the network.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+APP = Path(__file__).with_name("app.py")
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def serve(db_url: str, port: int | None = None, timeout_s: float = 60) -> Iterator[str]:
+    """`streamlit run dashboard/app.py` on 127.0.0.1:<free port>; yields the base URL."""
+    port = port or free_port()
+    cmd = [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true",
+           "--server.address", "127.0.0.1", "--server.port", str(port),
+           "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
+           "--client.toolbarMode", "minimal"]
+    log = tempfile.NamedTemporaryFile(prefix="dashboard-", suffix=".log", delete=False)
+    proc = subprocess.Popen(cmd, env={**os.environ, "GATESWEEP_DB": db_url}, stdout=log,
+                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(base, proc, timeout_s, log.name)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def _wait_healthy(base: str, proc: subprocess.Popen, timeout_s: float, log: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited with {proc.returncode}; see {log}")
+        with contextlib.suppress(OSError):
+            with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as resp:
+                if resp.status == 200:
+                    return
+        time.sleep(0.3)
+    raise TimeoutError(f"streamlit did not answer {base}/_stcore/health in {timeout_s} s; "
+                       f"see {log}")
+
+
+def page_url(base: str, page: str, sweep: str | None = None) -> str:
+    params = {"page": page, **({"sweep": sweep} if sweep else {})}
+    return f"{base}/?{urllib.parse.urlencode(params)}"
+
+
+@contextlib.contextmanager
+def browser() -> Iterator[object]:
+    """A Playwright Chromium browser (the system binary), closed on exit."""
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        raise FileNotFoundError(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set "
+                                "CHROMIUM=/path/to/chromium)")
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def capture(b: object, url: str, wait_for: str, out: Path | None,
+            timeout_ms: int = 45_000) -> str:
+    """Open ``url``, wait until ``wait_for`` is visible, screenshot to ``out``; returns the
+    page's visible text (the main area)."""
+    page = b.new_page(viewport={"width": 1500, "height": 1000})  # type: ignore[attr-defined]
+    try:
+        page.goto(url, wait_until="domcontentloaded")
+        page.get_by_text(wait_for, exact=False).first.wait_for(state="visible",
+                                                               timeout=timeout_ms)
+        # let the remaining elements of this run settle (the status widget goes idle)
+        page.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')",
+                               timeout=timeout_ms)
+        if out is not None:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(out), full_page=True)
+        return page.locator("section.stMain, [data-testid=stMain]").first.inner_text()
+    finally:
+        page.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--db", default=os.environ.get("GATESWEEP_DB", "sqlite:///results.db"))
+    ap.add_argument("--page", default="Ablation tables")
+    ap.add_argument("--sweep", default=None)
+    ap.add_argument("--wait-for", default="Method", help="text that shows the page is drawn")
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args(argv)
+    with serve(args.db) as base, browser() as b:
+        capture(b, page_url(base, args.page, args.sweep), args.wait_for, args.out)
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

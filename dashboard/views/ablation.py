@@ -1,0 +1,39 @@
+"""Ablation tables in the paper's layout, with an optional paper column, downloadable as CSV,
+Markdown and LaTeX."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import data
+from dashboard.ablation import KINDS, build
+from dashboard.export import to_csv, to_latex, to_markdown
+from dashboard.views.common import show_rows
+
+
+def render(url: str, sweep: str | None) -> None:
+    st.header(f"Ablation tables — {sweep}")
+    kinds = list(KINDS)
+    kind = st.radio("Table", kinds, format_func=KINDS.__getitem__, key="ab_kind",
+                    horizontal=True)
+    with_paper = st.toggle("Show the paper's figures beside ours", value=True, key="ab_paper")
+    runs = data.runs(url, sweep)
+    msl, msl_error = data.max_stable_lr(url, sweep) if kind == "stability" else (None, None)
+    if msl_error:
+        st.warning(f"Max stable LR unavailable: {msl_error}")
+    table = build(kind, runs, data.summaries(url, sweep), with_paper=with_paper,
+                  max_stable_lr=msl)
+    if table.display.is_empty():
+        st.info("No finished run in this sweep yet.")
+        return
+    st.caption(f"mean ± std over seeds; Δ vs baseline `{table.baseline or 'none'}`. "
+               "Paper: Qiu et al. 2025 (15A2B MoE / 1.7B dense), a different scale: compare "
+               "the direction of the effects, not the values.")
+    st.table(table.display.head(show_rows(table.display.height, "ab_limit")))
+    stem = f"{sweep}-{kind}"
+    c1, c2, c3 = st.columns(3)
+    c1.download_button("CSV", to_csv(table.numeric), f"{stem}.csv", "text/csv", key="dl_csv")
+    c2.download_button("Markdown", to_markdown(table.display), f"{stem}.md", "text/markdown",
+                       key="dl_md")
+    c3.download_button("LaTeX", to_latex(table.display, caption=f"{sweep}: {KINDS[kind]}"),
+                       f"{stem}.tex", "text/x-tex", key="dl_tex")

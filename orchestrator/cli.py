@@ -1,0 +1,253 @@
+"""`orchestrator` command line (contract: DESIGN.md "CLI surface").
+
+Exit code 0 only on success. User errors (bad YAML, unknown run, refused SQL, Ray not
+reachable) print one clear sentence on stderr, no traceback; exit 2 for invalid input, 1 for
+runs that did not succeed, 130 when interrupted.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from orchestrator.errors import SpecError, UserError
+
+DEFAULT_DB = "sqlite:///results.db"
+STALE_ENV = "GATESWEEP_STALE_AFTER"
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
+                  help="Declarative attention-gate ablation sweeps: YAML -> Ray Tune -> "
+                       "DeepSpeed -> SQL -> Streamlit.")
+db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+
+# Wide when piped (logs, tests): run names must not be truncated.
+out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+DbOpt = Annotated[str | None, typer.Option("--db", help="Results DB URL [default: "
+                                           "$GATESWEEP_DB or sqlite:///results.db]")]
+StaleOpt = Annotated[float | None, typer.Option(
+    "--stale-after", help="Seconds without a heartbeat before a running run counts as lost "
+                          "[default: $GATESWEEP_STALE_AFTER or 120]")]
+StorageOpt = Annotated[Path, typer.Option("--storage", help="Checkpoints and Tune state")]
+
+
+def db_url(db: str | None) -> str:
+    return db or os.environ.get("GATESWEEP_DB") or DEFAULT_DB
+
+
+def stale_after(value: float | None) -> float:
+    from orchestrator.env import float_env
+
+    return value if value is not None else float_env(STALE_ENV, 120.0)
+
+
+@app.command()
+def validate(file: Path, params: Annotated[bool, typer.Option(
+        help="Count parameters (imports torch)")] = True) -> None:
+    """Validate a sweep file and print its expanded run table."""
+    from orchestrator.submit import make_plan
+    from orchestrator.table import print_runs
+
+    plan = make_plan(file)
+    print_runs(out, f"{plan.spec.name}: {len(plan.runs)} runs", plan.runs, with_params=params)
+    out.print(f"{file}: valid, {len(plan.runs)} runs")
+
+
+@app.command()
+def submit(file: Path, db: DbOpt = None,
+           dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan only")] = False,
+           force: Annotated[bool, typer.Option(help="Redo runs that already succeeded")] = False,
+           address: Annotated[str | None, typer.Option(help="Ray cluster address")] = None,
+           detach: Annotated[bool, typer.Option(help="Submit as a Ray Job")] = False,
+           max_concurrent: Annotated[int | None, typer.Option(min=1)] = None,
+           storage: StorageOpt = Path("runs"), stale: StaleOpt = None,
+           params: Annotated[bool, typer.Option(help="Count parameters in --dry-run")] = True
+           ) -> None:
+    """Expand a sweep, skip what already succeeded, run the rest on Ray Tune."""
+    from orchestrator.submit import make_plan, run_submit
+
+    plan = make_plan(file)  # invalid files stop here: nothing written, nothing scheduled
+    if detach:
+        raise UserError("--detach (submit as a Ray Job) is not implemented yet; run without it "
+                        "(the sweep then runs in this process)")
+    if dry_run:
+        _dry_run(db_url(db), plan, params)
+        return
+    code = run_submit(db_url(db), plan, force=force, storage=storage, address=address,
+                      max_concurrent=max_concurrent, stale_after=stale_after(stale),
+                      console=out)
+    raise typer.Exit(code)
+
+
+def _dry_run(url: str, plan: object, params: bool) -> None:
+    from orchestrator.table import print_runs
+
+    status = _known_status(url, [r.fingerprint for r in plan.runs])  # type: ignore[attr-defined]
+    by_name = {r.name: status.get(r.fingerprint, "new") for r in plan.runs}  # type: ignore
+    print_runs(out, f"{plan.spec.name} (dry run)", plan.runs, status=by_name,  # type: ignore
+               with_params=params)
+    cached = sum(s in ("succeeded", "diverged") for s in by_name.values())
+    out.print(f"dry run: {len(by_name)} runs, {cached} cached, {len(by_name) - cached} to run; "
+              "nothing was written or scheduled")
+
+
+def _known_status(url: str, fingerprints: list[str]) -> dict[str, str]:
+    """Fingerprint -> status from an existing DB; a dry run never creates one."""
+    from sqlalchemy import make_url
+
+    u = make_url(url)
+    if u.get_backend_name() == "sqlite" and (not u.database or not Path(u.database).exists()):
+        return {}
+    import results_db
+
+    frame = results_db.open(url).runs()
+    if frame.height == 0:
+        return {}
+    known = dict(zip(frame["fingerprint"].to_list(), frame["status"].to_list()))
+    return {fp: known[fp] for fp in fingerprints if fp in known}
+
+
+@app.command()
+def rerun(runs: Annotated[list[str] | None, typer.Argument(help="Run ids or names")] = None,
+          db: DbOpt = None, sweep: Annotated[str | None, typer.Option()] = None,
+          status: Annotated[str | None, typer.Option(help="e.g. failed,lost")] = None,
+          fresh: Annotated[bool, typer.Option(help="Ignore checkpoints")] = False,
+          address: Annotated[str | None, typer.Option()] = None,
+          detach: Annotated[bool, typer.Option(help="Run in the background")] = False,
+          storage: Annotated[Path | None, typer.Option()] = None) -> None:
+    """New attempt of runs (resumes from the last checkpoint unless --fresh)."""
+    import results_db
+    from orchestrator.rerun import rerun_runs
+    from orchestrator.submit import summarise
+
+    url = db_url(db)
+    refs: list[str | int] = list(runs or [])
+    if not refs:
+        if sweep is None:
+            raise UserError("rerun: give run ids/names, or --sweep S [--status failed,lost]")
+        frame = results_db.open(url).runs(sweep=sweep, status=_split(status or "failed,lost"))
+        refs = [int(i) for i in frame["id"].to_list()] if frame.height else []
+        if not refs:
+            out.print(f"rerun: no runs of sweep {sweep} with status {status or 'failed,lost'}")
+            return
+    final = rerun_runs(url, refs, fresh=fresh, address=address, detach=detach,
+                       storage=storage, console=None if detach else out)
+    if detach:
+        out.print(f"rerun: {len(final)} run(s) queued in the background")
+        return
+    raise typer.Exit(summarise(results_db.open(url), final, out))
+
+
+@app.command()
+def cancel(runs: Annotated[list[str] | None, typer.Argument()] = None, db: DbOpt = None,
+           sweep: Annotated[str | None, typer.Option()] = None) -> None:
+    """Cancel pending/running runs (running trials stop at their next heartbeat)."""
+    import results_db
+    from orchestrator.rerun import resolve_runs
+
+    d = results_db.open(db_url(db))
+    if runs:
+        ids = [r.id for r in resolve_runs(d, list(runs))]
+    elif sweep:
+        frame = d.runs(sweep=sweep, status=["pending", "running"])
+        ids = [int(i) for i in frame["id"].to_list()] if frame.height else []
+    else:
+        raise UserError("cancel: give run ids/names or --sweep S")
+    changed = d.set_status(ids, "cancelled")
+    out.print(f"cancelled {len(changed)} run(s)" + (f" ({len(ids) - len(changed)} were "
+                                                    "already finished)" if len(changed) <
+                                                    len(ids) else ""))
+
+
+@app.command()
+def dashboard(db: DbOpt = None, port: Annotated[int, typer.Option()] = 8501,
+              host: Annotated[str, typer.Option(help="Listen address (the dashboard can "
+                                                     "start runs: keep it local)")] = "127.0.0.1"
+              ) -> None:
+    """Serve the Streamlit dashboard on HOST:PORT (127.0.0.1 by default)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("dashboard")
+    if spec is None or not spec.submodule_search_locations:
+        raise UserError("the dashboard package is not installed (pip install -e .)")
+    app_py = Path(list(spec.submodule_search_locations)[0]) / "app.py"
+    if not app_py.exists():
+        raise UserError(f"dashboard entry point {app_py} does not exist")
+    env = {**os.environ, "GATESWEEP_DB": db_url(db)}
+    cmd = [sys.executable, "-m", "streamlit", "run", str(app_py), "--server.port", str(port),
+           "--server.address", host, "--server.headless", "true",
+           "--browser.gatherUsageStats", "false"]
+    out.print(f"dashboard: http://{host}:{port} (DB {env['GATESWEEP_DB']})")
+    try:
+        raise typer.Exit(subprocess.call(cmd, env=env))
+    except KeyboardInterrupt:
+        raise typer.Exit(0) from None
+
+
+@db_app.command("upgrade")
+def db_upgrade(db: DbOpt = None) -> None:
+    """Create or migrate the results DB schema to the newest revision."""
+    import results_db
+
+    rev = results_db.upgrade(db_url(db))
+    out.print(f"database at revision {rev}")
+
+
+def _split(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console-script entry point: user errors become one line on stderr."""
+    from orchestrator.scheduler import Interrupted
+
+    try:  # typer >= 0.20 vendors click; its exceptions are not click's
+        from typer._click.exceptions import ClickException
+    except ImportError:  # pragma: no cover - older typer
+        from click import ClickException
+
+    try:
+        app(args=argv, standalone_mode=False)
+    except SpecError as exc:
+        err.print(f"error: {exc}")
+        return 2
+    except Interrupted as exc:
+        err.print(f"error: {exc}")
+        return 130
+    except UserError as exc:
+        err.print(f"error: {exc}")
+        return 2
+    except typer.Exit as exc:
+        return exc.exit_code
+    except ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except typer.Abort:
+        err.print("error: aborted")
+        return 130
+    except (ValueError, KeyError, PermissionError, FileNotFoundError) as exc:
+        err.print(f"error: {_one_line(exc)}")
+        return 2
+    return 0
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+    return text or type(exc).__name__
+
+
+# The read-side commands register themselves on `app` (kept in their own file for size).
+from orchestrator import cli_read  # noqa: E402,F401
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+"""Process environment for Ray and the DeepSpeed trials (pitfalls: docs/STACK-NOTES).
+
+- DS_ACCELERATOR=cpu on machines without CUDA (else DeepSpeed warns and guesses).
+- TORCH_EXTENSIONS_DIR stable (~/.cache/gatesweep/torch_extensions): DeepSpeed's shm comm op
+  compiles for 60-80 s on first use and is cached there.
+- No launcher variables (MASTER_PORT, RANK, ...) may leak into a trial: trainer.dist picks a
+  free MASTER_PORT per process only when none is set, so a stale one would make concurrent
+  trials collide.
+- RAY_AUTH_MODE=disabled by default for local clusters (Ray 2.60 enables token auth).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+LAUNCHER_VARS = ("MASTER_PORT", "MASTER_ADDR", "RANK", "WORLD_SIZE", "LOCAL_RANK",
+                 "LOCAL_WORLD_SIZE", "GROUP_RANK")
+# Copied from the driver into the workers' runtime_env when set.
+PASS_THROUGH = ("DS_ACCELERATOR", "TORCH_EXTENSIONS_DIR", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE",
+                "HF_HOME", "TOKENIZERS_PARALLELISM", "GATESWEEP_HEARTBEAT_S",
+                "GATESWEEP_FLUSH_S", "PYTHONPATH")
+
+
+def default_extensions_dir() -> str:
+    return str(Path.home() / ".cache" / "gatesweep" / "torch_extensions")
+
+
+def driver_defaults() -> None:
+    """Defaults for the `orchestrator` process (it starts the local Ray cluster)."""
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("TORCH_EXTENSIONS_DIR", default_extensions_dir())
+    # We handle SIGINT/SIGTERM ourselves (mark the runs cancelled, then stop Ray).
+    os.environ.setdefault("TUNE_DISABLE_SIGINT_HANDLER", "1")
+    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+
+
+def worker_env_vars() -> dict[str, str]:
+    """env_vars for the Ray runtime_env of the trials."""
+    env = {k: os.environ[k] for k in PASS_THROUGH if k in os.environ}
+    env.setdefault("TORCH_EXTENSIONS_DIR", default_extensions_dir())
+    return env
+
+
+def prepare_trial_env() -> None:
+    """Inside a trial, before deepspeed is imported."""
+    for k in LAUNCHER_VARS:
+        os.environ.pop(k, None)
+    os.environ.setdefault("TORCH_EXTENSIONS_DIR", default_extensions_dir())
+    if "DS_ACCELERATOR" not in os.environ:
+        import torch
+
+        os.environ["DS_ACCELERATOR"] = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def float_env(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ValueError(f"environment variable {name}={raw!r}: expected a number of "
+                         "seconds") from None

@@ -1,0 +1,301 @@
+"""SweepSpec -> [ExpandedRun]: variants x axes x seeds, filtered, validated, named.
+
+Deterministic: variants in file order, then the axes' cartesian product in file order (the
+last axis varies fastest), then seeds. Each row is base <- variant delta <- axis values
+(a variant and an axis may not set the same key; spec.py rejects that), then the ``gate.*``
+shorthand is resolved into ``model.gates``. Names are readable and unique:
+``<variant>[-<axis label>...]-s<seed>``, e.g. ``sdpa_headwise-lr3e-3-s1`` (only axes with
+more than one value appear).
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from orchestrator import keys
+from orchestrator.errors import SpecError, SpecIssue
+from orchestrator.spec import SweepSpec, pydantic_issues
+from orchestrator.yamlsrc import Source
+from trainer.config import RunSpec
+
+MAX_RUNS = 5000
+YPath = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class ExpandedRun:
+    name: str
+    variant: str
+    seed: int
+    axis_values: dict[str, Any]
+    spec: RunSpec
+
+    @property
+    def fingerprint(self) -> str:
+        return self.spec.fingerprint()
+
+
+@dataclass
+class _Row:
+    """A RunSpec document under construction, with the YAML origin of each path."""
+
+    doc: dict[str, Any]
+    origins: dict[tuple[str | int, ...], YPath] = field(default_factory=dict)
+    gate: dict[str, Any] = field(default_factory=dict)
+    gate_origin: YPath | None = None
+
+
+def expand(spec: SweepSpec, src: Source) -> list[ExpandedRun]:
+    """All runs of the sweep; raises SpecError (file/line/key) on any invalid row."""
+    base = _Row(doc={})
+    issues: list[SpecIssue] = []
+    for key, value in keys.flatten(spec.base).items():
+        _apply(base, key, value, ("base", *keys.split(key)), src, issues)
+    if spec.resources is not None:
+        base.doc["resources"] = spec.resources.model_dump()
+        base.origins[("resources",)] = ("resources",)
+    axes = _axes(spec)
+    seeds = spec.seeds or _seed_axis(spec) or [0]
+    variants = list(spec.variants.items()) or [("base", {})]
+    total = len(variants) * math.prod(len(v) for _, v, _ in axes) * len(seeds)
+    if total > MAX_RUNS:
+        raise SpecError([src.issue((), f"the sweep expands to {total} runs (max {MAX_RUNS}); "
+                                       "use include/exclude or fewer axis values")])
+    rules = _RuleUse(spec)
+    runs = _rows(spec, src, base, variants, axes, seeds, rules, issues)
+    _check_rules_used(rules, src, issues)
+    _check_unique(runs, src, issues)
+    if issues:
+        raise SpecError(issues)
+    return runs
+
+
+def _axes(spec: SweepSpec) -> list[tuple[str, list[Any], YPath]]:
+    out = [(k, v, ("axes", k)) for k, v in spec.axes.items() if k not in ("seed", "seeds")]
+    if spec.lr_ladder is not None:
+        out.append(("train.lr", spec.lr_ladder.values(), ("lr_ladder",)))
+    return out
+
+
+def _seed_axis(spec: SweepSpec) -> list[int] | None:
+    for k in ("seed", "seeds"):
+        if k in spec.axes:
+            return [int(s) for s in spec.axes[k]]
+    return None
+
+
+def _rows(spec: SweepSpec, src: Source, base: _Row, variants: list[tuple[str, dict[str, Any]]],
+          axes: list[tuple[str, list[Any], YPath]], seeds: list[int], rules: _RuleUse,
+          issues: list[SpecIssue]) -> list[ExpandedRun]:
+    runs: list[ExpandedRun] = []
+    for vname, delta in variants:
+        for combo in itertools.product(*(range(len(v)) for _, v, _ in axes)):
+            for seed in seeds:
+                row = copy.deepcopy(base)
+                for key, value in keys.flatten(delta).items():
+                    _apply(row, key, value, ("variants", vname, key), src, issues)
+                values = {}
+                for (key, vals, ypath), i in zip(axes, combo):
+                    ypath_i = (*ypath, i) if ypath[0] == "axes" else ypath
+                    _apply(row, key, vals[i], ypath_i, src, issues)
+                    values[key] = vals[i]
+                _resolve_gate(row, src, issues)
+                name = run_name(vname, axes, combo, seed)
+                run = _finish(row, spec, src, vname, seed, name, values, rules, issues)
+                if run is not None:
+                    runs.append(run)
+    return runs
+
+
+def run_name(variant: str, axes: list[tuple[str, list[Any], YPath]], combo: tuple[int, ...],
+             seed: int) -> str:
+    labels = [axis_label(key, vals[i]) for (key, vals, _), i in zip(axes, combo)
+              if len(vals) > 1]
+    return "-".join([variant, *labels, f"s{seed}"])
+
+
+def axis_label(key: str, value: Any) -> str:
+    """'train.lr', 0.003 -> 'lr3e-3'; 'gate.position', 'G2' -> 'G2'; 'model.n_kv_head', 8 ->
+    'n_kv_head8'; 'gate.input_dependent', False -> 'input_dependentFalse'."""
+    last = str(keys.split(key)[-1])
+    if key == "gate.position" and value in keys.NO_GATE:
+        label = "nogate"
+    elif isinstance(value, str):
+        label = value  # enum values read well alone: G2, headwise, rmsnorm
+    elif isinstance(value, float):
+        mant, exp = f"{value:.3e}".split("e")
+        label = f"{last}{mant.rstrip('0').rstrip('.')}e{int(exp)}"
+    else:
+        label = f"{last}{value}"
+    return "".join(c if c.isalnum() or c in "_.+-" else "_" for c in label)
+
+
+def _apply(row: _Row, key: str, value: Any, ypath: YPath, src: Source,
+           issues: list[SpecIssue]) -> None:
+    parts = keys.split(key)
+    if parts[0] == keys.GATE_PREFIX:
+        row.gate[str(parts[1])] = value
+        row.gate_origin = row.gate_origin or ypath
+        row.origins[("model", "gates", 0, parts[1])] = ypath
+        return
+    cur: Any = row.doc
+    for i, part in enumerate(parts[:-1]):
+        if isinstance(part, int):
+            if not isinstance(cur, list) or part >= len(cur):
+                n = len(cur) if isinstance(cur, list) else 0
+                where = ".".join(map(str, parts[:i]))
+                issues.append(src.issue(ypath, f"{where} has {n} element(s); index {part} "
+                                               "does not exist"))
+                return
+            cur = cur[part]
+        else:
+            if not isinstance(cur.get(part), (dict, list)):
+                cur[part] = {}
+            cur = cur[part]
+    leaf = parts[-1]
+    old = cur[leaf] if isinstance(cur, list) else cur.get(leaf)
+    cur[leaf] = _merge(old, value)
+    row.origins[tuple(parts)] = ypath
+
+
+def _merge(old: Any, new: Any) -> Any:
+    """Dicts merge recursively; anything else replaces."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out = dict(old)
+        for k, v in new.items():
+            out[k] = _merge(old.get(k), v)
+        return out
+    return copy.deepcopy(new)
+
+
+def _resolve_gate(row: _Row, src: Source, issues: list[SpecIssue]) -> None:
+    """gate.* keys -> model.gates = [one GateSpec]; gate.position: none -> no gate."""
+    if not row.gate:
+        return
+    model = row.doc.setdefault("model", {})
+    if row.gate.get("position", "G1") in keys.NO_GATE:
+        model["gates"] = []
+        return
+    existing = model.get("gates") or []
+    if len(existing) > 1:
+        issues.append(src.issue(row.gate_origin or (), "the gate.* shorthand needs at most one "
+                                                      "gate in model.gates"))
+        return
+    base_gate = existing[0] if existing and isinstance(existing[0], dict) else {}
+    model["gates"] = [{**base_gate, **row.gate}]
+    row.origins.setdefault(("model", "gates"), row.gate_origin or ())
+
+
+def _finish(row: _Row, spec: SweepSpec, src: Source, vname: str, seed: int, name: str,
+            values: dict[str, Any], rules: _RuleUse, issues: list[SpecIssue]
+            ) -> ExpandedRun | None:
+    doc = {**row.doc, "name": name, "sweep": spec.name, "seed": seed}
+    try:
+        run_spec = RunSpec.model_validate(doc)
+        view = run_spec.model_dump(mode="json")
+    except ValidationError as exc:
+        run_spec, view = None, doc
+        if rules.keep(vname, seed, view):
+            for issue in pydantic_issues(src, exc, ()):
+                ypath = _origin(row, issue.path)
+                issues.append(src.issue(ypath, f"{issue.message} (run {name}, key "
+                                               f"{'.'.join(map(str, issue.path))})"))
+        return None
+    if not rules.keep(vname, seed, view):
+        return None
+    return ExpandedRun(name, vname, seed, values, run_spec)
+
+
+def _origin(row: _Row, loc: tuple[str | int, ...]) -> YPath:
+    """The YAML path that set ``loc``: a variant/axis key below it, else its nearest setter."""
+    below = [y for p, y in row.origins.items() if p[:len(loc)] == loc]
+    if below:
+        return ([y for y in below if y[0] != "base"] or below)[0]
+    for cut in range(len(loc), 0, -1):
+        if (y := row.origins.get(tuple(loc[:cut]))) is not None:
+            return y
+    return ("base",)
+
+
+class _RuleUse:
+    """include/exclude matching, remembering which rules matched something."""
+
+    def __init__(self, spec: SweepSpec) -> None:
+        self.include = spec.include
+        self.exclude = spec.exclude
+        self.inc_hits = [0] * len(spec.include)
+        self.exc_hits = [0] * len(spec.exclude)
+
+    def keep(self, variant: str, seed: int, view: dict[str, Any]) -> bool:
+        inc = [matches(r, variant, seed, view) for r in self.include]
+        exc = [matches(r, variant, seed, view) for r in self.exclude]
+        for i, hit in enumerate(inc):
+            self.inc_hits[i] += hit
+        for i, hit in enumerate(exc):
+            self.exc_hits[i] += hit
+        return (not self.include or any(inc)) and not any(exc)
+
+
+def matches(rule: dict[str, Any], variant: str, seed: int, view: dict[str, Any]) -> bool:
+    """All keys of the rule match; a list value means any of its values."""
+    for key, want in keys.flatten(rule).items():
+        got = variant if key == "variant" else seed if key == "seed" else lookup(view, key)
+        options = want if isinstance(want, list) else [want]
+        if not any(_equal(got, w) for w in options):
+            return False
+    return True
+
+
+def lookup(view: dict[str, Any], key: str) -> Any:
+    """Value of a dotted key in a RunSpec dump; gate.* reads the single gate (or 'none')."""
+    parts = keys.split(key)
+    if parts[0] == keys.GATE_PREFIX:
+        gates = (view.get("model") or {}).get("gates") or []
+        if not gates:
+            return "none" if parts[1] == "position" else None
+        return gates[0].get(parts[1]) if len(gates) == 1 else None
+    cur: Any = view
+    for p in parts:
+        if isinstance(cur, dict):
+            cur = cur.get(p)
+        elif isinstance(cur, list) and isinstance(p, int) and p < len(cur):
+            cur = cur[p]
+        else:
+            return None
+    return cur
+
+
+def _equal(got: Any, want: Any) -> bool:
+    if want in keys.NO_GATE and got == "none":
+        return True
+    if isinstance(got, (int, float)) and isinstance(want, (int, float)) \
+            and not isinstance(got, bool) and not isinstance(want, bool):
+        return math.isclose(float(got), float(want), rel_tol=1e-9)
+    return got == want
+
+
+def _check_rules_used(use: _RuleUse, src: Source, issues: list[SpecIssue]) -> None:
+    for section, hits in (("include", use.inc_hits), ("exclude", use.exc_hits)):
+        for i, n in enumerate(hits):
+            if n == 0:
+                issues.append(src.issue((section, i), "this rule matches no run (a typo in a "
+                                                      "key or value?)"))
+
+
+def _check_unique(runs: list[ExpandedRun], src: Source, issues: list[SpecIssue]) -> None:
+    by_fp: dict[str, str] = {}
+    names: set[str] = set()
+    for r in runs:
+        if r.name in names:
+            issues.append(src.issue(("variants",), f"two runs are named {r.name!r}"))
+        names.add(r.name)
+        if (other := by_fp.get(r.fingerprint)) is not None:
+            issues.append(src.issue(("variants",), f"runs {other!r} and {r.name!r} have the "
+                                                   "same configuration; exclude one of them"))
+        by_fp.setdefault(r.fingerprint, r.name)

@@ -1,0 +1,103 @@
+"""The DB-backed Reporter (contract in trainer/reporter.py) used inside every trial.
+
+Metric points are buffered and written in batches (every ``flush_points`` points or
+``flush_s`` seconds, and at close) because one SQL transaction per log call would dominate a
+tiny model's step time. Liveness does not depend on the training loop: a daemon thread
+heartbeats the attempt every ``heartbeat_s`` seconds (DeepSpeed's first init can take a
+minute without a single trainer call) and watches for ``orchestrator cancel``; the next
+``log``/``heartbeat`` call then raises RunCancelled so the trial ends cleanly.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from trainer.reporter import Reporter
+
+__all__ = ["DBReporter", "RunCancelled", "Reporter"]
+
+
+class RunCancelled(Exception):
+    """The run was cancelled in the DB (``orchestrator cancel``) while it was training."""
+
+
+class DBReporter:
+    def __init__(self, db: Any, run_id: int, attempt_id: int, *, flush_points: int = 500,
+                 flush_s: float = 5.0, heartbeat_s: float = 5.0) -> None:
+        self.db, self.run_id, self.attempt_id = db, run_id, attempt_id
+        self.flush_points, self.flush_s = flush_points, flush_s
+        self._points: list[tuple[int, str, float]] = []
+        self._summaries: dict[str, float] = {}
+        self._last_flush = time.monotonic()
+        self._lock = threading.Lock()
+        self._cancelled = threading.Event()
+        self._stop = threading.Event()
+        self.first_step: int | None = None  # the first step this attempt logged (resume proof)
+        self._beat = threading.Thread(target=self._beat_loop, args=(heartbeat_s,),
+                                      name=f"heartbeat-run{run_id}", daemon=True)
+        self._beat.start()
+
+    # --- Reporter contract ---------------------------------------------------------------
+    def log(self, step: int, metrics: Mapping[str, float]) -> None:
+        self._raise_if_cancelled()
+        if self.first_step is None:
+            self.first_step = int(step)
+        with self._lock:
+            self._points.extend((int(step), k, float(v)) for k, v in metrics.items())
+            due = (len(self._points) >= self.flush_points
+                   or time.monotonic() - self._last_flush >= self.flush_s)
+        if due:
+            self.flush()
+
+    def summary(self, metrics: Mapping[str, float]) -> None:
+        with self._lock:
+            self._summaries.update({k: float(v) for k, v in metrics.items()})
+
+    def heartbeat(self) -> None:
+        # The thread does the writing; the trainer's call is where cancellation surfaces.
+        self._raise_if_cancelled()
+
+    def artifact(self, kind: str, payload: str | Path | Mapping[str, Any]) -> None:
+        if isinstance(payload, (str, Path)):
+            self.db.add_artifact(self.run_id, self.attempt_id, kind, path=str(payload))
+        else:
+            self.db.add_artifact(self.run_id, self.attempt_id, kind, data=dict(payload))
+
+    # --- lifecycle -----------------------------------------------------------------------
+    def flush(self) -> None:
+        with self._lock:
+            points, self._points = self._points, []
+            summaries, self._summaries = self._summaries, {}
+            self._last_flush = time.monotonic()
+        if points:
+            self.db.log_metrics(self.run_id, self.attempt_id, points)
+        if summaries:
+            self.db.log_summaries(self.run_id, self.attempt_id, summaries)
+
+    def close(self) -> None:
+        """Stop heartbeating and write what is buffered (call before finish_attempt)."""
+        self._stop.set()
+        self._beat.join(timeout=10)
+        self.flush()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+    def _raise_if_cancelled(self) -> None:
+        if self._cancelled.is_set():
+            raise RunCancelled(f"run {self.run_id} was cancelled")
+
+    def _beat_loop(self, interval: float) -> None:
+        while not self._stop.wait(interval):
+            try:
+                self.db.heartbeat(self.attempt_id)
+                row = self.db.run(self.run_id)
+                if row is not None and row.status == "cancelled":
+                    self._cancelled.set()
+            except Exception:  # noqa: BLE001 - a DB hiccup must not kill training; next beat
+                continue

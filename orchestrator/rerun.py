@@ -1,0 +1,115 @@
+"""Rerun runs as new attempts, resuming from each run's checkpoint dir (unless fresh).
+
+Also the dashboard's rerun button: ``spawn_rerun(db_url, run_id)`` re-queues the run in the DB
+at once (status ``pending``, so the page shows the effect) and starts ``orchestrator rerun``
+as a detached background process that survives the Streamlit session.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from orchestrator import scheduler
+from orchestrator.errors import UserError
+
+DEFAULT_STORAGE = Path("runs")
+
+
+def resolve_runs(db: Any, refs: list[str | int]) -> list[Any]:
+    """RunRows for ids or names; a clear error names the first unknown one."""
+    rows = []
+    for ref in refs:
+        row = db.run(ref)
+        if row is None:
+            raise UserError(f"no run with id or name {ref!r} in {db.url}")
+        rows.append(row)
+    return rows
+
+
+def run_checkpoint_dir(db: Any, row: Any, storage: Path | None) -> Path:
+    """Where the run's earlier attempts checkpointed (recorded as an artifact at start)."""
+    if storage is None:
+        arts = db.artifacts(row.id)
+        if arts.height:
+            paths = arts.filter(arts["kind"] == "checkpoint_dir")["path"].to_list()
+            if paths:
+                return Path(paths[-1])
+        storage = DEFAULT_STORAGE
+    sweep = row.config.get("sweep", "adhoc")
+    return scheduler.checkpoint_dir(storage, sweep, row.name)
+
+
+def rerun_runs(db_url: str, run_ids: list[int | str], fresh: bool = False,
+               address: str | None = None, detach: bool = False, storage: Path | None = None,
+               max_concurrent: int | None = None, console: Console | None = None
+               ) -> dict[int, str]:
+    """New attempt for each run (blocking unless ``detach``); returns {run_id: status}.
+
+    ``fresh`` deletes the run's checkpoints first, so it trains from step 0.
+    ``detach`` spawns one background ``orchestrator rerun`` per run and returns at once.
+    """
+    import results_db
+    from trainer.config import RunSpec
+
+    db = results_db.open(db_url)
+    rows = resolve_runs(db, list(run_ids))
+    if detach:
+        for r in rows:
+            spawn_rerun(db_url, r.id, fresh=fresh)
+        return {r.id: "pending" for r in rows}
+    busy = [r.name for r in rows if r.status == "running"]
+    if busy:
+        raise UserError(f"run(s) {', '.join(busy)} are running; cancel them first "
+                        "(orchestrator cancel ...)")
+    jobs = []
+    for r in rows:
+        spec = RunSpec.model_validate(r.config)
+        ckpt = run_checkpoint_dir(db, r, storage)
+        if fresh and ckpt.exists():
+            shutil.rmtree(ckpt)
+        jobs.append(scheduler.Job(run_id=r.id, name=r.name, spec=r.config, checkpoint_dir=ckpt,
+                                  cpus=spec.resources.cpus, gpus=spec.resources.gpus))
+    db.set_status([r.id for r in rows], "pending", strict=True)
+    root = storage or jobs[0].checkpoint_dir.parent.parent.parent
+    progress = None
+    if console is not None:
+        from orchestrator.progress import Progress
+
+        progress = lambda d, ids: Progress(d, ids, console)  # noqa: E731
+    opts = scheduler.Options(db_url=db_url, storage=root, address=address,
+                             experiment=f"rerun-{time.strftime('%Y%m%d-%H%M%S')}",
+                             max_concurrent=max_concurrent, progress=progress)
+    return scheduler.execute(jobs, opts)
+
+
+def spawn_rerun(db_url: str, run_id: int, fresh: bool = False,
+                log_dir: str | Path | None = None) -> int:
+    """Queue ``run_id`` (status pending, now) and start ``orchestrator rerun`` detached.
+
+    Returns the background process id; its output goes to <log_dir>/rerun-<id>-<time>.log
+    (default: ./runs/_logs).
+    """
+    import results_db
+
+    db = results_db.open(db_url)
+    row = resolve_runs(db, [run_id])[0]
+    if row.status == "running":
+        raise UserError(f"run {row.name} is running; cancel it first")
+    db.set_status([row.id], "pending", strict=True)
+    logs = Path(log_dir) if log_dir else DEFAULT_STORAGE / "_logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    log = logs / f"rerun-{row.id}-{time.strftime('%Y%m%d-%H%M%S')}.log"
+    cmd = [sys.executable, "-m", "orchestrator", "rerun", str(row.id), "--db", db_url]
+    if fresh:
+        cmd.append("--fresh")
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    return proc.pid

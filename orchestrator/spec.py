@@ -1,0 +1,215 @@
+"""The sweep file: YAML -> validated ``SweepSpec`` (expanded by orchestrator/expand.py).
+
+```yaml
+name: gates-toy                       # [A-Za-z0-9_.-]; also the storage folder name
+description: ...
+base: {model: {preset: tiny}, train: {steps: 100}}   # a partial RunSpec
+variants:                             # named rows, each a delta on base (dotted keys)
+  baseline: {}
+  sdpa_headwise: {gate.position: G1, gate.granularity: headwise}
+  kv_heads_x2: {model.n_kv_head: 4}
+axes: {train.lr: [1e-3, 3e-3]}        # a grid crossed with the variants
+lr_ladder: {min: 1e-3, max: 1e-2, steps: 4}   # geometric shorthand for axes train.lr
+seeds: [0, 1]
+include: [{variant: baseline}]        # keep rows matching any rule (all keys of a rule match)
+exclude: [{variant: sdpa_headwise, train.lr: 1e-3}]   # then drop rows matching any rule
+resources: {cpus: 1}                  # per trial (merged over base.resources)
+retries: 0                            # Tune FailureConfig(max_failures=...)
+max_concurrent: 2                     # default: what the cluster's CPUs/GPUs allow
+```
+Errors name FILE:LINE and the key path and say what was expected; nothing is written or
+scheduled for an invalid file.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from orchestrator import keys
+from orchestrator.errors import SpecError, SpecIssue
+from orchestrator.yamlsrc import Source, load_file, load_text
+from trainer.config import Resources
+
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+MAX_AXIS_VALUES = 1000
+_BASE_KEYS = ("model", "train", "data", "eval", "resources")
+
+
+class LrLadder(BaseModel):
+    """``steps`` learning rates spaced geometrically from ``min`` to ``max`` (inclusive)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    min: float = Field(gt=0)
+    max: float = Field(gt=0)
+    steps: int = Field(ge=2, le=MAX_AXIS_VALUES)
+
+    @model_validator(mode="after")
+    def _order(self) -> LrLadder:
+        if self.min >= self.max:
+            raise ValueError(f"lr_ladder.min ({self.min}) must be below lr_ladder.max "
+                             f"({self.max})")
+        return self
+
+    def values(self) -> list[float]:
+        ratio = math.log(self.max / self.min) / (self.steps - 1)
+        # Rounded to 4 significant digits so names and fingerprints are stable and readable.
+        return [float(f"{self.min * math.exp(ratio * i):.4g}") for i in range(self.steps)]
+
+
+class SweepSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=NAME_PATTERN, max_length=100)
+    description: str = ""
+    base: dict[str, Any] = Field(default_factory=dict)
+    variants: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    axes: dict[str, Annotated[list[Any], Field(min_length=1, max_length=MAX_AXIS_VALUES)]] = \
+        Field(default_factory=dict)
+    lr_ladder: LrLadder | None = None
+    seeds: list[int] | None = None
+    include: list[dict[str, Any]] = Field(default_factory=list)
+    exclude: list[dict[str, Any]] = Field(default_factory=list)
+    resources: Resources | None = None
+    retries: int = Field(default=0, ge=0, le=100)
+    max_concurrent: int | None = Field(default=None, ge=1)
+
+    @field_validator("base")
+    @classmethod
+    def _base_keys(cls, v: dict[str, Any]) -> dict[str, Any]:
+        for k in v:
+            if k not in _BASE_KEYS:
+                raise ValueError(f"unknown key {k!r} in base; expected one of: "
+                                 + ", ".join(_BASE_KEYS))
+        return v
+
+    @field_validator("variants")
+    @classmethod
+    def _variant_names(cls, v: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        import re
+
+        for name in v:
+            if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.]*$", name):
+                raise ValueError(f"variant name {name!r} must match [A-Za-z0-9][A-Za-z0-9_.]* "
+                                 "('-' separates the parts of run names)")
+        return v
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds(cls, v: list[int] | None) -> list[int] | None:
+        if v is not None and (not v or len(set(v)) != len(v)):
+            raise ValueError("seeds must be a non-empty list of distinct integers")
+        return v
+
+
+def parse_source(src: Source) -> SweepSpec:
+    """Validate the top-level structure; key-path errors carry the YAML line."""
+    if not isinstance(src.data, dict):
+        raise SpecError([src.issue((), "expected a mapping at the top level "
+                                       "(name, base, variants, axes, ...)")])
+    try:
+        spec = SweepSpec.model_validate(src.data)
+    except ValidationError as exc:
+        raise SpecError(pydantic_issues(src, exc, ())) from None
+    _check_keys(src, spec)
+    return spec
+
+
+def pydantic_issues(src: Source, exc: ValidationError,
+                    prefix: tuple[str | int, ...]) -> list[SpecIssue]:
+    """Map pydantic errors (loc tuples) to FILE:LINE KEY issues."""
+    issues = []
+    for err in exc.errors():
+        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and "[" in p))
+        path = (*prefix, *loc)
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key (not a field here)"
+        elif err["type"] == "missing":
+            msg = "required key is missing"
+        if "input" in err and err["type"] not in ("missing", "extra_forbidden"):
+            got = err["input"]
+            if not isinstance(got, (dict, list)):
+                msg += f" (got {got!r})"
+        issues.append(src.issue(path, msg))
+    return issues
+
+
+def _check_keys(src: Source, spec: SweepSpec) -> None:
+    """Every dotted key in variants/axes/rules must address a RunSpec field."""
+    issues: list[SpecIssue] = []
+    for vname, delta in spec.variants.items():
+        for key in keys.flatten(delta):
+            if (msg := keys.check_key(key)) is not None:
+                issues.append(src.issue(("variants", vname, *_yaml_path(src, ("variants", vname),
+                                                                         key)), msg))
+    for key in spec.axes:
+        if key in ("seed", "seeds"):
+            continue
+        if (msg := keys.check_key(key)) is not None:
+            issues.append(src.issue(("axes", key), msg))
+    for section, rules in (("include", spec.include), ("exclude", spec.exclude)):
+        for i, rule in enumerate(rules):
+            if not rule:
+                issues.append(src.issue((section, i), "an empty rule matches every run"))
+            for key in keys.flatten(rule):
+                if key in ("variant", "seed"):
+                    continue
+                if (msg := keys.check_key(key)) is not None:
+                    issues.append(src.issue((section, i, key), msg))
+    _check_conflicts(src, spec, issues)
+    if issues:
+        raise SpecError(issues)
+
+
+def _yaml_path(src: Source, prefix: tuple[str | int, ...], dotted: str) -> tuple[str, ...]:
+    """The YAML path of a flattened key: the dotted key itself, or its nested spelling."""
+    if (*prefix, dotted) in src.lines:
+        return (dotted,)
+    return tuple(str(p) for p in keys.split(dotted))
+
+
+def _check_conflicts(src: Source, spec: SweepSpec, issues: list[SpecIssue]) -> None:
+    axis_keys = [k for k in spec.axes if k not in ("seed", "seeds")]
+    if spec.lr_ladder is not None and "train.lr" in axis_keys:
+        issues.append(src.issue(("lr_ladder",), "give either lr_ladder or axes.train.lr, "
+                                                "not both"))
+    if spec.seeds is not None and ({"seed", "seeds"} & set(spec.axes)):
+        issues.append(src.issue(("seeds",), "give either seeds or axes.seed, not both"))
+    if "resources" in spec.base and spec.resources is not None:
+        issues.append(src.issue(("resources",), "give either resources or base.resources, "
+                                                "not both"))
+    for vname, delta in spec.variants.items():
+        for key in keys.flatten(delta):
+            for ax in axis_keys + (["train.lr"] if spec.lr_ladder else []):
+                if _overlaps(key, ax):
+                    issues.append(src.issue(("variants", vname), f"variant sets {key!r}, which "
+                                            f"the axis {ax!r} also sets; use one or the other"))
+
+
+def _overlaps(a: str, b: str) -> bool:
+    """True if setting key a and key b would write the same field (gate.* = model.gates)."""
+    def norm(k: str) -> list[str | int]:
+        p = keys.split(k)
+        return ["model", "gates", "*", *p[1:]] if p[0] == keys.GATE_PREFIX else p
+
+    pa, pb = norm(a), norm(b)
+    n = min(len(pa), len(pb))
+    if pa[:n] != pb[:n]:
+        return False
+    # gate.position x gate.granularity cross legitimately; only the same field conflicts.
+    both_gate = a.startswith("gate.") and b.startswith("gate.")
+    return pa == pb if both_gate else True
+
+
+def load_spec(path: str | Path) -> tuple[SweepSpec, Source]:
+    src = load_file(path)
+    return parse_source(src), src
+
+
+def loads_spec(text: str, file: str = "<string>") -> tuple[SweepSpec, Source]:
+    src = load_text(text, file)
+    return parse_source(src), src

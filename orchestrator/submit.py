@@ -1,0 +1,105 @@
+"""submit: expand -> dedupe against the DB -> schedule -> summarise.
+
+Nothing is written before the whole file validated; re-submitting a sweep schedules only
+what has not succeeded/diverged yet (``--force`` redoes everything).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from orchestrator import scheduler
+from orchestrator.expand import ExpandedRun, expand
+from orchestrator.progress import Progress
+from orchestrator.spec import SweepSpec, load_spec
+from orchestrator.table import param_counts
+from orchestrator.yamlsrc import Source
+
+OK_STATES = ("succeeded", "diverged")
+
+
+@dataclass
+class Plan:
+    path: Path
+    spec: SweepSpec
+    src: Source
+    runs: list[ExpandedRun]
+
+
+def make_plan(path: str | Path) -> Plan:
+    """Parse + expand, or raise SpecError (FILE:LINE KEY) before touching anything."""
+    spec, src = load_spec(path)
+    return Plan(Path(path), spec, src, expand(spec, src))
+
+
+def register(db: Any, plan: Plan, force: bool) -> Any:
+    """Sweep row + one run row per expanded run; returns results_db.RegisterResult."""
+    import results_db
+
+    counts = param_counts(plan.runs)
+    new = []
+    for r in plan.runs:
+        c = counts.get(r.name)
+        new.append(results_db.NewRun(
+            name=r.name, fingerprint=r.fingerprint, variant=r.variant, seed=r.seed,
+            config=r.spec.model_dump(mode="json"),
+            params_total=c[0] if c else None, params_gates=c[1] if c else None))
+    sweep_id = db.ensure_sweep(plan.spec.name, plan.path.read_text(encoding="utf-8"),
+                               plan.spec.description)
+    return db.register_runs(sweep_id, new, force=force)
+
+
+def jobs_for(rows: list[Any], plan: Plan, storage: Path) -> list[scheduler.Job]:
+    by_fp = {r.fingerprint: r for r in plan.runs}
+    jobs = []
+    for row in rows:
+        run = by_fp[row.fingerprint]
+        jobs.append(scheduler.Job(
+            run_id=row.id, name=run.name, spec=run.spec.model_dump(mode="json"),
+            checkpoint_dir=scheduler.checkpoint_dir(storage, plan.spec.name, run.name),
+            cpus=run.spec.resources.cpus, gpus=run.spec.resources.gpus))
+    return jobs
+
+
+def run_submit(db_url: str, plan: Plan, *, force: bool, storage: Path, address: str | None,
+               max_concurrent: int | None, stale_after: float, console: Console) -> int:
+    """Returns the process exit code: 0 when every run of the sweep succeeded or diverged."""
+    import results_db
+
+    db = results_db.open(db_url)
+    db.reconcile(stale_after_s=stale_after)  # a killed earlier submit's runs become lost
+    res = register(db, plan, force)
+    msg = f"{plan.spec.name}: {len(plan.runs)} runs, {len(res.cached)} cached, " \
+          f"{len(res.to_run)} to run"
+    if res.running:
+        msg += f", {len(res.running)} already running elsewhere (left alone)"
+    console.print(msg, highlight=False)
+    if not res.to_run:
+        return 0
+    opts = scheduler.Options(
+        db_url=db_url, storage=storage, experiment=scheduler.experiment_name(plan.spec.name),
+        retries=plan.spec.retries, max_concurrent=max_concurrent or plan.spec.max_concurrent,
+        address=address, progress=lambda d, ids: Progress(d, ids, console))
+    final = scheduler.execute(jobs_for(res.to_run, plan, storage), opts)
+    return summarise(db, final, console)
+
+
+def summarise(db: Any, final: dict[int, str], console: Console) -> int:
+    """Print the outcome; exit code 1 if any run did not succeed/diverge."""
+    counts: dict[str, int] = {}
+    for status in final.values():
+        counts[status] = counts.get(status, 0) + 1
+    console.print("done: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())),
+                  highlight=False)
+    bad = [i for i, s in final.items() if s not in OK_STATES]
+    for i in bad:
+        row = db.run(i)
+        attempts = db.attempts(i)
+        err = attempts[-1].error if attempts else None
+        console.print(f"  {row.name} (id {i}): {row.status}" + (f" - {err}" if err else "")
+                      + f"  [see: orchestrator show {i}]", highlight=False)
+    return 1 if bad else 0

@@ -1,0 +1,45 @@
+"""ResultsDB: one object per process holding a writer engine and a read-only reader engine."""
+
+from __future__ import annotations
+
+from sqlalchemy import URL, Engine
+
+from results_db.engine import reader_engine, writer_engine
+from results_db.query import ReaderMixin, ReadOnlyQueryError
+from results_db.store import WriterMixin
+
+__all__ = ["ReadOnlyQueryError", "ResultsDB"]
+
+
+class ResultsDB(WriterMixin, ReaderMixin):
+    """Writes (WriterMixin, store.py) and polars reads (ReaderMixin, query.py)."""
+
+    def __init__(self, url: URL, migrate: bool = True) -> None:
+        self.url: URL = url
+        self.engine: Engine = writer_engine(url)
+        if migrate:
+            from results_db.migrate import upgrade_engine
+
+            upgrade_engine(self.engine)
+        self._reader: Engine | None = None
+
+    @property
+    def reader(self) -> Engine:
+        """The read-only engine (created lazily: the DB file must exist before mode=ro)."""
+        if self._reader is None:
+            self._reader = reader_engine(self.url)
+        return self._reader
+
+    def close(self) -> None:
+        self.engine.dispose()
+        if self._reader is not None:
+            self._reader.dispose()
+
+    def __enter__(self) -> ResultsDB:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"ResultsDB({self.url.render_as_string(hide_password=True)!r})"

@@ -1,0 +1,230 @@
+"""The reader half of ResultsDB: polars DataFrames over the read-only engine.
+
+``db.query(sql)`` runs user SQL on that engine, so writes are refused by the database itself
+(SQLite: mode=ro + query_only + an authorizer; PostgreSQL: read-only transactions).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Engine, Select, and_, select, text
+from sqlalchemy.exc import DBAPIError, ResourceClosedError
+
+from results_db.rows import AttemptRow, RunRow
+from results_db.schema import DIM_COLUMNS, Artifact, Attempt, Run, Summary, Sweep
+from results_db.states import RunStatus, parse_status
+
+if TYPE_CHECKING:
+    import polars as pl
+
+RUN_COLUMNS: tuple[str, ...] = ("id", "name", "sweep_id", "fingerprint", "variant", "seed",
+                                 "status", *DIM_COLUMNS, "params_total", "params_gates",
+                                 "created", "updated")
+_RO_MARKERS = ("readonly", "read-only", "read only", "not authorized", "query_only",
+               "attempt to write", "prohibited")
+
+
+class ReadOnlyQueryError(PermissionError):
+    """User SQL tried to change the database through the read-only connection."""
+
+
+def _user_sql_error(orig: BaseException) -> Exception:
+    msg = str(orig).strip()
+    if any(m in msg.lower() for m in _RO_MARKERS) or \
+            type(orig).__name__ == "ReadOnlySqlTransaction":
+        return ReadOnlyQueryError(
+            "query: the results DB is opened read-only for queries, so statements that "
+            f"write (INSERT/UPDATE/DELETE/DDL/PRAGMA/ATTACH) are refused ({msg})")
+    return ValueError(f"query: the database rejected the SQL: {msg}")
+
+
+def _pg_user_query(engine: Engine, sql: str) -> pl.DataFrame:
+    import polars as pl
+    import psycopg
+
+    with engine.connect() as conn:
+        raw = conn.connection.dbapi_connection
+        assert raw is not None
+        try:
+            with raw.cursor() as cur:
+                cur.execute("SET TRANSACTION READ ONLY")
+                cur.execute(sql, prepare=True)  # type: ignore[call-overload]
+                if cur.description is None:
+                    raise ResourceClosedError("no rows")
+                cols = [d.name for d in cur.description]
+                rows = cur.fetchall()
+        except psycopg.Error as exc:
+            raise _user_sql_error(exc) from None
+        finally:
+            raw.rollback()
+    if not rows:
+        return pl.DataFrame({c: [] for c in cols})
+    return pl.DataFrame(rows, schema=cols, orient="row", infer_schema_length=None)
+
+
+def frame(engine: Engine, stmt: Any, params: dict[str, Any] | None = None) -> pl.DataFrame:
+    """Execute ``stmt`` (a Select or SQL text) and return its rows as a DataFrame."""
+    import polars as pl
+
+    if isinstance(stmt, str):
+        stmt = text(stmt)
+    with engine.connect() as conn:
+        result = conn.execute(stmt, params or {})
+        cols = list(result.keys())
+        rows = result.fetchall()
+    if not rows:
+        return pl.DataFrame({c: [] for c in cols})
+    return pl.DataFrame([tuple(r) for r in rows], schema=cols, orient="row",
+                        infer_schema_length=None)
+
+
+class ReaderMixin:
+    engine: Engine
+    reader: Engine
+
+    def _runs_stmt(self) -> Select[Any]:
+        cols = [getattr(Run, c) for c in RUN_COLUMNS]
+        return select(*cols, Sweep.name.label("sweep"), Run.config).join(
+            Sweep, Sweep.id == Run.sweep_id)
+
+    def runs(self, sweep: str | None = None, status: str | Iterable[str] | None = None,
+             **dims: Any) -> pl.DataFrame:
+        """Runs with their dimension columns; ``config`` is a JSON string column.
+
+        Filters: ``sweep`` name, ``status`` (one or several), and any dimension column
+        (``gate_position="G1"``, ``lr=[1e-3, 3e-3]``, ``variant="baseline"``...)."""
+        stmt = self._runs_stmt().order_by(Run.id)
+        if sweep is not None:
+            stmt = stmt.where(Sweep.name == sweep)
+        if status is not None:
+            statuses = [status] if isinstance(status, str) else list(status)
+            stmt = stmt.where(Run.status.in_([parse_status(s).value for s in statuses]))
+        for key, value in dims.items():
+            if key not in RUN_COLUMNS:
+                raise ValueError(f"runs: unknown filter {key!r}; expected sweep, status or "
+                                 f"one of {', '.join(RUN_COLUMNS)}")
+            col = getattr(Run, key)
+            many = isinstance(value, (list, tuple, set))
+            stmt = stmt.where(col.in_(list(value)) if many else
+                              (col.is_(None) if value is None else col == value))
+        df = frame(self.reader, stmt)
+        import polars as pl
+
+        if "config" in df.columns and df.height:
+            df = df.with_columns(pl.col("config").map_elements(
+                lambda c: c if isinstance(c, str) else json.dumps(c), return_dtype=pl.String))
+        return df
+
+    def run(self, id_or_name: int | str) -> RunRow | None:
+        """One run by id (int or digit string) or by name (the newest run with that name)."""
+        from sqlalchemy.orm import Session
+
+        with Session(self.reader) as s:
+            if isinstance(id_or_name, int) or str(id_or_name).isdigit():
+                row = s.get(Run, int(id_or_name))
+                if row is not None or isinstance(id_or_name, int):
+                    return None if row is None else RunRow.of(row)
+            row = s.scalar(select(Run).where(Run.name == str(id_or_name))
+                           .order_by(Run.id.desc()).limit(1))
+            return None if row is None else RunRow.of(row)
+
+    def sweeps(self) -> pl.DataFrame:
+        return frame(self.reader, select(Sweep.id, Sweep.name, Sweep.description,
+                                         Sweep.created, Sweep.spec).order_by(Sweep.id))
+
+    def sweep_status(self, sweep: str | None = None) -> pl.DataFrame:
+        """Per sweep: one count column per run state, ``total`` and ``done`` (terminal)."""
+        import polars as pl
+
+        where = "WHERE w.name = :sweep" if sweep is not None else ""
+        df = frame(self.reader, f"""SELECT w.name AS sweep, r.status AS status,
+            COUNT(r.id) AS n FROM sweeps w LEFT JOIN runs r ON r.sweep_id = w.id {where}
+            GROUP BY w.name, r.status ORDER BY w.name""", {"sweep": sweep})
+        states = [s.value for s in RunStatus]
+        if df.height == 0:
+            return pl.DataFrame({"sweep": [], **{s: [] for s in states}, "total": [],
+                                 "done": []}, schema_overrides={c: pl.Int64 for c in
+                                                                [*states, "total", "done"]})
+        exprs = [pl.col("n").filter(pl.col("status") == s).sum().alias(s) for s in states]
+        out = df.group_by("sweep", maintain_order=True).agg(exprs)
+        terminal = [s for s in states if s not in ("pending", "running")]
+        return out.with_columns(total=pl.sum_horizontal(states),
+                                done=pl.sum_horizontal(terminal))
+
+    def attempts(self, run_id: int) -> list[AttemptRow]:
+        from sqlalchemy.orm import Session
+
+        with Session(self.reader) as s:
+            return [AttemptRow.of(a) for a in s.scalars(
+                select(Attempt).where(Attempt.run_id == run_id).order_by(Attempt.number))]
+
+    def artifacts(self, run_id: int) -> pl.DataFrame:
+        return frame(self.reader, select(Artifact.id, Artifact.run_id, Artifact.attempt_id,
+                                         Artifact.kind, Artifact.path, Artifact.data,
+                                         Artifact.created)
+                     .where(Artifact.run_id == run_id).order_by(Artifact.id))
+
+    def summaries(self, run_ids: Sequence[int] | None = None, names: Sequence[str] | None = None,
+                  sweep: str | None = None) -> pl.DataFrame:
+        """Long frame: run_id, run (name), sweep, variant, seed, status, name, value."""
+        stmt = (select(Summary.run_id, Run.name.label("run"), Sweep.name.label("sweep"),
+                       Run.variant, Run.seed, Run.status, Summary.name, Summary.value)
+                .join(Run, Run.id == Summary.run_id).join(Sweep, Sweep.id == Run.sweep_id))
+        conds = []
+        if run_ids is not None:
+            conds.append(Summary.run_id.in_(list(run_ids)))
+        if names is not None:
+            conds.append(Summary.name.in_(list(names)))
+        if sweep is not None:
+            conds.append(Sweep.name == sweep)
+        if conds:
+            stmt = stmt.where(and_(*conds))
+        return frame(self.reader, stmt.order_by(Summary.run_id, Summary.name))
+
+    def metrics(self, run_ids: Sequence[int] | None = None, names: Sequence[str] | None = None,
+                max_points: int | None = None) -> pl.DataFrame:
+        """Points (run_id, name, step, value), ordered. ``max_points`` downsamples in SQL per
+        (run, name) keeping each step bucket's min, max, last and first NaN (frames.py)."""
+        from results_db.frames import metrics_sql
+
+        sql, params = metrics_sql(run_ids, names, max_points)
+        return frame(self.reader, sql, params)
+
+    def query(self, sql: str) -> pl.DataFrame:
+        """Run one user SQL statement on the read-only connection and return its rows.
+
+        Writes are refused by the database (ReadOnlyQueryError). On PostgreSQL the statement
+        is prepared (so ``a; b`` is rejected: no ``COMMIT; SET ...`` escape) and runs in a
+        READ ONLY transaction that is always rolled back (so a ``SET`` does not persist)."""
+        try:
+            if self.reader.dialect.name == "postgresql":
+                return _pg_user_query(self.reader, sql)
+            return frame(self.reader, sql)
+        except DBAPIError as exc:
+            raise _user_sql_error(exc.orig) from None
+        except ResourceClosedError:
+            raise ValueError("query: the statement returned no rows; db.query is for "
+                             "SELECT-like statements") from None
+
+    # leaderboard / ablation_table / max_stable_lr: results_db/frames.py and derive.py
+    def leaderboard(self, sweep: str | None = None, metric: str = "val/ppl",
+                    ascending: bool = True) -> pl.DataFrame:
+        from results_db.frames import leaderboard
+
+        return leaderboard(self.reader, sweep, metric, ascending)
+
+    def ablation_table(self, sweep: str, metrics: Sequence[str] = (
+            "val/ppl", "val/loss", "probe/first_token_attention", "probe/max_activation",
+            "probe/gate_score_mean", "stability/loss_spikes")) -> pl.DataFrame:
+        from results_db.frames import ablation_table
+
+        return ablation_table(self.reader, sweep, metrics)
+
+    def max_stable_lr(self, sweep: str, tolerance: float = 0.05,
+                      metric: str = "val/loss") -> pl.DataFrame:
+        from results_db.derive import max_stable_lr
+
+        return max_stable_lr(self.reader, sweep, tolerance=tolerance, metric=metric)

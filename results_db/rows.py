@@ -1,0 +1,79 @@
+"""Plain value objects exchanged with the orchestrator (no ORM sessions leak out)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from results_db.schema import DIM_COLUMNS, Attempt, Run
+
+
+@dataclass(frozen=True)
+class NewRun:
+    """A run to register: ``config`` is the JSON of its RunSpec (``spec.model_dump(mode="json")``)."""
+
+    name: str
+    fingerprint: str
+    variant: str
+    seed: int
+    config: dict[str, Any]
+    params_total: int | None = None
+    params_gates: int | None = None
+
+
+@dataclass(frozen=True)
+class RunRow:
+    id: int
+    name: str
+    sweep_id: int
+    fingerprint: str
+    variant: str
+    seed: int
+    status: str
+    config: dict[str, Any]
+    params_total: int | None
+    params_gates: int | None
+    created: datetime
+    updated: datetime
+    dims: dict[str, Any] = field(default_factory=dict)  # gate_position, lr, ... (DIM_COLUMNS)
+
+    @classmethod
+    def of(cls, r: Run) -> RunRow:
+        return cls(id=r.id, name=r.name, sweep_id=r.sweep_id, fingerprint=r.fingerprint,
+                   variant=r.variant, seed=r.seed, status=r.status, config=dict(r.config),
+                   params_total=r.params_total, params_gates=r.params_gates,
+                   created=r.created, updated=r.updated,
+                   dims={c: getattr(r, c) for c in DIM_COLUMNS})
+
+
+@dataclass(frozen=True)
+class AttemptRow:
+    id: int
+    run_id: int
+    number: int
+    status: str
+    started: datetime
+    ended: datetime | None
+    heartbeat: datetime | None
+    host: str
+    pid: int | None
+    trial_id: str | None
+    error: str | None
+    traceback: str | None
+
+    @classmethod
+    def of(cls, a: Attempt) -> AttemptRow:
+        return cls(id=a.id, run_id=a.run_id, number=a.number, status=a.status,
+                   started=a.started, ended=a.ended, heartbeat=a.heartbeat, host=a.host,
+                   pid=a.pid, trial_id=a.trial_id, error=a.error, traceback=a.traceback)
+
+
+@dataclass(frozen=True)
+class RegisterResult:
+    """``cached``: already succeeded/diverged (skipped); ``to_run``: now pending.
+    ``running``: already running elsewhere (left alone, added to the contract)."""
+
+    cached: list[RunRow]
+    to_run: list[RunRow]
+    running: list[RunRow] = field(default_factory=list)

@@ -1,0 +1,289 @@
+"""The writer half of ResultsDB: sweeps, runs, attempts, metrics, summaries, artifacts.
+
+Every write is one short transaction (SQLite: BEGIN IMMEDIATE, see engine.py). Status changes
+go through states.check_transition. Metric and summary writes are idempotent upserts keyed by
+(run, name, step) / (run, name): a retried attempt that re-logs a step replaces the point.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import Engine, func, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.orm import Session
+
+from results_db.dims import derive_dims
+from results_db.rows import AttemptRow, NewRun, RegisterResult, RunRow
+from results_db.schema import Artifact, Attempt, Run, Summary, Sweep, utcnow
+from results_db.states import (ATTEMPT_END, CACHED, InvalidTransition, RunStatus, allowed,
+                               check_transition, parse_status)
+
+Point = tuple[int, str, float | None]
+_PG_CHUNK = 1000  # rows per multi-VALUES statement on PostgreSQL (5 params each, < 65535)
+
+
+def clean_value(value: Any) -> float | None:
+    """NaN -> None (SQLite cannot store NaN; NULL means "not a number" in this schema)."""
+    if value is None:
+        return None
+    v = float(value)
+    return None if math.isnan(v) else v
+
+
+class NotFound(KeyError):
+    """A run/attempt/sweep id that is not in the database (the message names it)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class WriterMixin:
+    engine: Engine
+
+    @contextmanager
+    def _tx(self) -> Iterator[Session]:
+        with Session(self.engine, expire_on_commit=False) as s, s.begin():
+            yield s
+
+    # --- sweeps and runs -------------------------------------------------------------------
+    def ensure_sweep(self, name: str, spec_text: str = "", description: str = "") -> int:
+        """Insert the sweep, or update its spec/description; returns its id. Safe when several
+        processes ensure the same sweep at once (insert-or-ignore, then update)."""
+        if not name:
+            raise ValueError("ensure_sweep: name must be a non-empty string")
+        with self._tx() as s:
+            ins = (sqlite_insert if s.bind.dialect.name == "sqlite" else pg_insert)(Sweep)
+            s.execute(ins.values(name=name, spec=spec_text, description=description,
+                                 created=utcnow()).on_conflict_do_nothing(
+                index_elements=["name"]))
+            sweep = s.scalars(select(Sweep).where(Sweep.name == name)
+                              .with_for_update()).one()
+            sweep.spec = spec_text or sweep.spec
+            sweep.description = description or sweep.description
+            return sweep.id
+
+    def register_runs(self, sweep_id: int, runs: Sequence[NewRun],
+                      force: bool = False) -> RegisterResult:
+        """New fingerprints -> pending; succeeded/diverged -> cached (unless force); failed/
+        lost/cancelled/pending -> pending again (to_run); running -> left alone (running)."""
+        cached: list[RunRow] = []
+        to_run: list[RunRow] = []
+        running: list[RunRow] = []
+        with self._tx() as s:
+            # Row lock on the sweep (PostgreSQL; SQLite's BEGIN IMMEDIATE already serialises):
+            # two submits of one sweep register one after the other, no duplicate inserts.
+            if s.get(Sweep, sweep_id, with_for_update=True) is None:
+                raise NotFound(f"register_runs: sweep id {sweep_id} does not exist")
+            fps = [r.fingerprint for r in runs]
+            existing = {r.fingerprint: r for r in s.scalars(
+                select(Run).where(Run.fingerprint.in_(fps)))} if fps else {}
+            now = utcnow()
+            for new in runs:
+                row = existing.get(new.fingerprint)
+                if row is None:
+                    row = _new_run(sweep_id, new, now)
+                    s.add(row)
+                    existing[new.fingerprint] = row
+                    to_run.append(row)  # type: ignore[arg-type]
+                elif row.status == RunStatus.RUNNING:
+                    running.append(row)  # type: ignore[arg-type]
+                elif row.status in CACHED and not force:
+                    cached.append(row)  # type: ignore[arg-type]
+                else:
+                    row.status = check_transition(row.id, row.status, RunStatus.PENDING)
+                    row.updated = now
+                    to_run.append(row)  # type: ignore[arg-type]
+            s.flush()
+            return RegisterResult(cached=[RunRow.of(r) for r in cached],  # type: ignore
+                                  to_run=[RunRow.of(r) for r in to_run],  # type: ignore
+                                  running=[RunRow.of(r) for r in running])  # type: ignore
+
+    def set_status(self, run_ids: Iterable[int], status: str | RunStatus,
+                   strict: bool = False) -> list[int]:
+        """Cancel / rerun: set each run's status where the state machine allows it.
+
+        Returns the ids changed; disallowed ones are skipped (``strict=True`` raises instead).
+        Cancelling or re-queueing also closes the run's still-running attempts as cancelled.
+        """
+        dst = parse_status(status)
+        changed: list[int] = []
+        with self._tx() as s:
+            for run in s.scalars(select(Run).where(Run.id.in_(list(run_ids)))
+                                 .with_for_update()):
+                if not allowed(run.status, dst):
+                    if strict:
+                        check_transition(run.id, run.status, dst)
+                    continue
+                run.status, run.updated = dst, utcnow()
+                if dst in (RunStatus.CANCELLED, RunStatus.PENDING):
+                    _close_attempts(s, run.id, RunStatus.CANCELLED, f"run set to {dst}")
+                changed.append(run.id)
+        return sorted(changed)
+
+    # --- attempts ------------------------------------------------------------------------
+    def start_attempt(self, run_id: int, host: str, trial_id: str | None = None,
+                      pid: int | None = None) -> AttemptRow:
+        """A new execution of the run: attempt number n+1, run -> running.
+
+        An older attempt still marked running (its worker died unseen) is closed as lost.
+        ``pid`` defaults to this process's pid.
+        """
+        with self._tx() as s:
+            run = s.get(Run, run_id, with_for_update=True)  # serialises attempt numbering
+            if run is None:
+                raise NotFound(f"start_attempt: run id {run_id} does not exist")
+            run.status = check_transition(run_id, run.status, RunStatus.RUNNING)
+            _close_attempts(s, run_id, RunStatus.LOST, "superseded by a new attempt")
+            n = s.scalar(select(func.max(Attempt.number)).where(Attempt.run_id == run_id)) or 0
+            now = utcnow()
+            att = Attempt(run_id=run_id, number=n + 1, status=RunStatus.RUNNING, started=now,
+                          heartbeat=now, host=host, pid=os.getpid() if pid is None else pid,
+                          trial_id=trial_id)
+            s.add(att)
+            run.updated = now
+            s.flush()
+            return AttemptRow.of(att)
+
+    def heartbeat(self, attempt_id: int) -> None:
+        """Liveness. An attempt the reconciler had marked lost comes back to running."""
+        with self._tx() as s:
+            att = s.get(Attempt, attempt_id)
+            if att is None:
+                raise NotFound(f"heartbeat: attempt id {attempt_id} does not exist")
+            att.heartbeat = utcnow()
+            if att.status == RunStatus.LOST and _is_latest(s, att):
+                run = s.get(Run, att.run_id)
+                if run is not None and run.status == RunStatus.LOST:
+                    att.status, att.ended, run.status = RunStatus.RUNNING, None, RunStatus.RUNNING
+
+    def finish_attempt(self, attempt_id: int, status: str | RunStatus, error: str | None = None,
+                       traceback: str | None = None) -> AttemptRow:
+        """End an attempt; the run follows when this is its latest attempt and the state
+        machine allows it (a run cancelled meanwhile stays cancelled). Finishing an attempt
+        that already ended (other than as lost) changes nothing: the first report wins."""
+        dst = parse_status(status)
+        if dst not in ATTEMPT_END:
+            raise ValueError(f"finish_attempt: status {dst.value!r} does not end an attempt; "
+                             f"expected one of {sorted(s.value for s in ATTEMPT_END)}")
+        with self._tx() as s:
+            att = s.get(Attempt, attempt_id, with_for_update=True)
+            if att is None:
+                raise NotFound(f"finish_attempt: attempt id {attempt_id} does not exist")
+            if att.status not in (RunStatus.RUNNING, RunStatus.LOST):
+                return AttemptRow.of(att)
+            now = utcnow()
+            att.status, att.ended, att.error, att.traceback = dst, now, error, traceback
+            run = s.get(Run, att.run_id, with_for_update=True)
+            if run is not None and _is_latest(s, att) and allowed(run.status, dst):
+                run.status, run.updated = dst, now
+            s.flush()
+            return AttemptRow.of(att)
+
+    def reconcile(self, stale_after_s: float = 300.0) -> list[int]:
+        """Running runs whose latest attempt's heartbeat is older than the threshold -> lost."""
+        cutoff = utcnow() - timedelta(seconds=stale_after_s)
+        lost: list[int] = []
+        with self._tx() as s:
+            for run in s.scalars(select(Run).where(Run.status == RunStatus.RUNNING)
+                                 .with_for_update()):
+                att = s.scalar(select(Attempt).where(Attempt.run_id == run.id)
+                               .order_by(Attempt.number.desc()).limit(1))
+                last = None if att is None else (att.heartbeat or att.started)
+                if last is not None and last > cutoff:
+                    continue
+                if att is not None:
+                    att.status, att.ended = RunStatus.LOST, utcnow()
+                    att.error = att.error or (f"lost: no heartbeat for more than "
+                                              f"{stale_after_s:g} s (last {last})")
+                run.status = check_transition(run.id, run.status, RunStatus.LOST)
+                run.updated = utcnow()
+                lost.append(run.id)
+        return sorted(lost)
+
+    # --- values --------------------------------------------------------------------------
+    def log_metrics(self, run_id: int, attempt_id: int | None,
+                    points: Iterable[Point]) -> int:
+        """Batched, idempotent per (run, name, step): the last value wins. Returns rows sent."""
+        dedup: dict[tuple[str, int], float | None] = {}
+        for step, name, value in points:
+            dedup[(name, int(step))] = clean_value(value)
+        if not dedup:
+            return 0
+        rows = [(run_id, attempt_id, step, name, v) for (name, step), v in dedup.items()]
+        with self.engine.begin() as conn:
+            if conn.dialect.name == "sqlite":
+                conn.exec_driver_sql(_SQLITE_METRIC_UPSERT, rows)
+            else:
+                for i in range(0, len(rows), _PG_CHUNK):
+                    chunk = rows[i:i + _PG_CHUNK]
+                    sql = _PG_METRIC_UPSERT.format(values=",".join(["(%s,%s,%s,%s,%s)"] *
+                                                                   len(chunk)))
+                    conn.exec_driver_sql(sql, tuple(x for row in chunk for x in row))
+        return len(rows)
+
+    def log_summaries(self, run_id: int, attempt_id: int | None,
+                      values: Mapping[str, float | None]) -> None:
+        """Upsert per (run, name). ``params/total``/``params/gates`` also fill the run's
+        params columns."""
+        if not values:
+            return
+        rows = [{"run_id": run_id, "attempt_id": attempt_id, "name": k, "value": clean_value(v)}
+                for k, v in values.items()]
+        with self._tx() as s:
+            ins = (sqlite_insert if s.bind.dialect.name == "sqlite" else pg_insert)(Summary)
+            stmt = ins.on_conflict_do_update(
+                index_elements=["run_id", "name"],
+                set_={"value": ins.excluded.value, "attempt_id": ins.excluded.attempt_id})
+            s.execute(stmt, rows)
+            params = {col: int(values[key]) for key, col in
+                      (("params/total", "params_total"), ("params/gates", "params_gates"))
+                      if values.get(key) is not None and not math.isnan(float(values[key]))}
+            if params:
+                s.execute(update(Run).where(Run.id == run_id).values(**params))
+
+    def add_artifact(self, run_id: int, attempt_id: int | None, kind: str,
+                     path: str | None = None, data: Any = None) -> int:
+        with self._tx() as s:
+            art = Artifact(run_id=run_id, attempt_id=attempt_id, kind=kind,
+                           path=None if path is None else str(path), data=data)
+            s.add(art)
+            s.flush()
+            return art.id
+
+
+_SQLITE_METRIC_UPSERT = (
+    "INSERT INTO metrics (run_id, attempt_id, step, name, value) VALUES (?, ?, ?, ?, ?) "
+    "ON CONFLICT (run_id, name, step) DO UPDATE SET value = excluded.value, "
+    "attempt_id = excluded.attempt_id")
+_PG_METRIC_UPSERT = (
+    "INSERT INTO metrics (run_id, attempt_id, step, name, value) VALUES {values} "
+    "ON CONFLICT (run_id, name, step) DO UPDATE SET value = excluded.value, "
+    "attempt_id = excluded.attempt_id")
+
+
+def _new_run(sweep_id: int, new: NewRun, now: Any) -> Run:
+    if not new.name or not new.fingerprint:
+        raise ValueError(f"register_runs: run {new!r} needs a non-empty name and fingerprint")
+    return Run(sweep_id=sweep_id, name=new.name, fingerprint=new.fingerprint,
+               variant=new.variant, seed=new.seed, status=RunStatus.PENDING,
+               config=new.config, params_total=new.params_total,
+               params_gates=new.params_gates, created=now, updated=now,
+               **derive_dims(new.config))
+
+
+def _is_latest(s: Session, att: Attempt) -> bool:
+    top = s.scalar(select(func.max(Attempt.number)).where(Attempt.run_id == att.run_id))
+    return top == att.number
+
+
+def _close_attempts(s: Session, run_id: int, status: RunStatus, why: str) -> None:
+    s.execute(update(Attempt)
+              .where(Attempt.run_id == run_id, Attempt.status == RunStatus.RUNNING)
+              .values(status=status, ended=utcnow(), error=why))

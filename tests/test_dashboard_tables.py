@@ -1,0 +1,172 @@
+"""The dashboard's pure pieces: formatting, paper-style labels, the paper mapping, exports,
+the spike marker, config diffs, status counts, and LR-axis rows (through the writer API)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+import results_db
+from dashboard import ablation, charts, data, paper, sample
+from dashboard.configdiff import config_diff
+from dashboard.export import to_csv, to_latex, to_markdown
+from dashboard.labels import activation_label, human_count, method_label, score_shape
+from dashboard.status import status_table
+from dashboard.tables import fmt_delta, fmt_mean_std, fmt_num, leaderboard
+
+
+def test_number_formatting() -> None:
+    assert [fmt_num(x) for x in (1053.4, 5.7612, 0.0031, 0.0, None, math.nan, math.inf)] == \
+        ["1053", "5.761", "3.10e-03", "0.000", "–", "–", "inf"]
+    assert fmt_mean_std(9.1, 0.1) == "9.100 ± 0.100"
+    assert fmt_mean_std(9.1, None) == "9.100"  # one seed: no spread to show
+    assert fmt_delta(-1.1, -10.784) == "-1.100 (-10.8%)"
+    assert fmt_delta(None, None) == "–"
+    assert human_count(201_326_592) == "201.3M" and human_count(512) == "512"
+
+
+@pytest.mark.parametrize(("dims", "method", "act", "shape"), [
+    ({"gate_position": "G1"}, "SDPA Elementwise G1", "sigmoid", "n×q×dk"),
+    ({"gate_position": "G1", "gate_granularity": "headwise"}, "SDPA Headwise G1", "sigmoid",
+     "n×q"),
+    ({"gate_position": "G2", "gate_sharing": "head_shared"}, "v Head-Shared G2", "sigmoid",
+     "n×dk"),
+    ({"gate_position": "G2", "gate_granularity": "headwise"}, "v Headwise G2", "sigmoid", "n×k"),
+    ({"gate_position": "G1", "gate_combine": "additive", "gate_activation": "silu"},
+     "SDPA Additive G1", "SiLU", "n×q×dk"),
+    ({"gate_position": "G5"}, "Dense Output Elementwise G5", "sigmoid", "n×d_model"),
+    ({"gate_position": "G1", "gate_input_dependent": False},
+     "SDPA Input-Independent Elementwise G1", "sigmoid", "n×q×dk"),
+    ({"gate_position": None, "nonlinearity": "rmsnorm"}, "SDPA RMSNorm", "RMSNorm", "–"),
+    ({"gate_position": None}, "kv_heads_x2", "–", "–"),
+])
+def test_paper_style_labels(dims: dict, method: str, act: str, shape: str) -> None:
+    assert method_label(dims, "kv_heads_x2") == method
+    assert activation_label(dims) == act
+    assert score_shape(dims) == shape
+
+
+def test_every_paper_mapping_entry_points_at_real_rows() -> None:
+    for entry in paper.PAPER_ROWS:
+        for table, keys in entry.rows.items():
+            found = {r.get("#") or r["Method"] for r in paper.load_table(table)}
+            assert set(keys) <= found, (entry, table)
+
+
+def test_paper_matching_by_dims_and_by_name() -> None:
+    g1 = {"gate_position": "G1"}
+    assert paper.paper_value("anything", g1, "table1", "Avg PPL") == 5.761
+    assert paper.paper_value("x", {**g1, "gate_activation": "silu"}, "table1", "Avg PPL") == 5.822
+    assert paper.paper_value("x", {**g1, "gate_activation": "ns_sigmoid"}, "table4",
+                             "M-Act") == 892
+    assert paper.paper_value("kv_heads_x2", {}, "table1", "Added (M)") == 50
+    assert paper.match("some_ungated_shape_change", {}) is None  # not mistaken for baseline
+    assert paper.match("x", {"gate_position": "G1+G2"}) is None
+    # Table 2: the baseline diverged at 8e-3 ("–"), the gated model did not
+    assert paper.paper_max_stable_lr("baseline", {}) == pytest.approx(5.3e-3)
+    assert paper.paper_max_stable_lr("x", g1) == pytest.approx(8e-3)
+    assert paper.to_float("82.90 (−6.0)") == 82.9 and paper.to_float("–") is None
+
+
+def test_exports_escape_and_round_trip() -> None:
+    frame = pl.DataFrame({"Variant": ["sdpa_x|y"], "PPL": ["9.100 ± 0.100"], "Shape": ["n×q"]})
+    md = to_markdown(frame)
+    assert md.splitlines()[0] == "| Variant | PPL | Shape |"
+    assert md.splitlines()[2] == r"| sdpa_x\|y | 9.100 ± 0.100 | n×q |"
+    tex = to_latex(frame, caption="demo: 50% better")
+    assert r"sdpa\_x|y & 9.100 $\pm$ 0.100 & n$\times$q \\" in tex
+    assert r"\caption{demo: 50\% better}" in tex and r"\begin{tabular}{lcc}" in tex
+    rows = list(csv.DictReader(io.StringIO(to_csv(pl.DataFrame({"a": [1.5], "b": ["x"]})))))
+    assert rows == [{"a": "1.5", "b": "x"}]
+
+
+def test_spike_mask_flags_a_spike_not_noise_and_survives_nan() -> None:
+    rng = np.random.default_rng(0)
+    vals = 3.0 + 0.01 * rng.standard_normal(100)  # gentle noise: nothing flagged
+    assert not charts.spike_mask(vals).any()
+    vals[60] = 4.0
+    vals[30] = np.nan
+    mask = charts.spike_mask(vals)
+    assert list(np.flatnonzero(mask)) == [60]
+
+
+def test_parse_histogram_shapes() -> None:
+    flat = {"edges": [0, 0.5, 1], "counts": [3, 4]}
+    assert charts.parse_histogram(flat) == [("all", [0.0, 0.5, 1.0], [3.0, 4.0])]
+    nested = {"layers": [flat, flat]}
+    assert [h[0] for h in charts.parse_histogram(nested)] == ["layer_0", "layer_1"]
+    assert charts.parse_histogram({"counts": [1]}) == []
+
+
+def test_config_diff_lists_changed_leaves_only() -> None:
+    base = {"name": "b", "seed": 0, "model": {"gates": [], "n_kv_head": 2}, "train": {"lr": 1}}
+    this = {"name": "g", "seed": 1, "model": {"gates": [{"position": "G1"}], "n_kv_head": 4},
+            "train": {"lr": 1}}
+    assert config_diff(this, base) == [("model.gates.0.position", '"G1"', "–"),
+                                       ("model.n_kv_head", "4", "2")]
+
+
+def test_status_table_from_long_and_wide_frames() -> None:
+    long = pl.DataFrame({"sweep": ["a", "a", "b"], "status": ["running", "succeeded", "failed"],
+                         "n": [1, 3, 2]})
+    out = status_table(long)
+    a = out.filter(pl.col("sweep") == "a").row(0, named=True)
+    assert (a["running"], a["succeeded"], a["pending"], a["total"], a["finished"]) == \
+        (1, 3, 0, 4, 3)
+    assert a["progress"] == pytest.approx(0.75)
+    assert status_table(out.select("sweep", "running", "failed")).row(1, named=True)["total"] == 2
+
+
+def test_overview_data_tracks_live_runs(tmp_path: Path) -> None:
+    """The overview fragment's data function (fragments with run_every don't run in AppTest)."""
+    url = f"sqlite:///{tmp_path / 'live.db'}"
+    db = results_db.open(url)
+    ids = sample.fill(db)
+    before = status_table(data.sweep_status(url)).row(0, named=True)
+    assert (before["pending"], before["running"]) == (1, 1)
+    att = db.start_attempt(ids["key_elementwise-s1"], host="h")
+    db.finish_attempt(att.id, "succeeded")
+    data.clear()  # the TTL (3 s) would do the same a little later
+    after = status_table(data.sweep_status(url)).row(0, named=True)
+    assert (after["pending"], after["running"], after["succeeded"]) == (0, 1, 14)
+
+
+def _lr_sweep(tmp_path: Path) -> results_db.ResultsDB:
+    """baseline and G1 at two LRs x two seeds; G1 at the high LR diverged once."""
+    db = results_db.open(f"sqlite:///{tmp_path / 'lr.db'}")
+    sid = db.ensure_sweep("lr", "")
+    news, ppl = [], {}
+    for variant, gates in (("baseline", []), ("sdpa", [{"position": "G1"}])):
+        for lr in (1e-3, 8e-3):
+            for seed in (0, 1):
+                cfg = {"sweep": "lr", "seed": seed, "model": {"gates": gates},
+                       "train": {"lr": lr}}
+                name = f"{variant}-lr{lr}-s{seed}"
+                news.append(results_db.NewRun(name, name, variant, seed, cfg))
+                ppl[name] = (10.0 if variant == "baseline" else 9.0) + lr * 100 + seed * 0.2
+    for row in db.register_runs(sid, news).to_run:
+        att = db.start_attempt(row.id, host="h")
+        bad = row.name == "sdpa-lr0.008-s1"
+        db.log_summaries(row.id, att.id, {"val/ppl": math.inf if bad else ppl[row.name]})
+        db.finish_attempt(att.id, "diverged" if bad else "succeeded")
+    return db
+
+
+def test_lr_axis_gives_one_row_per_lr_and_stability_per_variant(tmp_path: Path) -> None:
+    db = _lr_sweep(tmp_path)
+    runs, summ = db.runs(sweep="lr"), db.summaries(sweep="lr")
+    board = leaderboard(runs, summ)
+    assert board["row"].to_list() == ["sdpa @ lr=1.00e-03", "sdpa @ lr=8.00e-03",
+                                      "baseline @ lr=1.00e-03", "baseline @ lr=8.00e-03"]
+    assert board["n"].to_list() == [2, 1, 2, 2]
+    # each LR against the baseline at the same LR: 9.2 - 10.2 and 9.8 - 10.9
+    assert board["delta"].to_list() == pytest.approx([-1.0, -1.1, 0.0, 0.0])
+    stab = ablation.build("stability", runs, summ).display
+    assert stab["Diverged"].to_list() == ["0/4", "1/4"]
+    assert stab["LRs"].to_list() == ["1.00e-03, 8.00e-03"] * 2

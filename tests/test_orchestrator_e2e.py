@@ -1,0 +1,128 @@
+"""End to end: `orchestrator` subprocesses, a real local Ray cluster, DeepSpeed training and
+a real SQLite file. Slow (Ray start + a DeepSpeed init per trial): marked ``slow``."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import results_db
+
+pytestmark = pytest.mark.slow
+
+SWEEP = """\
+name: e2e
+base:
+  model: {preset: tiny}
+  train: {steps: 30, batch_size: 4, seq_len: 32, warmup: 2, eval_every: 0, eval_batches: 1,
+          log_every: 5, checkpoint_every: 10}
+  eval: {probes: [attention_sink]}
+variants:
+  baseline: {}
+  sdpa: {gate.position: G1}
+  broken: {train.fail_at_step: 25}
+seeds: [0]
+resources: {cpus: 1}
+retries: 0
+"""
+
+LONG = SWEEP.replace("name: e2e", "name: e2e-long").replace("steps: 30", "steps: 3000") \
+    .replace("  broken: {train.fail_at_step: 25}\n", "")
+
+
+def env() -> dict[str, str]:
+    e = dict(os.environ)
+    e.update(GATESWEEP_HEARTBEAT_S="1", GATESWEEP_FLUSH_S="1", PYTHONUNBUFFERED="1")
+    e.pop("RAY_ADDRESS", None)
+    return e
+
+
+def cli(*args: str, timeout: float = 400) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "orchestrator", *map(str, args)], env=env(),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_failure_rerun_resume_and_cache(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    spec = tmp_path / "e2e.yaml"
+    spec.write_text(SWEEP)
+    storage = tmp_path / "runs"
+
+    first = cli("submit", spec, "--db", url, "--storage", storage)
+    assert first.returncode == 1, first.stdout + first.stderr  # one run failed
+    assert "3 to run" in first.stdout
+    db = results_db.open(url)
+    status = dict(zip(db.runs()["name"].to_list(), db.runs()["status"].to_list()))
+    assert status == {"baseline-s0": "succeeded", "sdpa-s0": "succeeded", "broken-s0": "failed"}
+    broken = db.run("broken-s0")
+    (att,) = db.attempts(broken.id)
+    assert att.status == "failed" and "injected failure at step 25" in att.error
+    assert "Traceback" in att.traceback and "RuntimeError" in att.traceback
+    ckpts = storage / "e2e" / "broken-s0" / "checkpoints"
+    assert ckpts.is_dir() and any(ckpts.iterdir())
+
+    again = cli("rerun", broken.id, "--db", url)
+    assert again.returncode == 0, again.stdout + again.stderr
+    attempts = db.attempts(broken.id)
+    assert [a.status for a in attempts] == ["failed", "succeeded"]
+    assert db.run(broken.id).status == "succeeded"
+    summ = db.summaries(run_ids=[broken.id])
+    resumed = summ.filter(summ["name"] == "train/resumed_from_step")["value"][0]
+    assert resumed == 20  # the newest checkpoint before the failure at step 25
+    steps = db.query(f"SELECT MIN(step) AS lo, MAX(step) AS hi FROM metrics "
+                     f"WHERE attempt_id = {attempts[1].id} AND name = 'train/loss'")
+    assert steps["lo"][0] > 20 and steps["hi"][0] == 30  # attempt 2 never redid early steps
+
+    third = cli("submit", spec, "--db", url, "--storage", storage)
+    assert third.returncode == 0, third.stdout + third.stderr
+    assert "3 cached, 0 to run" in third.stdout
+    assert all(len(db.attempts(i)) == n for i, n in
+               zip(db.runs()["id"].to_list(), [1, 1, 2]))
+
+
+def test_killed_submit_leaves_no_running_run(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    spec = tmp_path / "long.yaml"
+    spec.write_text(LONG)
+    proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "submit", str(spec), "--db",
+                             url, "--storage", str(tmp_path / "runs")], env=env(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        db = _wait_for_running(url, proc, timeout=300)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        time.sleep(8)  # past the 3 s stale threshold, even if a worker lingers briefly
+        res = cli("status", "--db", url, "--stale-after", "3")
+        assert res.returncode == 0, res.stderr
+        runs = db.runs()
+        assert "running" not in runs["status"].to_list(), runs.select("name", "status")
+        assert "lost" in runs["status"].to_list()
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # Ray processes of the killed driver, if any
+        except ProcessLookupError:
+            pass
+
+
+def _wait_for_running(url: str, proc: subprocess.Popen[bytes], timeout: float) -> object:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "submit exited before any run started"
+        if Path(url.removeprefix("sqlite:///")).exists():
+            db = results_db.open(url)
+            runs = db.runs()
+            running = runs.filter(runs["status"] == "running") if runs.height else runs
+            if running.height:
+                rid = int(running["id"][0])
+                pts = db.query(f"SELECT COUNT(*) AS n FROM metrics WHERE run_id = {rid}")
+                if pts["n"][0] > 0:  # training, not just starting
+                    return db
+        time.sleep(1)
+    raise AssertionError("no run reached running within the timeout")

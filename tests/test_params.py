@@ -1,0 +1,132 @@
+"""Parameter counts: the paper's "Added (M)" column, formulas, param matching."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+import torch
+
+from trainer.config import ModelConfig
+from trainer.model import build_model
+from trainer.params import added_params, count_params
+
+PAPER = Path("/work/shared/paper/table1_moe_gating_variants.csv")
+PAPER_ADDED_M = {  # Table 1 "Added (M)"; kept inline so the test runs without /work/shared
+    "SDPA Elementwise G1": 201, "v Elementwise G2": 25, "k Elementwise G3": 25,
+    "q Elementwise G4": 201, "Dense Output G5": 100, "SDPA Headwise G1": 1.6,
+    "v Headwise G2": 0.2, "SDPA Head-Shared G1": 201, "v Head-Shared G2": 25,
+    "SDPA Additive G1": 201, "k = 8": 50, "q = 48": 201,
+}
+ROWS = {
+    "SDPA Elementwise G1": {"gates": [{"position": "G1"}]},
+    "v Elementwise G2": {"gates": [{"position": "G2"}]},
+    "k Elementwise G3": {"gates": [{"position": "G3"}]},
+    "q Elementwise G4": {"gates": [{"position": "G4"}]},
+    "Dense Output G5": {"gates": [{"position": "G5"}]},
+    "SDPA Headwise G1": {"gates": [{"position": "G1", "granularity": "headwise"}]},
+    "v Headwise G2": {"gates": [{"position": "G2", "granularity": "headwise"}]},
+    "SDPA Head-Shared G1": {"gates": [{"position": "G1", "sharing": "head_shared"}]},
+    "v Head-Shared G2": {"gates": [{"position": "G2", "sharing": "head_shared"}]},
+    "SDPA Additive G1": {"gates": [{"position": "G1", "combine": "additive",
+                                    "activation": "silu"}]},
+    "k = 8": {"n_kv_head": 8},
+    "q = 48": {"n_head": 48},
+}
+
+
+def test_inline_reference_matches_the_paper_csv() -> None:
+    if not PAPER.exists():
+        pytest.skip(f"{PAPER} not present")
+    rows = {r["Method"]: float(r["Added (M)"]) for r in csv.DictReader(PAPER.open())}
+    for method, added in PAPER_ADDED_M.items():
+        assert rows[method] == added, method
+
+
+@pytest.mark.parametrize("method", list(ROWS))
+def test_paper_moe_added_params_within_one_percent(method: str) -> None:
+    cfg = ModelConfig(preset="paper-moe-15a2b", **ROWS[method])
+    if "gates" in ROWS[method]:
+        added = added_params(cfg)
+        assert count_params(cfg).gates == added  # all of it is gate parameters
+    else:  # architecture variants: vs the preset itself
+        added = count_params(cfg).total - count_params(ModelConfig(preset="paper-moe-15a2b")).total
+    printed = PAPER_ADDED_M[method]
+    # 1%, or half a unit of the printed last digit: the paper prints 1.57M as "1.6", 0.197M
+    # as "0.2" (1.7% off); the exact formulas are checked below
+    digit = 0.1 if printed < 10 else 1.0
+    assert added / 1e6 == pytest.approx(printed, rel=0.01, abs=digit / 2)
+
+
+L, D, NQ, NKV, DK = 24, 2048, 32, 4, 128
+FORMULA = {"SDPA Elementwise G1": L * D * NQ * DK, "SDPA Headwise G1": L * D * NQ,
+           "v Elementwise G2": L * D * NKV * DK, "v Headwise G2": L * D * NKV,
+           "Dense Output G5": L * D * D, "SDPA Head-Shared G1": L * D * NQ * DK}
+
+
+@pytest.mark.parametrize("method", list(FORMULA))
+def test_paper_moe_added_params_equal_the_paper_formulas(method: str) -> None:
+    assert added_params(ModelConfig(preset="paper-moe-15a2b", **ROWS[method])) == FORMULA[method]
+
+
+def test_paper_moe_total_is_15b() -> None:
+    c = count_params(ModelConfig(preset="paper-moe-15a2b"))
+    assert 15.0e9 < c.total < 16.0e9 and c.gates == 0
+    assert c.embedding == 2 * 151_936 * 2048  # untied
+
+
+def test_tiny_counts_match_the_formulas() -> None:
+    cfg = ModelConfig(preset="tiny")  # V=256 L=2 d=64 H=4 Hkv=2 D=16 d_ff=176, tied
+    c = count_params(cfg)
+    attn = 64 * (4 * 16) * 2 + 64 * (2 * 16) * 2  # q, o, k, v
+    assert c.attention == 2 * attn
+    assert c.ffn == 2 * 3 * 64 * 176
+    assert c.norms == 2 * 2 * 64 + 64
+    assert c.embedding == 256 * 64
+    assert c.total == c.attention + c.ffn + c.norms + c.embedding
+    assert c.total == sum(p.numel() for p in build_model(cfg).parameters())
+
+
+@pytest.mark.parametrize("preset", ["tiny", "tiny-moe"])
+def test_meta_one_block_count_equals_a_full_cpu_build(preset: str) -> None:
+    cfg = ModelConfig(preset=preset, n_layer=3, norm_style="sandwich",
+                      gates=[{"position": "G1"}, {"position": "G3", "input_dependent": False}])
+    assert count_params(cfg) == count_params(cfg, device="cpu")
+    assert count_params(cfg).total == sum(p.numel() for p in build_model(cfg).parameters())
+
+
+def test_gate_counts() -> None:
+    cfg = ModelConfig(preset="tiny", gates=[{"position": "G1"}, {"position": "G3",
+                                                                 "input_dependent": False}])
+    assert count_params(cfg).gates == 2 * (64 * 64 + 2 * 16)
+
+
+def test_added_params_is_zero_for_the_baseline() -> None:
+    assert added_params(ModelConfig(preset="tiny")) == 0
+
+
+@pytest.mark.parametrize("gates", [[{"position": "G1"}], [{"position": "G5"}],
+                                   [{"position": "G1"}, {"position": "G2"}]])
+def test_param_match_shrinks_d_ff_to_the_baseline_total(gates: list[dict]) -> None:
+    base = count_params(ModelConfig(preset="small")).total
+    cfg = ModelConfig(preset="small", gates=gates, param_match=True)
+    model = build_model(cfg, device="meta")
+    assert model.d_ff < 1152 and model.d_ff % 8 == 0
+    matched = count_params(cfg).total
+    unit = 3 * 384 * 6  # params per d_ff unit
+    assert abs(matched - base) <= 4 * unit  # rounding to a multiple of 8
+    assert count_params(cfg).gates == count_params(cfg.model_copy(
+        update={"param_match": False})).gates
+
+
+def test_param_match_that_cannot_fit_is_rejected() -> None:
+    cfg = ModelConfig(preset="tiny", d_ff=8, gates=[{"position": "G1"}], param_match=True)
+    with pytest.raises(ValueError, match="model.param_match"):
+        build_model(cfg, device="meta")
+
+
+def test_counting_allocates_no_memory() -> None:
+    model = build_model(ModelConfig(preset="paper-moe-15a2b", n_layer=1), device="meta")
+    assert all(p.is_meta for p in model.parameters())
+    assert isinstance(next(model.parameters()), torch.nn.Parameter)

@@ -1,0 +1,173 @@
+"""The decoder-only LM with attention gates: ``build_model(cfg) -> GatedLM``.
+
+Token embedding -> n_layer x [pre-RMSNorm attention (GQA, RoPE, QK-norm, gates G1..G5),
+pre-RMSNorm SwiGLU or DeepSpeed-MoE FFN] -> final RMSNorm -> LM head (tied or not).
+Issue 7 baselines: ``norm_style: sandwich`` adds an RMSNorm on each sub-layer output before the
+residual add; ``clip_residual: c`` clamps each sub-layer output to +-c (after the sandwich
+norm when both are set) and counts what it clipped (``GatedLM.clip_rate``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from trainer.attention import Attention
+from trainer.config import ModelConfig
+from trainer.moe import MoEFFN, SwiGLU
+from trainer.norms import RMSNorm
+from trainer.probes import ProbeResult, first_token_share
+from trainer.rope import RopeScaling, rope_cache
+
+
+@dataclass
+class ModelOutput:
+    logits: torch.Tensor  # (B, T, V)
+    loss: torch.Tensor | None  # ce_loss + aux_loss_coef * aux_loss; None without targets
+    ce_loss: torch.Tensor | None
+    aux_loss: torch.Tensor  # 0-dim; sum of the MoE layers' load-balancing losses, 0 for dense
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: ModelConfig, d_ff: int | None) -> None:
+        super().__init__()
+        self.attn_norm = RMSNorm(cfg.d_model, cfg.norm_eps)
+        self.attn = Attention(cfg)
+        self.ffn_norm = RMSNorm(cfg.d_model, cfg.norm_eps)
+        self.ffn: nn.Module = MoEFFN(cfg.d_model, cfg.moe) if cfg.moe else SwiGLU(cfg.d_model, d_ff)
+        sandwich = cfg.norm_style == "sandwich"
+        self.attn_post_norm = RMSNorm(cfg.d_model, cfg.norm_eps) if sandwich else None
+        self.ffn_post_norm = RMSNorm(cfg.d_model, cfg.norm_eps) if sandwich else None
+        self.clip = cfg.clip_residual
+        # running (clipped, total) counts, a plain attribute (not state): reset by clip_rate()
+        self.clip_stats: torch.Tensor | None = None
+
+    def forward(self, h: torch.Tensor, cos: torch.Tensor,
+                sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        h = h + self._post(self.attn(self.attn_norm(h), cos, sin), self.attn_post_norm)
+        aux = None
+        f = self.ffn(self.ffn_norm(h))
+        if isinstance(f, tuple):
+            f, aux = f
+        h = h + self._post(f, self.ffn_post_norm)
+        return h, aux
+
+    def _post(self, y: torch.Tensor, norm: RMSNorm | None) -> torch.Tensor:
+        """Sub-layer output before the residual add: sandwich norm, then clipping."""
+        if norm is not None:
+            y = norm(y)
+        if self.clip is not None:
+            clipped = (y.detach().abs() > self.clip).sum()
+            stats = torch.stack([clipped, clipped.new_tensor(y.numel())])  # no host sync
+            self.clip_stats = stats if self.clip_stats is None else self.clip_stats + stats
+            y = y.clamp(-self.clip, self.clip)
+        return y
+
+
+class GatedLM(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        from trainer.params import effective_d_ff  # local: params builds models to count
+
+        if cfg.head_dim % 2:
+            raise ValueError(f"model.head_dim: RoPE rotates channel pairs, so head_dim must be "
+                             f"even; got {cfg.head_dim}")
+        self.cfg = cfg
+        self.d_ff = effective_d_ff(cfg)
+        self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.blocks = nn.ModuleList(Block(cfg, self.d_ff) for _ in range(cfg.n_layer))
+        self.norm = RMSNorm(cfg.d_model, cfg.norm_eps)
+        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.rope_scaling: RopeScaling | None = None
+        self._rope: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
+        self.apply(self._init_weights)
+        if cfg.tie_embeddings:
+            self.lm_head.weight = self.embed.weight
+
+    def _init_weights(self, m: nn.Module) -> None:
+        # meta tensors have no values: skipping saves seconds when counting the paper models
+        if isinstance(m, (nn.Linear, nn.Embedding)) and not m.weight.is_meta:
+            nn.init.normal_(m.weight, mean=0.0, std=self.cfg.init_std)
+
+    def set_rope_scaling(self, scaling: RopeScaling | None) -> None:
+        """Use scaled RoPE frequencies from now on (None: plain RoPE)."""
+        self.rope_scaling = scaling
+        self._rope.clear()
+
+    def _rope_tables(self, T: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        key = (T, str(device))
+        if key not in self._rope:
+            self._rope[key] = rope_cache(self.cfg.head_dim, T, self.cfg.rope_base,
+                                         self.rope_scaling, device=device)
+        return self._rope[key]
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None) -> ModelOutput:
+        B, T = idx.shape  # idx (B, T) token ids
+        cos, sin = self._rope_tables(T, idx.device)
+        h = self.embed(idx)  # (B, T, C)
+        aux = h.new_zeros((), dtype=torch.float32)
+        for block in self.blocks:
+            h, block_aux = block(h, cos, sin)
+            if block_aux is not None:
+                aux = aux + block_aux
+        logits = self.lm_head(self.norm(h))  # (B, T, V)
+        if targets is None:
+            return ModelOutput(logits, None, None, aux)
+        ce = F.cross_entropy(logits.float().view(B * T, -1), targets.reshape(B * T))
+        coef = self.cfg.moe.aux_loss_coef if self.cfg.moe else 0.0
+        return ModelOutput(logits, ce + coef * aux, ce, aux)
+
+    @torch.no_grad()
+    def probe(self, idx: torch.Tensor) -> ProbeResult:
+        """Run the explicit-softmax path on this batch and return the per-layer probes."""
+        maxima: list[float] = []
+        hooks = [b.register_forward_hook(lambda _m, _i, out: maxima.append(
+            float(out[0].detach().abs().max()))) for b in self.blocks]
+        for b in self.blocks:
+            b.attn.record = []
+        try:
+            self(idx)
+            records = [b.attn.record[0] for b in self.blocks]
+        finally:
+            for h in hooks:
+                h.remove()
+            for b in self.blocks:
+                b.attn.record = None
+        return ProbeResult(first_token_attention=[first_token_share(r["first_token"])
+                                                  for r in records],
+                           max_activation=maxima,
+                           gate_scores=[r.get("gate_scores") for r in records])
+
+    def clip_rate(self) -> float:
+        """Fraction of sub-layer output values clipped since the last call, then reset.
+
+        0.0 when clip_residual is off or nothing ran.
+        """
+        stats = [b.clip_stats for b in self.blocks if b.clip_stats is not None]
+        for b in self.blocks:
+            b.clip_stats = None
+        if not stats:
+            return 0.0
+        clipped, total = torch.stack(stats).sum(dim=0).tolist()
+        return clipped / total if total else 0.0
+
+    def n_gate_params(self) -> int:
+        return sum(b.attn.n_gate_params() for b in self.blocks)
+
+
+def build_model(cfg: ModelConfig, device: torch.device | str | None = None) -> GatedLM:
+    """Construct and initialise (normal(0, cfg.init_std); norms 1; constant gates 0).
+
+    MoE models first make sure torch.distributed is up (DeepSpeed's MoE expects it).
+    """
+    if cfg.moe is not None and str(device) != "meta":
+        from trainer.dist import ensure_single_process_dist
+
+        ensure_single_process_dist()
+    if device is None:
+        return GatedLM(cfg)
+    with torch.device(device):
+        return GatedLM(cfg)

@@ -1,0 +1,11 @@
+"""Tiny local lm-evaluation-harness tasks shipped with gatesweep (issue 5).
+
+``gatesweep_tiny_mc`` (multiple choice -> loglikelihood), ``gatesweep_tiny_gen`` (copy a word ->
+generate_until, exact match) and ``gatesweep_tiny_ppl`` (rolling perplexity). Their JSONL data
+sits beside the YAML; ``trainer.benchmarks.prepare_task_dir`` makes the paths absolute.
+"""
+
+from pathlib import Path
+
+TASKS_DIR = Path(__file__).resolve().parent
+TINY_TASKS = ("gatesweep_tiny_mc", "gatesweep_tiny_gen", "gatesweep_tiny_ppl")
