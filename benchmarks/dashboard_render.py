@@ -27,24 +27,26 @@ APP = str(ROOT / "dashboard" / "app.py")
 TARGET_S = 2.0
 
 
-def ensure_db(url: str, runs: int, points: int) -> str:
-    """The synth sweep's name; generates it through the writer API when missing or short."""
+def ensure_db(url: str, runs: int, points: int, sweep: str = "synth") -> str:
+    """Generates ``sweep`` through the writer API when it is missing or short."""
     import results_db
     from results_db import synth
 
     db = results_db.open(url)
-    have = db.query("SELECT COUNT(*) AS n FROM runs")["n"][0]
+    have = db.query(f"SELECT COUNT(*) AS n FROM runs r JOIN sweeps s ON s.id = r.sweep_id "
+                    f"WHERE s.name = '{sweep}'")["n"][0]
     if have < runs:
-        print(f"filling {url}: {runs} runs x {points} points (writer API) ...", flush=True)
+        print(f"filling {url} {sweep}: {runs} runs x {points} points (writer API) ...",
+              flush=True)
         t = time.perf_counter()
-        stats = synth.fill(db, runs=runs, points=points, sweep="synth")
+        stats = synth.fill(db, runs=runs, points=points, sweep=sweep)
         print(f"  done in {time.perf_counter() - t:.0f} s ({stats['metric_rows_per_s']:.0f} "
               "metric rows/s)", flush=True)
     n_metrics = db.query("SELECT COUNT(*) AS n FROM metrics")["n"][0]
     n_runs = db.query("SELECT COUNT(*) AS n FROM runs")["n"][0]
     print(f"DB: {n_runs} runs, {n_metrics} metric rows", flush=True)
     db.close()
-    return "synth"
+    return sweep
 
 
 def timed(fn: Callable[[], object], repeats: int) -> tuple[float, float]:
@@ -89,51 +91,80 @@ def _kind(kind: str) -> Callable:
     return lambda at: at.radio(key="ab_kind").set_value(kind).run()
 
 
-def _hundred_runs(at: object) -> None:
-    ms = at.multiselect(key="cv_runs")  # type: ignore[attr-defined]
-    ms.set_value(list(ms.options_values if hasattr(ms, "options_values") else [])).run()
+def _pick_runs(ids: list[int]) -> Callable:
+    return lambda at: at.multiselect(key="cv_runs").set_value(ids).run()
+
+
+def _run_ids(url: str, sweep: str) -> list[int]:
+    import results_db
+
+    with results_db.open(url) as db:
+        return db.runs(sweep=sweep)["id"].to_list()
 
 
 def data_rows(url: str, sweep: str, repeats: int) -> list[tuple[str, float, float]]:
-    """The DB reads and table builds without Streamlit."""
+    """The DB reads (cache cleared before each) and table builds, without a script run."""
+    import streamlit as st
+
     import results_db
-    from dashboard import ablation, tables
+    from dashboard import ablation, data, tables
 
     db = results_db.open(url)
-    runs = db.runs(sweep=sweep).drop("config")
-    summ = db.summaries(sweep=sweep).select("run_id", "name", "value")
+
+    def cold(fn: Callable[[], object]) -> Callable[[], object]:
+        return lambda: (st.cache_data.clear(), fn())
+
+    runs = data.runs(url, sweep)
+    summ = data.summaries(url, sweep, ("val/ppl",))
     ids = runs["id"].head(100).to_list()
+    names = ["train/loss", "train/lr", "train/grad_norm"]
     rows = [
-        ("db.runs(sweep)", *timed(lambda: db.runs(sweep=sweep), repeats)),
-        ("db.summaries(sweep)", *timed(lambda: db.summaries(sweep=sweep), repeats)),
+        ("db.runs(sweep) [reference: parses configs; unused]",
+         *timed(lambda: db.runs(sweep=sweep), repeats)),
+        ("db.summaries(sweep) [reference: all names; unused]",
+         *timed(lambda: db.summaries(sweep=sweep), repeats)),
+        ("data.runs (dims columns via db.query)", *timed(cold(lambda: data.runs(url, sweep)),
+                                                        repeats)),
+        ("data.summaries(sweep, ('val/ppl',))",
+         *timed(cold(lambda: data.summaries(url, sweep, ("val/ppl",))), repeats)),
         ("leaderboard frame (polars)", *timed(lambda: tables.leaderboard(runs, summ), repeats)),
         ("ablation quality frame", *timed(lambda: ablation.build("quality", runs, summ,
                                                                  with_paper=True), repeats)),
         ("db.metrics(100 runs, 3 names, max_points=1000)",
-         *timed(lambda: db.metrics(ids, ["train/loss", "train/lr", "train/grad_norm"], 1000),
-                repeats)),
+         *timed(lambda: db.metrics(ids, names, 1000), repeats)),
+        ("db.metrics(100 runs, 3 names) [no downsampling]",
+         *timed(lambda: db.metrics(ids, names, None), repeats)),
     ]
     db.close()
     return rows
 
 
 def main() -> int:
+    os.environ.setdefault("STREAMLIT_LOGGER_LEVEL", "error")  # bare-mode warnings per run
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--db", default="sqlite:////tmp/gatesweep-dash-bench.db")
     ap.add_argument("--runs", type=int, default=10_000)
     ap.add_argument("--points", type=int, default=1000)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--long-runs", type=int, default=2,
+                    help="runs of 100k steps (x 3 metrics) for the downsampling check")
     args = ap.parse_args()
     sweep = ensure_db(args.db, args.runs, args.points)
+    long_sweep = ensure_db(args.db, args.long_runs, 300_000, "synth-long")
     os.environ["GATESWEEP_DB"] = args.db
     rows = data_rows(args.db, sweep, args.repeats)
-    pages = [("Leaderboard", "Leaderboard", None), ("Ablation: quality", "Ablation tables", None),
-             ("Ablation: probes", "Ablation tables", _kind("probes")),
-             ("Ablation: stability", "Ablation tables", _kind("stability")),
-             ("Curves (6 runs)", "Curves", None)]
-    for label, page, setup in pages:
+    long_ids = _run_ids(args.db, long_sweep)
+    pages = [("Leaderboard", "Leaderboard", None, sweep),
+             ("Ablation: quality", "Ablation tables", None, sweep),
+             ("Ablation: probes", "Ablation tables", _kind("probes"), sweep),
+             ("Ablation: stability", "Ablation tables", _kind("stability"), sweep),
+             (f"Curves (100 runs x {args.points // 3} steps)", "Curves",
+              _pick_runs(_run_ids(args.db, sweep)[:100]), sweep),
+             (f"Curves ({len(long_ids)} runs x 100k steps)", "Curves", _pick_runs(long_ids),
+              long_sweep)]
+    for label, page, setup, sw in pages:
         for cold in (True, False):
-            run = page_runner(page, sweep, setup, cold)
+            run = page_runner(page, sw, setup, cold)
             rows.append((f"page {label} [{'cold' if cold else 'warm'}]",
                          *timed(run, args.repeats)))
     _print(rows, args)

@@ -44,6 +44,15 @@ def bench_names(summaries: pl.DataFrame) -> list[str]:
     return sorted(names.to_list())
 
 
+def metric_names(kind: str, available: list[str]) -> list[str]:
+    """The summary names a table of ``kind`` reads (``available``: the sweep's names)."""
+    if kind == "quality":
+        return [VAL_PPL, *[n for n in available if n.startswith("bench/")]]
+    if kind == "probes":
+        return [m for _, m, _ in PROBE_COLUMNS]
+    return ["stability/loss_spikes", "stability/max_grad_norm", VAL_PPL]
+
+
 def _ordered(stats: pl.DataFrame, runs: pl.DataFrame, by: str = "row") -> list[dict[str, Any]]:
     by_key = {r[by]: r for r in stats.iter_rows(named=True)}
     return [by_key[v] for v in variant_order(runs, by) if v in by_key]
@@ -124,24 +133,26 @@ def build(kind: Kind, runs: pl.DataFrame, summaries: pl.DataFrame, *, with_paper
     base = baseline_row(runs)
     if kind == "quality":
         benches = bench_names(summaries)
-        stats = variant_stats(runs, summaries, [VAL_PPL, *benches], RESULT_STATES)
-        stats = add_delta(stats, VAL_PPL, base)
-        rows = [_quality_row(r, benches, with_paper) for r in _ordered(stats, runs)]
+        stats = add_delta(variant_stats(runs, summaries, [VAL_PPL, *benches], RESULT_STATES),
+                          VAL_PPL, base)
+        ordered = _ordered(stats, runs)
+        rows = [_quality_row(r, benches, with_paper) for r in ordered]
     elif kind == "probes":
         stats = variant_stats(runs, summaries, [m for _, m, _ in PROBE_COLUMNS], RESULT_STATES)
-        rows = [_probes_row(r, with_paper) for r in _ordered(stats, runs)]
-    else:
+        ordered = _ordered(stats, runs)
+        rows = [_probes_row(r, with_paper) for r in ordered]
+    else:  # stability: per variant across its LRs
         stats = _stability_stats(runs, summaries)
         msl = max_stable_lr_map(max_stable_lr)
-        rows = [_stability_row(r, msl, with_paper) for r in _ordered(stats, runs, "variant")]
+        ordered = _ordered(stats, runs, "variant")
+        rows = [_stability_row(r, msl, with_paper) for r in ordered]
     display = pl.DataFrame(rows) if rows else pl.DataFrame(schema={"Variant": pl.String})
-    numeric = _numeric(stats, runs, "variant" if kind == "stability" else "row")
-    return AblationTable(kind=kind, numeric=numeric, display=display, baseline=base)
+    return AblationTable(kind=kind, numeric=_numeric(stats, ordered), display=display,
+                         baseline=base)
 
 
-def _numeric(stats: pl.DataFrame, runs: pl.DataFrame, by: str) -> pl.DataFrame:
-    """The stats frame in display order with the label columns, minus list columns (CSV-safe)."""
-    rows = _ordered(stats, runs, by)
+def _numeric(stats: pl.DataFrame, rows: list[dict[str, Any]]) -> pl.DataFrame:
+    """The stats rows in display order with the label columns, minus list columns (CSV-safe)."""
     if not rows:
         return stats
     labels = pl.DataFrame([label_columns(r) for r in rows])

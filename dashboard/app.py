@@ -23,7 +23,12 @@ PAGES = {
 
 
 def _pick_sweep(url: str) -> str | None:
-    names = data.sweeps(url)["name"].to_list()
+    try:
+        names = data.sweeps(url)["name"].to_list()
+    except Exception as exc:  # noqa: BLE001 - a wrong URL or a dead server: say which, stop
+        st.error(f"Cannot read the results DB {url}: {type(exc).__name__}: {exc}. Set "
+                 "GATESWEEP_DB (or `orchestrator dashboard --db URL`) to a results DB.")
+        st.stop()
     if not names:
         return None
     wanted = st.query_params.get("sweep")

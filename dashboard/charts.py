@@ -79,8 +79,9 @@ def layer_index(name: str) -> int | None:
 def parse_histogram(data: Any) -> list[tuple[str, list[float], list[float]]]:
     """A gate_histogram artifact -> [(label, edges, counts)].
 
-    Accepts {"edges"|"bins": [...], "counts": [...]}, optionally nested per layer as
-    {"layers": [...]} or {"layer_i": {...}}; anything else yields [] (shown as "no histogram").
+    Accepts the trainer's {"edges": [...], "layers": {"layer_i": [counts]}} (shared edges),
+    {"edges"|"bins": [...], "counts": [...]}, or per-layer nestings {"layers": [{...}]} /
+    {"layer_i": {...}}; anything else yields [] (shown as "no histogram").
     """
     if isinstance(data, Mapping):
         edges = data.get("edges", data.get("bins"))
@@ -88,6 +89,10 @@ def parse_histogram(data: Any) -> list[tuple[str, list[float], list[float]]]:
         if isinstance(edges, list) and isinstance(counts, list) and len(edges) == len(counts) + 1:
             return [(str(data.get("layer", "all")), [float(e) for e in edges],
                      [float(c) for c in counts])]
+        if isinstance(edges, list) and isinstance(data.get("layers"), Mapping):
+            return [(str(k), [float(e) for e in edges], [float(c) for c in v])
+                    for k, v in data["layers"].items()
+                    if isinstance(v, list) and len(v) == len(edges) - 1]
         if isinstance(data.get("layers"), list):
             return [h for i, sub in enumerate(data["layers"])
                     for h in _relabel(parse_histogram(sub), f"layer_{i}")]
@@ -96,15 +101,27 @@ def parse_histogram(data: Any) -> list[tuple[str, list[float], list[float]]]:
     return []
 
 
+def combine_layers(hists: list[tuple[str, list[float], list[float]]], label: str
+                   ) -> list[tuple[str, list[float], list[float]]]:
+    """Sum the per-layer counts that share bin edges into one fraction-per-bin histogram
+    (so runs with different numbers of scores compare); others are kept per layer."""
+    if not hists or any(e != hists[0][1] for _, e, _ in hists):
+        return [(f"{label} {lab}", e, c) for lab, e, c in hists]
+    total = np.sum([c for _, _, c in hists], axis=0)
+    frac = (total / total.sum()).tolist() if total.sum() > 0 else total.tolist()
+    return [(label, hists[0][1], frac)]
+
+
 def _relabel(hists: list[tuple[str, list[float], list[float]]], label: str) -> list:
     return [(label if lab == "all" else lab, e, c) for lab, e, c in hists]
 
 
 def histogram(label_edges_counts: list[tuple[str, list[float], list[float]]]) -> alt.Chart:
-    """Bars of gate-score counts; one colour per layer/run label."""
+    """Bars of the gate-score distribution (fraction of scores per bin); a colour per label."""
     rows = [{"label": lab, "lo": e[i], "hi": e[i + 1], "count": c[i]}
             for lab, e, c in label_edges_counts for i in range(len(c))]
     return alt.Chart(pl.DataFrame(rows).to_pandas()).mark_bar(opacity=0.6).encode(
         x=alt.X("lo:Q", title="gate score", bin="binned"), x2="hi:Q",
-        y=alt.Y("count:Q", stack=None), color=alt.Color("label:N", title=""),
+        y=alt.Y("count:Q", stack=None, title="fraction of gate scores"),
+        color=alt.Color("label:N", title=""),
         tooltip=["label", "lo", "hi", "count"]).properties(height=260)

@@ -88,10 +88,16 @@ def _row_key(row: Mapping[str, str]) -> str:
 
 def match(variant: str, dims: Mapping[str, Any]) -> PaperMatch | None:
     """The mapping entry for a variant: by name first, then by its full gate signature."""
+    ours = normalize_dims(dims)
+    return _match(variant, tuple(ours.items()))
+
+
+@lru_cache(maxsize=4096)  # a big sweep asks for the same few (variant, dims) many times
+def _match(variant: str, ours_items: tuple[tuple[str, Any], ...]) -> PaperMatch | None:
     for entry in PAPER_ROWS:
         if variant in entry.variants:
             return entry
-    ours = normalize_dims(dims)
+    ours = dict(ours_items)
     if not ours["gate_position"] and ours["nonlinearity"] == "none":
         return None  # ungated and not named: a shape change we cannot identify by dims
     for entry in PAPER_ROWS:

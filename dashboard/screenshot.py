@@ -30,6 +30,10 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
+_RUN_OVER_JS = "() => !document.querySelector('[data-testid=stStatusWidget]')"
+_DRAWN_JS = "() => !document.querySelector('[data-testid=stSkeleton]')"
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -105,9 +109,12 @@ def capture(b: object, url: str, wait_for: str, out: Path | None,
         page.goto(url, wait_until="domcontentloaded")
         page.get_by_text(wait_for, exact=False).first.wait_for(state="visible",
                                                                timeout=timeout_ms)
-        # let the remaining elements of this run settle (the status widget goes idle)
-        page.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')",
-                               timeout=timeout_ms)
+        page.wait_for_function(_RUN_OVER_JS, timeout=timeout_ms)  # the script run is over
+        # lazily loaded widgets/charts replace their skeletons; best effort, charts below the
+        # fold may keep theirs
+        with contextlib.suppress(Exception):
+            page.wait_for_function(_DRAWN_JS, timeout=5000)
+        page.wait_for_timeout(500)  # vega paints its canvas a frame after insertion
         if out is not None:
             out.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(out), full_page=True)

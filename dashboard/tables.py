@@ -36,7 +36,7 @@ def add_row_labels(runs: pl.DataFrame) -> pl.DataFrame:
     lr = pl.col("lr") if "lr" in runs.columns else pl.lit(None, pl.Float64)
     key = pl.col("group_key") if "group_key" in runs.columns else pl.lit("")
     out = runs.with_columns(
-        _nlr=lr.n_unique().over("variant"), _nkey=key.n_unique().over("variant"),
+        _nlr=lr.n_unique().over("variant"),
         _lrtxt=lr.map_elements(fmt_num, return_dtype=pl.String))
     row = pl.when(pl.col("_nlr") > 1).then(pl.format("{} @ lr={}", "variant", "_lrtxt")) \
         .otherwise(pl.col("variant"))
@@ -45,11 +45,11 @@ def add_row_labels(runs: pl.DataFrame) -> pl.DataFrame:
     out = out.with_columns(row=pl.when(pl.col("_nrow") > 1)
                            .then(pl.format("{} [{}]", "row", key.str.slice(0, 6)))
                            .otherwise(pl.col("row")))
-    return out.drop("_nlr", "_nkey", "_lrtxt", "_nrow")
+    return out.drop("_nlr", "_lrtxt", "_nrow")
 
 
 def baseline_row(runs: pl.DataFrame) -> str | None:
-    """The row of the baseline variant (at the smallest LR when it has several)."""
+    """The row of the baseline variant (its first run's row when it has several)."""
     base = baseline_variant(runs)
     if base is None:
         return None
@@ -74,10 +74,11 @@ def baseline_variant(runs: pl.DataFrame) -> str | None:
 def variant_order(runs: pl.DataFrame, by: str = "row") -> list[str]:
     """Baseline first, then the order the sweep declared its variants (first run id)."""
     runs = add_row_labels(runs)
-    firsts = runs.group_by(by).agg(pl.col("id").min()).sort("id")[by].to_list()
+    firsts = runs.group_by(by).agg(pl.col("id").min(), pl.col("variant").first().alias("_v"))
+    firsts = firsts.sort("id")
     base = baseline_variant(runs)
-    head = [r for r in firsts if runs.filter(pl.col(by) == r)["variant"][0] == base]
-    return head + [r for r in firsts if r not in head]
+    is_base = firsts["_v"] == (base or "")
+    return firsts.filter(is_base)[by].to_list() + firsts.filter(~is_base)[by].to_list()
 
 
 def with_metrics(runs: pl.DataFrame, summaries: pl.DataFrame, names: Iterable[str]) -> pl.DataFrame:
@@ -128,7 +129,8 @@ def add_delta(stats: pl.DataFrame, metric: str, baseline: str | None) -> pl.Data
     mean = pl.col(f"{metric}:mean")
     hit = stats.filter(pl.col("row") == baseline) if baseline is not None else stats.head(0)
     if hit.is_empty() or hit[f"{metric}:mean"][0] is None:
-        return stats.with_columns(delta=pl.lit(None, pl.Float64), delta_pct=pl.lit(None, pl.Float64))
+        none = pl.lit(None, pl.Float64)
+        return stats.with_columns(delta=none, delta_pct=none)
     default = hit[f"{metric}:mean"][0]
     out = stats.with_columns(_base=pl.lit(default, pl.Float64))
     base_rows = stats.filter(pl.col("variant") == hit["variant"][0])
@@ -142,10 +144,12 @@ def add_delta(stats: pl.DataFrame, metric: str, baseline: str | None) -> pl.Data
 
 
 def apply_filters(runs: pl.DataFrame, filters: Mapping[str, Sequence[Any]]) -> pl.DataFrame:
-    """Keep runs whose column value is in the chosen values (an empty choice = no filter)."""
+    """Keep runs whose column value is in the chosen values (an empty choice = no filter);
+    '–' chooses the runs without a value (e.g. the ungated ones for gate_position)."""
     for col, values in filters.items():
         if values and col in runs.columns:
-            runs = runs.filter(pl.col(col).cast(pl.String).is_in([str(v) for v in values]))
+            as_text = pl.col(col).cast(pl.String).fill_null("–")
+            runs = runs.filter(as_text.is_in([str(v) for v in values]))
     return runs
 
 
@@ -194,7 +198,8 @@ def fmt_delta(delta: float | None, pct: float | None) -> str:
     if delta is None:
         return "–"
     sign = "+" if delta >= 0 else ""
-    return f"{sign}{fmt_num(delta)} ({sign}{pct:.1f}%)" if pct is not None else f"{sign}{fmt_num(delta)}"
+    text = f"{sign}{fmt_num(delta)}"
+    return f"{text} ({sign}{pct:.1f}%)" if pct is not None else text
 
 
 def label_columns(row: Mapping[str, Any]) -> dict[str, str]:

@@ -40,7 +40,9 @@ StorageOpt = Annotated[Path, typer.Option("--storage", help="Checkpoints and Tun
 
 
 def db_url(db: str | None) -> str:
-    return db or os.environ.get("GATESWEEP_DB") or DEFAULT_DB
+    from orchestrator.env import absolute_db_url
+
+    return absolute_db_url(db or os.environ.get("GATESWEEP_DB") or DEFAULT_DB)
 
 
 def stale_after(value: float | None) -> float:
@@ -50,14 +52,18 @@ def stale_after(value: float | None) -> float:
 
 
 @app.command()
-def validate(file: Path, params: Annotated[bool, typer.Option(
+def validate(file: Path, db: DbOpt = None, params: Annotated[bool, typer.Option(
         help="Count parameters (imports torch)")] = True) -> None:
-    """Validate a sweep file and print its expanded run table."""
+    """Validate a sweep file and print its expanded run table (with each run's DB state when
+    the DB exists; nothing is written)."""
     from orchestrator.submit import make_plan
     from orchestrator.table import print_runs
 
     plan = make_plan(file)
-    print_runs(out, f"{plan.spec.name}: {len(plan.runs)} runs", plan.runs, with_params=params)
+    status = _known_status(db_url(db), [r.fingerprint for r in plan.runs])
+    print_runs(out, f"{plan.spec.name}: {len(plan.runs)} runs", plan.runs, with_params=params,
+               status={r.name: status.get(r.fingerprint, "new") for r in plan.runs}
+               if status else None)
     out.print(f"{file}: valid, {len(plan.runs)} runs")
 
 
@@ -217,7 +223,8 @@ def main(argv: list[str] | None = None) -> int:
         from click import ClickException
 
     try:
-        app(args=argv, standalone_mode=False)
+        # standalone_mode=False: click *returns* a typer.Exit's code instead of raising it
+        rv = app(args=argv, standalone_mode=False)
     except SpecError as exc:
         err.print(f"error: {exc}")
         return 2
@@ -238,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, KeyError, PermissionError, FileNotFoundError) as exc:
         err.print(f"error: {_one_line(exc)}")
         return 2
-    return 0
+    return rv if isinstance(rv, int) else 0
 
 
 def _one_line(exc: BaseException) -> str:

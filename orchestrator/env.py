@@ -44,9 +44,15 @@ def worker_env_vars() -> dict[str, str]:
 
 
 def prepare_trial_env() -> None:
-    """Inside a trial, before deepspeed is imported."""
-    for k in LAUNCHER_VARS:
-        os.environ.pop(k, None)
+    """Inside a trial, before deepspeed is imported.
+
+    A reused trial actor (TuneConfig(reuse_actors=True)) keeps the process group it made for
+    its first trial, and DeepSpeed checks the launcher variables again on every initialize:
+    only a process without a group drops them.
+    """
+    if not _dist_initialized():
+        for k in LAUNCHER_VARS:
+            os.environ.pop(k, None)
     os.environ.setdefault("TORCH_EXTENSIONS_DIR", default_extensions_dir())
     if "DS_ACCELERATOR" not in os.environ:
         import torch
@@ -63,3 +69,26 @@ def float_env(name: str, default: float) -> float:
     except ValueError:
         raise ValueError(f"environment variable {name}={raw!r}: expected a number of "
                          "seconds") from None
+
+
+def _dist_initialized() -> bool:
+    import sys
+
+    dist = sys.modules.get("torch.distributed")
+    return bool(dist is not None and dist.is_available() and dist.is_initialized())
+
+
+def absolute_db_url(url: str) -> str:
+    """sqlite:///results.db -> sqlite:////abs/cwd/results.db.
+
+    Trials run in other processes and Tune may change their working directory to the trial
+    dir, so a relative SQLite path would silently open a different (empty) database there.
+    """
+    from sqlalchemy import make_url
+
+    u = make_url(url)
+    db = u.database
+    if u.get_backend_name() != "sqlite" or not db or db == ":memory:" or db.startswith("file:") \
+            or os.path.isabs(db):
+        return url
+    return u.set(database=os.path.abspath(db)).render_as_string(hide_password=False)

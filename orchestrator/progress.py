@@ -65,8 +65,9 @@ class Progress:
             return
         elapsed = time.monotonic() - self.t0
         for r in rows:
-            if self._seen.get(r["id"]) != r["status"]:
-                self._seen[r["id"]] = r["status"]
+            before = self._seen.get(r["id"], "pending")  # queued runs are not news
+            self._seen[r["id"]] = r["status"]
+            if before != r["status"]:
                 extra = f" step {r['step']} loss {r['loss']:.4g}" if r["loss"] is not None else ""
                 self.console.print(f"[{elapsed:6.1f}s] {r['name']}: {r['status']}{extra}",
                                    highlight=False)

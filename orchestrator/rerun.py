@@ -98,6 +98,9 @@ def spawn_rerun(db_url: str, run_id: int, fresh: bool = False,
     """
     import results_db
 
+    from orchestrator.env import absolute_db_url
+
+    db_url = absolute_db_url(db_url)
     db = results_db.open(db_url)
     row = resolve_runs(db, [run_id])[0]
     if row.status == "running":

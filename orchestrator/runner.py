@@ -41,33 +41,46 @@ def run_trial(config: dict[str, Any]) -> None:
 def execute_job(job: dict[str, Any], trial_id: str | None = None) -> dict[str, Any]:
     """Run one attempt of ``job`` and record it; returns {"status", "steps", "first_step"}."""
     import results_db
-    from orchestrator.reporter import DBReporter, RunCancelled
-    from trainer import train
-    from trainer.config import RunSpec
+    from orchestrator.reporter import DBReporter
 
     db = results_db.open(job["db_url"])
     run_id = int(job["run_id"])
+    row = db.run(run_id)
+    if row is not None and row.status == "cancelled":  # cancelled while it was queued
+        return {"status": "cancelled", "steps": 0, "first_step": -1}
     attempt = db.start_attempt(run_id, host=socket.gethostname(), trial_id=trial_id)
     reporter = DBReporter(db, run_id, attempt.id,
                           heartbeat_s=float_env(HEARTBEAT_S_ENV, 5.0),
                           flush_s=float_env(FLUSH_S_ENV, 5.0))
+    try:
+        return _train_attempt(db, job, run_id, attempt.id, reporter)
+    finally:
+        db.close()  # a reused trial actor must not accumulate engines
+
+
+def _train_attempt(db: Any, job: dict[str, Any], run_id: int, attempt_id: int,
+                   reporter: Any) -> dict[str, Any]:
+    from orchestrator.reporter import RunCancelled
+    from trainer import train
+    from trainer.config import RunSpec
+
     ckpt = Path(job["checkpoint_dir"])
     try:
         spec = RunSpec.model_validate(job["spec"])
         ckpt.mkdir(parents=True, exist_ok=True)
-        db.add_artifact(run_id, attempt.id, "checkpoint_dir", path=str(ckpt))
+        db.add_artifact(run_id, attempt_id, "checkpoint_dir", path=str(ckpt))
         res = train(spec, reporter, ckpt)
     except RunCancelled:
         reporter.close()
-        db.finish_attempt(attempt.id, "cancelled", error="cancelled by the user")
+        db.finish_attempt(attempt_id, "cancelled", error="cancelled by the user")
         return {"status": "cancelled", "steps": -1, "first_step": reporter.first_step or -1}
     except BaseException as exc:
         reporter.close()
-        db.finish_attempt(attempt.id, "failed", error=f"{type(exc).__name__}: {exc}",
+        db.finish_attempt(attempt_id, "failed", error=f"{type(exc).__name__}: {exc}",
                           traceback=traceback.format_exc())
         raise
     reporter.close()
-    db.finish_attempt(attempt.id, res.status)
+    db.finish_attempt(attempt_id, res.status)
     return {"status": res.status, "steps": res.steps,
             "first_step": -1 if reporter.first_step is None else reporter.first_step,
             "pid": os.getpid()}

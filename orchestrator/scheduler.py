@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator.env import driver_defaults, worker_env_vars
+from orchestrator.env import absolute_db_url, driver_defaults, worker_env_vars
 from orchestrator.errors import UserError
 
 ACTIVE = ("pending", "running")
@@ -47,6 +47,10 @@ class Options:
     max_concurrent: int | None = None
     address: str | None = None
     progress: Any = None  # a callable(db, run_ids) -> context manager, or None
+    # Reusing trial processes skips worker start + torch/DeepSpeed import per trial (smoke
+    # sweep: 34 s instead of 60 s on 2 cores). GATESWEEP_REUSE_ACTORS=0 turns it off.
+    reuse_actors: bool = field(
+        default_factory=lambda: os.environ.get("GATESWEEP_REUSE_ACTORS", "1") != "0")
     extra_env: dict[str, str] = field(default_factory=dict)
 
 
@@ -133,6 +137,7 @@ def execute(jobs: list[Job], opts: Options) -> dict[int, str]:
 
     if not jobs:
         return {}
+    opts.db_url = absolute_db_url(opts.db_url)
     db = results_db.open(opts.db_url)
     ids = [j.run_id for j in jobs]
     progress = opts.progress(db, ids) if opts.progress else contextlib.nullcontext()
@@ -169,6 +174,7 @@ def _fit(jobs: list[Job], opts: Options) -> None:
         param_space={"job": tune.grid_search(configs)},
         tune_config=tune.TuneConfig(
             max_concurrent_trials=concurrency(jobs, opts.max_concurrent),
+            reuse_actors=opts.reuse_actors,
             trial_name_creator=_trial_name, trial_dirname_creator=_trial_name),
         run_config=tune.RunConfig(
             name=opts.experiment, storage_path=str((opts.storage / "_tune").resolve()),

@@ -18,9 +18,9 @@ class ResultsDB(WriterMixin, ReaderMixin):
         self.url: URL = url
         self.engine: Engine = writer_engine(url)
         if migrate:
-            from results_db.migrate import upgrade_engine
+            from results_db.migrate import ensure_head
 
-            upgrade_engine(self.engine)
+            ensure_head(self.engine)
         self._reader: Engine | None = None
 
     @property

@@ -17,6 +17,7 @@ import os
 import sqlite3
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from sqlalchemy import URL, Engine, create_engine, event, make_url
 
@@ -56,7 +57,7 @@ def writer_engine(url: URL) -> Engine:
     @event.listens_for(eng, "connect")
     def _on_connect(dbapi_conn: sqlite3.Connection, _rec: Any) -> None:
         dbapi_conn.isolation_level = None  # driver hands-off: we emit BEGIN ourselves
-        for pragma in ("journal_mode=WAL", f"busy_timeout={BUSY_TIMEOUT_MS}",
+        for pragma in (f"busy_timeout={BUSY_TIMEOUT_MS}", "journal_mode=WAL",
                        "foreign_keys=ON", "synchronous=NORMAL"):
             dbapi_conn.execute(f"PRAGMA {pragma}")
         _ensure_sqrt(dbapi_conn)
@@ -91,9 +92,11 @@ def _read_only_authorizer(action: int, arg1: str | None, arg2: str | None,
 
 def reader_engine(url: URL) -> Engine:
     if not is_sqlite(url):
-        return create_engine(url, pool_pre_ping=True, connect_args={
-            "options": "-c default_transaction_read_only=on"})
-    ro = URL.create("sqlite", database=f"file:{url.database}?mode=ro", query={"uri": "true"})
+        # keep the URL's own libpq options (e.g. -csearch_path=...) and add read-only
+        opts = f"{url.query.get('options', '')} -c default_transaction_read_only=on".strip()
+        return create_engine(url, pool_pre_ping=True, connect_args={"options": opts})
+    path = quote(url.database or "")  # a URI: '?', '#' and '%' in the path must be escaped
+    ro = URL.create("sqlite", database=f"file:{path}?mode=ro", query={"uri": "true"})
     eng = create_engine(ro, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000,
                                           "check_same_thread": False})
 

@@ -6,11 +6,10 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, Select, and_, select, text
+from sqlalchemy import Engine, Select, Text, and_, cast, select, text
 from sqlalchemy.exc import DBAPIError, ResourceClosedError
 
 from results_db.rows import AttemptRow, RunRow
@@ -42,7 +41,6 @@ def _user_sql_error(orig: BaseException) -> Exception:
 
 
 def _pg_user_query(engine: Engine, sql: str) -> pl.DataFrame:
-    import polars as pl
     import psycopg
 
     with engine.connect() as conn:
@@ -60,23 +58,31 @@ def _pg_user_query(engine: Engine, sql: str) -> pl.DataFrame:
             raise _user_sql_error(exc) from None
         finally:
             raw.rollback()
-    if not rows:
-        return pl.DataFrame({c: [] for c in cols})
-    return pl.DataFrame(rows, schema=cols, orient="row", infer_schema_length=None)
+    return rows_to_frame(cols, rows)
 
 
 def frame(engine: Engine, stmt: Any, params: dict[str, Any] | None = None) -> pl.DataFrame:
-    """Execute ``stmt`` (a Select or SQL text) and return its rows as a DataFrame."""
+    """Execute ``stmt`` (a Select or SQL text) and return its rows as a DataFrame.
+
+    SQL text has no result types, so its rows are read straight off the DBAPI cursor (no
+    per-row Row objects: ~2x faster on 100k rows); a Select keeps SQLAlchemy's type
+    processing (aware UTC datetimes, booleans, JSON)."""
+    raw = isinstance(stmt, str)
+    with engine.connect() as conn:
+        result = conn.execute(text(stmt) if raw else stmt, params or {})
+        cols = list(result.keys())
+        rows = result.cursor.fetchall() if raw and result.cursor is not None \
+            else result.fetchall()
+    return rows_to_frame(cols, rows)
+
+
+def rows_to_frame(cols: list[str], rows: Sequence[Any]) -> pl.DataFrame:
     import polars as pl
 
-    if isinstance(stmt, str):
-        stmt = text(stmt)
-    with engine.connect() as conn:
-        result = conn.execute(stmt, params or {})
-        cols = list(result.keys())
-        rows = result.fetchall()
     if not rows:
         return pl.DataFrame({c: [] for c in cols})
+    if len(set(cols)) == len(cols):  # column-wise build: faster than orient="row"
+        return pl.DataFrame(dict(zip(cols, map(list, zip(*rows)), strict=True)), strict=False)
     return pl.DataFrame([tuple(r) for r in rows], schema=cols, orient="row",
                         infer_schema_length=None)
 
@@ -87,8 +93,9 @@ class ReaderMixin:
 
     def _runs_stmt(self) -> Select[Any]:
         cols = [getattr(Run, c) for c in RUN_COLUMNS]
-        return select(*cols, Sweep.name.label("sweep"), Run.config).join(
-            Sweep, Sweep.id == Run.sweep_id)
+        # config as its JSON text: no parse-and-dump round trip per row
+        return select(*cols, Sweep.name.label("sweep"), cast(Run.config, Text).label("config")
+                      ).join(Sweep, Sweep.id == Run.sweep_id)
 
     def runs(self, sweep: str | None = None, status: str | Iterable[str] | None = None,
              **dims: Any) -> pl.DataFrame:
@@ -110,13 +117,7 @@ class ReaderMixin:
             many = isinstance(value, (list, tuple, set))
             stmt = stmt.where(col.in_(list(value)) if many else
                               (col.is_(None) if value is None else col == value))
-        df = frame(self.reader, stmt)
-        import polars as pl
-
-        if "config" in df.columns and df.height:
-            df = df.with_columns(pl.col("config").map_elements(
-                lambda c: c if isinstance(c, str) else json.dumps(c), return_dtype=pl.String))
-        return df
+        return frame(self.reader, stmt)
 
     def run(self, id_or_name: int | str) -> RunRow | None:
         """One run by id (int or digit string) or by name (the newest run with that name)."""
@@ -155,11 +156,24 @@ class ReaderMixin:
                                 done=pl.sum_horizontal(terminal))
 
     def attempts(self, run_id: int) -> list[AttemptRow]:
+        """The run's attempts as AttemptRow objects, oldest first (``attempts_frame`` for
+        the polars form)."""
         from sqlalchemy.orm import Session
 
         with Session(self.reader) as s:
             return [AttemptRow.of(a) for a in s.scalars(
                 select(Attempt).where(Attempt.run_id == run_id).order_by(Attempt.number))]
+
+    attempt_rows = attempts  # alias
+
+    def attempts_frame(self, run_id: int) -> pl.DataFrame:
+        """The run's attempts, oldest first: id, run_id, number, status, started, ended,
+        heartbeat, host, pid, trial_id, error, traceback."""
+        cols = [Attempt.id, Attempt.run_id, Attempt.number, Attempt.status, Attempt.started,
+                Attempt.ended, Attempt.heartbeat, Attempt.host, Attempt.pid, Attempt.trial_id,
+                Attempt.error, Attempt.traceback]
+        return frame(self.reader, select(*cols).where(Attempt.run_id == run_id)
+                     .order_by(Attempt.number))
 
     def artifacts(self, run_id: int) -> pl.DataFrame:
         return frame(self.reader, select(Artifact.id, Artifact.run_id, Artifact.attempt_id,

@@ -11,7 +11,8 @@ from results_db.schema import DIM_COLUMNS, Attempt, Run
 
 @dataclass(frozen=True)
 class NewRun:
-    """A run to register: ``config`` is the JSON of its RunSpec (``spec.model_dump(mode="json")``)."""
+    """A run to register; ``config`` is the JSON of its RunSpec
+    (``spec.model_dump(mode="json")``), from which the dimension columns are derived."""
 
     name: str
     fingerprint: str

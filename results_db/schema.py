@@ -10,8 +10,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import (JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String,
-                        Text, UniqueConstraint)
+from sqlalchemy import (JSON, BigInteger, Boolean, DateTime, Float, ForeignKey, Index, Integer,
+                        String, Text, UniqueConstraint)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
@@ -91,8 +91,8 @@ class Run(Base):
     # Seed replicates share group_key; runs differing only in train.lr share lr_group_key.
     group_key: Mapped[str | None] = mapped_column(String(16), index=True)
     lr_group_key: Mapped[str | None] = mapped_column(String(16))
-    params_total: Mapped[int | None] = mapped_column(Integer)
-    params_gates: Mapped[int | None] = mapped_column(Integer)
+    params_total: Mapped[int | None] = mapped_column(BigInteger)
+    params_gates: Mapped[int | None] = mapped_column(BigInteger)
     created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     __table_args__ = (Index("ix_runs_sweep_variant", "sweep_id", "variant"),)

@@ -22,8 +22,8 @@ from sqlalchemy.orm import Session
 from results_db.dims import derive_dims
 from results_db.rows import AttemptRow, NewRun, RegisterResult, RunRow
 from results_db.schema import Artifact, Attempt, Run, Summary, Sweep, utcnow
-from results_db.states import (ATTEMPT_END, CACHED, InvalidTransition, RunStatus, allowed,
-                               check_transition, parse_status)
+from results_db.states import (ATTEMPT_END, CACHED, RunStatus, allowed, check_transition,
+                               parse_status)
 
 Point = tuple[int, str, float | None]
 _PG_CHUNK = 1000  # rows per multi-VALUES statement on PostgreSQL (5 params each, < 65535)
@@ -72,38 +72,40 @@ class WriterMixin:
     def register_runs(self, sweep_id: int, runs: Sequence[NewRun],
                       force: bool = False) -> RegisterResult:
         """New fingerprints -> pending; succeeded/diverged -> cached (unless force); failed/
-        lost/cancelled/pending -> pending again (to_run); running -> left alone (running)."""
-        cached: list[RunRow] = []
-        to_run: list[RunRow] = []
-        running: list[RunRow] = []
+        lost/cancelled/pending -> pending again (to_run); running -> left alone (running).
+        A fingerprint listed twice counts once."""
+        cached: list[Run] = []
+        to_run: list[Run] = []
+        running: list[Run] = []
         with self._tx() as s:
             # Row lock on the sweep (PostgreSQL; SQLite's BEGIN IMMEDIATE already serialises):
             # two submits of one sweep register one after the other, no duplicate inserts.
             if s.get(Sweep, sweep_id, with_for_update=True) is None:
                 raise NotFound(f"register_runs: sweep id {sweep_id} does not exist")
-            fps = [r.fingerprint for r in runs]
-            existing = {r.fingerprint: r for r in s.scalars(
-                select(Run).where(Run.fingerprint.in_(fps)))} if fps else {}
+            existing = _runs_by_fingerprint(s, [r.fingerprint for r in runs])
+            seen: set[str] = set()
             now = utcnow()
             for new in runs:
+                if new.fingerprint in seen:
+                    continue
+                seen.add(new.fingerprint)
                 row = existing.get(new.fingerprint)
                 if row is None:
                     row = _new_run(sweep_id, new, now)
                     s.add(row)
-                    existing[new.fingerprint] = row
-                    to_run.append(row)  # type: ignore[arg-type]
+                    to_run.append(row)
                 elif row.status == RunStatus.RUNNING:
-                    running.append(row)  # type: ignore[arg-type]
+                    running.append(row)
                 elif row.status in CACHED and not force:
-                    cached.append(row)  # type: ignore[arg-type]
+                    cached.append(row)
                 else:
                     row.status = check_transition(row.id, row.status, RunStatus.PENDING)
                     row.updated = now
-                    to_run.append(row)  # type: ignore[arg-type]
+                    to_run.append(row)
             s.flush()
-            return RegisterResult(cached=[RunRow.of(r) for r in cached],  # type: ignore
-                                  to_run=[RunRow.of(r) for r in to_run],  # type: ignore
-                                  running=[RunRow.of(r) for r in running])  # type: ignore
+            return RegisterResult(cached=[RunRow.of(r) for r in cached],
+                                  to_run=[RunRow.of(r) for r in to_run],
+                                  running=[RunRow.of(r) for r in running])
 
     def set_status(self, run_ids: Iterable[int], status: str | RunStatus,
                    strict: bool = False) -> list[int]:
@@ -157,11 +159,12 @@ class WriterMixin:
             att = s.get(Attempt, attempt_id)
             if att is None:
                 raise NotFound(f"heartbeat: attempt id {attempt_id} does not exist")
+            if att.status == RunStatus.LOST:
+                run = _lock_run_then_attempt(s, att)
+                if run is not None and run.status == RunStatus.LOST and _is_latest(s, att):
+                    run.status = check_transition(run.id, run.status, RunStatus.RUNNING)
+                    att.status, att.ended, run.updated = RunStatus.RUNNING, None, utcnow()
             att.heartbeat = utcnow()
-            if att.status == RunStatus.LOST and _is_latest(s, att):
-                run = s.get(Run, att.run_id)
-                if run is not None and run.status == RunStatus.LOST:
-                    att.status, att.ended, run.status = RunStatus.RUNNING, None, RunStatus.RUNNING
 
     def finish_attempt(self, attempt_id: int, status: str | RunStatus, error: str | None = None,
                        traceback: str | None = None) -> AttemptRow:
@@ -173,14 +176,14 @@ class WriterMixin:
             raise ValueError(f"finish_attempt: status {dst.value!r} does not end an attempt; "
                              f"expected one of {sorted(s.value for s in ATTEMPT_END)}")
         with self._tx() as s:
-            att = s.get(Attempt, attempt_id, with_for_update=True)
+            att = s.get(Attempt, attempt_id)
             if att is None:
                 raise NotFound(f"finish_attempt: attempt id {attempt_id} does not exist")
+            run = _lock_run_then_attempt(s, att)
             if att.status not in (RunStatus.RUNNING, RunStatus.LOST):
                 return AttemptRow.of(att)
             now = utcnow()
             att.status, att.ended, att.error, att.traceback = dst, now, error, traceback
-            run = s.get(Run, att.run_id, with_for_update=True)
             if run is not None and _is_latest(s, att) and allowed(run.status, dst):
                 run.status, run.updated = dst, now
             s.flush()
@@ -210,22 +213,29 @@ class WriterMixin:
     # --- values --------------------------------------------------------------------------
     def log_metrics(self, run_id: int, attempt_id: int | None,
                     points: Iterable[Point]) -> int:
-        """Batched, idempotent per (run, name, step): the last value wins. Returns rows sent."""
-        dedup: dict[tuple[str, int], float | None] = {}
-        for step, name, value in points:
-            dedup[(name, int(step))] = clean_value(value)
-        if not dedup:
+        """Batched, idempotent per (run, name, step): the last value wins. Returns rows sent.
+
+        SQLite: one executemany of an upsert (duplicates inside the batch resolve row by row).
+        PostgreSQL: multi-row VALUES upserts, so the batch is de-duplicated first (one
+        statement may not touch a row twice)."""
+        try:  # fast path: plain numbers; NaN -> None (NaN != NaN)
+            rows = [(run_id, attempt_id, int(step), name, v if v == v else None)
+                    for step, name, value in points for v in (float(value),)]
+        except TypeError:  # a None value somewhere: the careful path
+            rows = [(run_id, attempt_id, int(step), name, clean_value(value))
+                    for step, name, value in points]
+        if not rows:
             return 0
-        rows = [(run_id, attempt_id, step, name, v) for (name, step), v in dedup.items()]
         with self.engine.begin() as conn:
             if conn.dialect.name == "sqlite":
                 conn.exec_driver_sql(_SQLITE_METRIC_UPSERT, rows)
-            else:
-                for i in range(0, len(rows), _PG_CHUNK):
-                    chunk = rows[i:i + _PG_CHUNK]
-                    sql = _PG_METRIC_UPSERT.format(values=",".join(["(%s,%s,%s,%s,%s)"] *
-                                                                   len(chunk)))
-                    conn.exec_driver_sql(sql, tuple(x for row in chunk for x in row))
+                return len(rows)
+            dedup = list({(r[3], r[2]): r for r in rows}.values())
+            for i in range(0, len(dedup), _PG_CHUNK):
+                chunk = dedup[i:i + _PG_CHUNK]
+                sql = _PG_METRIC_UPSERT.format(values=",".join(["(%s,%s,%s,%s,%s)"] *
+                                                               len(chunk)))
+                conn.exec_driver_sql(sql, tuple(x for row in chunk for x in row))
         return len(rows)
 
     def log_summaries(self, run_id: int, attempt_id: int | None,
@@ -276,6 +286,24 @@ def _new_run(sweep_id: int, new: NewRun, now: Any) -> Run:
                config=new.config, params_total=new.params_total,
                params_gates=new.params_gates, created=now, updated=now,
                **derive_dims(new.config))
+
+
+def _runs_by_fingerprint(s: Session, fps: list[str], chunk: int = 5000) -> dict[str, Run]:
+    """Existing runs by fingerprint, in chunks (bound-parameter limits of both dialects)."""
+    out: dict[str, Run] = {}
+    for i in range(0, len(fps), chunk):
+        out.update((r.fingerprint, r) for r in s.scalars(
+            select(Run).where(Run.fingerprint.in_(fps[i:i + chunk]))))
+    return out
+
+
+def _lock_run_then_attempt(s: Session, att: Attempt) -> Run | None:
+    """Row locks in the one order every writer uses -- run, then its attempts -- so two
+    writers of one run on PostgreSQL wait for each other instead of deadlocking. (SQLite: no
+    row locks; BEGIN IMMEDIATE already serialises.) Re-reads the attempt under its lock."""
+    run = s.get(Run, att.run_id, with_for_update=True)
+    s.refresh(att, with_for_update=True)
+    return run
 
 
 def _is_latest(s: Session, att: Attempt) -> bool:

@@ -14,3 +14,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+# Session-wide fixtures: results DB URLs over SQLite and a throwaway PostgreSQL server.
+pytest_plugins = ["db_fixtures"]

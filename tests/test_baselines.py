@@ -56,10 +56,8 @@ def test_clipping_bounds_the_sublayer_outputs_and_counts_exactly() -> None:
     block = model.blocks[0]
     h = torch.randn(2, 6, 64)
     cos, sin = model._rope_tables(6, h.device)
-    with torch.no_grad():
-        out, _ = block(h, cos, sin)
-        a = raw[0].clamp(-c, c)
-        torch.testing.assert_close(out, h + a + raw[1].clamp(-c, c))
+    out, _ = block(h, cos, sin)  # a training forward: counted
+    torch.testing.assert_close(out.detach(), h + raw[0].clamp(-c, c) + raw[1].clamp(-c, c))
     clipped = sum(int((r.abs() > c).sum()) for r in raw)
     assert 0 < clipped < sum(r.numel() for r in raw)
     assert model.clip_rate() == pytest.approx(clipped / sum(r.numel() for r in raw))
@@ -75,6 +73,18 @@ def test_clip_rate_over_several_forwards_and_off_by_default() -> None:
     plain = _model()
     plain(idx)
     assert plain.clip_rate() == 0.0
+
+
+def test_clip_rate_ignores_eval_and_probe_passes() -> None:
+    model = _model(clip_residual=1e-3)
+    idx = torch.randint(0, 256, (1, 8))
+    model.probe(idx)  # training mode, no grad
+    model.eval()
+    model(idx)  # eval mode
+    assert model.clip_rate() == 0.0
+    model.train()
+    model(idx)
+    assert model.clip_rate() > 0.0
 
 
 def test_switch_head_e1_k1_equals_a_headwise_value_gate() -> None:

@@ -158,3 +158,56 @@ def test_detach_and_usage_errors(capsys: pytest.CaptureFixture[str], url: str) -
 def test_db_upgrade(capsys: pytest.CaptureFixture[str], url: str) -> None:
     code, out, _ = run_cli(capsys, "db", "upgrade", "--db", url)
     assert code == 0 and "revision" in out
+
+
+def test_spawn_rerun_requeues_at_once_and_detaches(filled: str, tmp_path: Path) -> None:
+    """The dashboard's button: the DB shows the run pending before the child does anything."""
+    import os
+    import signal
+
+    from orchestrator.errors import UserError
+    from orchestrator.rerun import spawn_rerun
+
+    db = results_db.open(filled)
+    failed = db.run("sdpa_elementwise-s0")
+    pid = spawn_rerun(filled, failed.id, log_dir=tmp_path / "logs")
+    try:
+        assert db.run(failed.id).status == "pending"
+        assert os.getpgid(pid) == pid  # its own session: survives the Streamlit process
+        assert list((tmp_path / "logs").glob(f"rerun-{failed.id}-*.log"))
+    finally:
+        os.killpg(pid, signal.SIGKILL)  # this test checks the hand-off, not the training
+    with pytest.raises(UserError, match="no run with id or name"):
+        spawn_rerun(filled, 999)
+
+
+@pytest.mark.slow
+def test_dashboard_serves_on_localhost(filled: str) -> None:
+    """`orchestrator dashboard` finds the installed app and serves it on 127.0.0.1."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    from trainer.dist import free_port
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "dashboard", "--port",
+                             str(port), "--db", filled], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True, text=True)
+    try:
+        deadline, body = time.monotonic() + 90, ""
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health",
+                                            timeout=2) as resp:
+                    body = resp.read().decode()
+                    break
+            except OSError:
+                time.sleep(0.5)
+        assert body == "ok", f"dashboard did not come up (exit {proc.poll()})"
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)

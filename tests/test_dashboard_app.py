@@ -80,6 +80,9 @@ def test_leaderboard_other_metric_descending_and_filter(app: AppTest) -> None:
     assert list(table["variant"]) == ["sdpa_headwise"]
     # the delta stays against the (now hidden) baseline: 21.3 - 20.8
     assert list(table["Δ vs baseline"]) == ["+0.500 (+2.4%)"]
+    at.multiselect(key="lb_f_gate_granularity").set_value([]).run()
+    at.multiselect(key="lb_f_gate_position").set_value(["–", "G2"]).run()  # ungated + G2
+    assert list(at.table[0].value["variant"]) == ["baseline (baseline)", "value_elementwise"]
 
 
 def test_leaderboard_state_filter_includes_diverged(app: AppTest) -> None:
@@ -112,7 +115,8 @@ def test_ablation_probes_and_stability_tables(app: AppTest) -> None:
     at.radio(key="ab_kind").set_value("probes").run()
     probes = at.table[0].value
     base = probes[probes["Variant"] == "baseline"].iloc[0]
-    assert (base["Gate score"], base["M-Act"], base["F-Attn"]) == ("–", "300 ± 0.000", "0.450 ± 0.000")
+    assert (base["Gate score"], base["M-Act"], base["F-Attn"]) == \
+        ("–", "300 ± 0.000", "0.450 ± 0.000")
     assert base["Paper M-Act"] == "1053"
     at.radio(key="ab_kind").set_value("stability").run()
     stab = at.table[0].value
@@ -206,3 +210,29 @@ def test_rerun_button_disabled_for_live_runs(app: AppTest) -> None:
     running = next(o for o in at.selectbox(key="rd_run").options if o.endswith("· running"))
     at.selectbox(key="rd_run").set_value(_id(running)).run()
     assert at.button(key="rd_rerun").disabled
+
+
+def test_empty_db_says_how_to_fill_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    url = f"sqlite:///{tmp_path / 'empty.db'}"
+    monkeypatch.setenv("GATESWEEP_DB", url)
+    at = AppTest.from_file(APP, default_timeout=30).run()
+    assert not at.exception
+    assert any("No sweeps" in i.value for i in at.info)
+    goto(at, "Leaderboard")
+    assert any("orchestrator submit" in i.value for i in at.info)
+
+
+def test_unreadable_db_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GATESWEEP_DB", f"sqlite:///{tmp_path}")  # a directory, not a DB file
+    at = AppTest.from_file(APP, default_timeout=30).run()
+    assert [e.value for e in at.error][0].startswith("Cannot read the results DB sqlite:///")
+
+
+def test_run_detail_final_values(app: AppTest) -> None:
+    at = goto(app, "Run detail")
+    label = next(o for o in at.selectbox(key="rd_run").options if "sdpa_elementwise-s1" in o)
+    at.selectbox(key="rd_run").set_value(_id(label)).run()
+    values = next(t.value for t in at.table if "name" in t.value.columns)
+    got = dict(zip(values["name"], values["value"], strict=True))
+    assert (got["val/ppl"], got["params/gates"], got["probe/gate_score_mean"]) == \
+        ("9.100", "8192", "0.120")

@@ -170,3 +170,29 @@ def test_lr_axis_gives_one_row_per_lr_and_stability_per_variant(tmp_path: Path) 
     stab = ablation.build("stability", runs, summ).display
     assert stab["Diverged"].to_list() == ["0/4", "1/4"]
     assert stab["LRs"].to_list() == ["1.00e-03, 8.00e-03"] * 2
+
+
+def test_trainer_histogram_format_pools_layers() -> None:
+    """trainer/evaluation.py writes {"step", "edges", "layers": {"layer_i": counts}}."""
+    art = {"step": 100, "edges": [0.0, 0.5, 1.0], "layers": {"layer_0": [3, 1], "layer_1": [1, 3],
+                                                             "layer_2": None}}
+    hists = charts.parse_histogram(art)
+    assert [h[0] for h in hists] == ["layer_0", "layer_1"]
+    assert charts.combine_layers(hists, "g1") == [("g1", [0.0, 0.5, 1.0], [0.5, 0.5])]
+
+
+def test_dashboard_leaderboard_agrees_with_results_db(tmp_path: Path) -> None:
+    """Two implementations of mean/std/n/delta over seeds (the page's, cached per filter, and
+    db.leaderboard): they must not drift apart."""
+    url = f"sqlite:///{tmp_path / 'agree.db'}"
+    db = results_db.open(url)
+    sample.fill(db)
+    ours = leaderboard(data.runs(url, "demo"), data.summaries(url, "demo", ("val/ppl",)))
+    theirs = db.leaderboard("demo")
+    cols = ["variant", "mean", "std", "n", "delta"]
+    a = ours.select(cols).sort("variant")
+    b = theirs.select(cols).sort("variant").cast({"n": a["n"].dtype})
+    assert a["variant"].to_list() == b["variant"].to_list()
+    for c in ("mean", "std", "delta"):
+        assert a[c].to_list() == pytest.approx(b[c].to_list(), nan_ok=True)
+    assert a["n"].to_list() == b["n"].to_list()

@@ -23,7 +23,7 @@ def _spec(**eval_cfg: object) -> RunSpec:
 
 
 @pytest.fixture(scope="module")
-def model(tmp_path_factory: pytest.TempPathFactory) -> torch.nn.Module:
+def model() -> torch.nn.Module:
     spec = _spec()
     torch.manual_seed(1)
     net = build_model(spec.model)
@@ -35,18 +35,43 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> torch.nn.Module:
         opt.zero_grad()
         loss.backward()
         opt.step()
+    return net
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _isolated_hf_cache(tmp_path_factory: pytest.TempPathFactory):
+    """lm-eval loads the JSONL tasks through ``datasets``: keep its cache out of ~/.cache.
+
+    ``datasets`` reads HF_DATASETS_CACHE once at import, so its config is patched too."""
+    import datasets.config
+
+    root = tmp_path_factory.mktemp("hf")
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HF_HOME", str(tmp_path_factory.mktemp("hf_home")))
-        mp.setenv("HF_DATASETS_CACHE", str(tmp_path_factory.mktemp("hf_datasets")))
-        yield net
+        mp.setenv("HF_HOME", str(root))
+        mp.setenv("HF_DATASETS_CACHE", str(root / "datasets"))
+        mp.setattr(datasets.config, "HF_DATASETS_CACHE", root / "datasets")
+        yield
 
 
 class _EngineLike(torch.nn.Module):
-    """Stands in for a DeepSpeed engine: the model sits in ``.module``."""
+    """Behaves like a DeepSpeed engine where it matters here: the model sits in ``.module``,
+    unknown attributes are forwarded to it, and ``eval()`` returns None."""
 
     def __init__(self, module: torch.nn.Module) -> None:
         super().__init__()
         self.module = module
+
+    def __getattr__(self, name: str):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self.module, name)
+
+    def forward(self, *args, **kwargs):
+        return self.module(*args, **kwargs)
+
+    def eval(self) -> None:  # type: ignore[override]
+        self.module.train(False)
 
 
 def test_benchmarks_and_longctx_land_as_summaries_and_artifacts(model) -> None:
@@ -143,6 +168,22 @@ def test_loading_without_a_checkpoint_names_the_directory(tmp_path: Path) -> Non
 
     with pytest.raises(FileNotFoundError, match="no complete checkpoint"):
         load_model_from_checkpoint(_spec(), tmp_path)
+
+
+@pytest.mark.slow
+def test_train_reports_final_evals_through_the_deepspeed_engine(tmp_path: Path) -> None:
+    from trainer import train
+
+    spec = _spec(benchmarks=[{"task": "gatesweep_tiny_mc", "limit": 3}],
+                 longctx={"factors": [1, 2], "methods": ["none", "yarn"], "batches": 1})
+    spec = spec.model_copy(update={"train": spec.train.model_copy(update={"eval_every": 0})})
+    rep = MemoryReporter()
+    result = train(spec, rep, tmp_path)
+    assert result.status == "succeeded"
+    assert not [d for k, d in rep.artifacts if k == "eval_error"]
+    for name in ("bench/gatesweep_tiny_mc", "bench/gatesweep_tiny_mc/acc_norm",
+                 "longctx/none/2x/ppl", "longctx/yarn/2x/retrieval_acc"):
+        assert math.isfinite(result.summary[name]) and rep.summaries[name] == result.summary[name]
 
 
 @pytest.mark.slow

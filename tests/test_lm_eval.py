@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 import yaml
 
-from trainer.benchmarks import (BenchmarkError, map_results, prepare_task_dir, run_benchmarks)
+from trainer.benchmarks import BenchmarkError, map_results, prepare_task_dir, run_benchmarks
 from trainer.config import BenchmarkSpec, RunSpec
 from trainer.data import build_data
 from trainer.lm_eval_adapter import GatedLMAdapter, cut_at_stops, eval_tokenizer
@@ -41,12 +41,24 @@ def _train_tiny(steps: int = 25) -> tuple[torch.nn.Module, RunSpec]:
     return model.eval(), spec
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _isolated_hf_cache(tmp_path_factory: pytest.TempPathFactory):
+    """lm-eval loads the JSONL tasks through ``datasets``: keep its cache out of ~/.cache.
+
+    ``datasets`` reads HF_DATASETS_CACHE once at import, so its config is patched too."""
+    import datasets.config
+
+    root = tmp_path_factory.mktemp("hf")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HF_HOME", str(root))
+        mp.setenv("HF_DATASETS_CACHE", str(root / "datasets"))
+        mp.setattr(datasets.config, "HF_DATASETS_CACHE", root / "datasets")
+        yield
+
+
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory: pytest.TempPathFactory):
-    with pytest.MonkeyPatch.context() as mp:  # keep datasets' cache out of ~/.cache
-        mp.setenv("HF_HOME", str(tmp_path_factory.mktemp("hf_home")))
-        mp.setenv("HF_DATASETS_CACHE", str(tmp_path_factory.mktemp("hf_datasets")))
-        yield _train_tiny()
+def trained() -> tuple[torch.nn.Module, RunSpec]:
+    return _train_tiny()
 
 
 @pytest.fixture(scope="module")
@@ -104,6 +116,17 @@ def test_loglikelihood_is_exact_under_padding_and_batching(trained) -> None:
     one = GatedLMAdapter(trained[0], ByteTokenizer(), batch_size=1).loglikelihood(pairs)
     many = GatedLMAdapter(trained[0], ByteTokenizer(), batch_size=4).loglikelihood(pairs)
     assert [lp for lp, _ in one] == pytest.approx([lp for lp, _ in many], abs=1e-4)
+
+
+def test_moe_models_are_scored_one_request_at_a_time() -> None:
+    spec = RunSpec(name="moe", model={"preset": "tiny-moe"})
+    torch.manual_seed(0)
+    moe = build_model(spec.model).eval()
+    lm = GatedLMAdapter(moe, ByteTokenizer(), batch_size=8)
+    assert lm.batch_size == 1  # expert capacity is shared across a batch
+    pairs = [_req("a" * n, " tail") for n in (1, 9, 30)]
+    want = [hand_loglikelihood(moe, "a" * n, " tail")[0] for n in (1, 9, 30)]
+    assert [lp for lp, _ in lm.loglikelihood(pairs)] == pytest.approx(want, abs=1e-4)
 
 
 @torch.no_grad()
@@ -226,12 +249,50 @@ def test_prepare_task_dir_makes_data_paths_absolute(tmp_path: Path) -> None:
 
 
 def test_shipped_tasks_are_valid_and_local() -> None:
-    names = {yaml.safe_load(p.read_text())["task"] for p in TASKS_DIR.glob("*.yaml")}
-    assert names == {"gatesweep_tiny_mc", "gatesweep_tiny_gen", "gatesweep_tiny_ppl"}
-    for path in TASKS_DIR.glob("*.yaml"):
-        doc = yaml.safe_load(path.read_text())
+    from trainer.tasks import TINY_TASKS
+
+    docs = {p.name: yaml.safe_load(p.read_text()) for p in TASKS_DIR.glob("*.yaml")}
+    assert {d["task"] for d in docs.values()} == set(TINY_TASKS)
+    for doc in docs.values():
         assert doc["dataset_path"] == "json"
         assert (TASKS_DIR / doc["dataset_kwargs"]["data_files"]).is_file()
+    assert docs["gatesweep_tiny_hellaswag.yaml"]["include"] == "lm_eval:hellaswag/hellaswag.yaml"
+
+
+def test_lm_eval_includes_resolve_to_the_installed_tasks(tmp_path: Path) -> None:
+    import lm_eval.tasks
+
+    out = prepare_task_dir(TASKS_DIR, tmp_path / "out")
+    doc = yaml.safe_load((out / "gatesweep_tiny_hellaswag.yaml").read_text())
+    want = Path(lm_eval.tasks.__file__).parent / "hellaswag" / "hellaswag.yaml"
+    assert Path(doc["include"]) == want.resolve() and want.is_file()
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "t.yaml").write_text("include: lm_eval:nope/nope.yaml\ntask: t\n")
+    with pytest.raises(BenchmarkError, match="lm_eval:nope/nope.yaml"):
+        prepare_task_dir(bad, tmp_path / "bad_out")
+
+
+def test_builtin_hellaswag_prompts_on_local_data_match_hand_scores(trained) -> None:
+    import json
+    import re
+
+    model = trained[0]
+    (res,) = run_benchmarks(model, ByteTokenizer(),
+                            [BenchmarkSpec(task="gatesweep_tiny_hellaswag")], max_length=256)
+
+    def pre(text: str) -> str:  # lm-eval's hellaswag preprocess, restated
+        text = text.strip().replace(" [title]", ". ")
+        return re.sub("\\[.*?\\]", "", text).replace("  ", " ")
+
+    hits = []
+    for line in (TASKS_DIR / "tiny_hellaswag.jsonl").read_text().splitlines():
+        d = json.loads(line)
+        query = pre(d["activity_label"] + ": " + d["ctx_a"] + " " + d["ctx_b"].capitalize())
+        scores = [hand_loglikelihood(model, query, " " + pre(e))[0] for e in d["endings"]]
+        hits.append(max(range(4), key=scores.__getitem__) == int(d["label"]))
+    assert res.n_samples == 6 and res.metric == "acc"
+    assert res.value == pytest.approx(sum(hits) / 6)
 
 
 def test_local_task_with_missing_data_names_the_task(trained, tmp_path: Path) -> None:
@@ -242,6 +303,21 @@ def test_local_task_with_missing_data_names_the_task(trained, tmp_path: Path) ->
     spec = BenchmarkSpec(task="gone_task", include_path=str(tmp_path))
     with pytest.raises(BenchmarkError, match="gone_task"):
         run_benchmarks(trained[0], ByteTokenizer(), [spec])
+
+
+def test_a_malformed_task_fails_alone_with_its_name(trained, tmp_path: Path) -> None:
+    from trainer.benchmarks import iter_benchmarks
+
+    (tmp_path / "data.jsonl").write_text('{"q": "x"}\n')
+    (tmp_path / "broken.yaml").write_text(
+        "task: broken_task\ndataset_path: json\ndataset_kwargs:\n  data_files: data.jsonl\n"
+        "output_type: multiple_choice\ntest_split: train\ndoc_to_text: '{{q}}'\n"
+        "doc_to_choice: '{{no_such_field}}'\ndoc_to_target: 0\n")
+    specs = [BenchmarkSpec(task="broken_task", include_path=str(tmp_path)),
+             BenchmarkSpec(task="gatesweep_tiny_mc", limit=2)]
+    (b1, r1), (b2, r2) = iter_benchmarks(trained[0], ByteTokenizer(), specs)
+    assert isinstance(r1, BenchmarkError) and "broken_task" in str(r1)
+    assert not isinstance(r2, BenchmarkError) and r2.n_samples == 2
 
 
 # ---------------------------------------------------------------------- result mapping

@@ -10,8 +10,15 @@ import torch
 
 from trainer.config import LongContextConfig, RunSpec
 from trainer.data import build_data
-from trainer.longctx import (KEY_LEN, VALUE_LEN, evaluate_longctx, long_batches,
-                             make_retrieval_batch, retrieval_hits, scaling_for)
+from trainer.longctx import (
+    KEY_LEN,
+    VALUE_LEN,
+    evaluate_longctx,
+    long_batches,
+    make_retrieval_batch,
+    retrieval_hits,
+    scaling_for,
+)
 from trainer.model import build_model
 from trainer.rope import RopeScaling, attention_scale, inv_frequencies, rope_cache
 

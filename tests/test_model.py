@@ -118,3 +118,27 @@ def test_odd_head_dim_is_rejected_naming_the_field() -> None:
 def test_param_match_is_rejected_for_moe_by_the_config() -> None:
     with pytest.raises(ValueError, match="param_match"):
         ModelConfig(preset="tiny-moe", param_match=True, gates=[{"position": "G1"}])
+
+
+def test_param_groups_split_decay_once_each() -> None:
+    model = _model(gates=[{"position": "G1"}, {"position": "G2", "input_dependent": False}])
+    decay, no_decay = model.param_groups(0.1)
+    ids = [id(p) for g in (decay, no_decay) for p in g["params"]]
+    assert sorted(ids) == sorted(id(p) for p in model.parameters())  # each exactly once
+    logit = model.blocks[0].attn.gates["G2"].logit
+    assert any(p is logit for p in no_decay["params"])
+    assert all(p.ndim >= 2 for p in decay["params"]) and decay["weight_decay"] == 0.1
+    assert no_decay["weight_decay"] == 0.0
+
+
+@pytest.mark.parametrize("preset", ["tiny", "tiny-moe"])
+def test_bf16_forward_backward_tracks_fp32(preset: str) -> None:
+    model = _model(preset=preset, qk_norm=True, gates=[{"position": "G1"}])
+    idx = torch.randint(0, 256, (2, 16))
+    ref = model(idx, idx)
+    half = model.to(torch.bfloat16)
+    out = half(idx, idx)
+    assert out.logits.dtype == torch.bfloat16 and out.ce_loss.dtype == torch.float32
+    assert abs(out.ce_loss.item() - ref.ce_loss.item()) < 0.02
+    out.loss.backward()
+    assert all(p.grad is not None for p in half.parameters())

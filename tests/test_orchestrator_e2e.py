@@ -4,6 +4,7 @@ a real SQLite file. Slow (Ray start + a DeepSpeed init per trial): marked ``slow
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -43,9 +44,10 @@ def env() -> dict[str, str]:
     return e
 
 
-def cli(*args: str, timeout: float = 400) -> subprocess.CompletedProcess[str]:
+def cli(*args: str, timeout: float = 400, cwd: Path | None = None
+        ) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "orchestrator", *map(str, args)], env=env(),
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout, cwd=cwd)
 
 
 def test_failure_rerun_resume_and_cache(tmp_path: Path) -> None:
@@ -86,7 +88,7 @@ def test_failure_rerun_resume_and_cache(tmp_path: Path) -> None:
                zip(db.runs()["id"].to_list(), [1, 1, 2]))
 
 
-def test_killed_submit_leaves_no_running_run(tmp_path: Path) -> None:
+def start_long_submit(tmp_path: Path) -> tuple[str, subprocess.Popen[bytes]]:
     url = f"sqlite:///{tmp_path / 'r.db'}"
     spec = tmp_path / "long.yaml"
     spec.write_text(LONG)
@@ -94,6 +96,26 @@ def test_killed_submit_leaves_no_running_run(tmp_path: Path) -> None:
                              url, "--storage", str(tmp_path / "runs")], env=env(),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
+    return url, proc
+
+
+def test_sigterm_stops_the_sweep_and_marks_runs_cancelled(tmp_path: Path) -> None:
+    url, proc = start_long_submit(tmp_path)
+    try:
+        db = _wait_for_running(url, proc, timeout=300)
+        os.kill(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=120) == 130
+        statuses = db.runs()["status"].to_list()
+        assert statuses and set(statuses) == {"cancelled"}, statuses
+        attempts = [a for i in db.runs()["id"].to_list() for a in db.attempts(int(i))]
+        assert attempts and all(a.status == "cancelled" and a.ended for a in attempts)
+    finally:
+        _kill_group(proc)
+
+
+def test_killed_submit_leaves_no_running_run(tmp_path: Path) -> None:
+    before = set(Path("/tmp").glob("gsray*"))
+    url, proc = start_long_submit(tmp_path)
     try:
         db = _wait_for_running(url, proc, timeout=300)
         os.kill(proc.pid, signal.SIGKILL)
@@ -105,10 +127,17 @@ def test_killed_submit_leaves_no_running_run(tmp_path: Path) -> None:
         assert "running" not in runs["status"].to_list(), runs.select("name", "status")
         assert "lost" in runs["status"].to_list()
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)  # Ray processes of the killed driver, if any
-        except ProcessLookupError:
-            pass
+        _kill_group(proc)
+        for leftover in set(Path("/tmp").glob("gsray*")) - before:  # the killed driver's
+            shutil.rmtree(leftover, ignore_errors=True)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """The driver's session: Ray processes it started, if any outlived it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def _wait_for_running(url: str, proc: subprocess.Popen[bytes], timeout: float) -> object:
@@ -126,3 +155,23 @@ def _wait_for_running(url: str, proc: subprocess.Popen[bytes], timeout: float) -
                     return db
         time.sleep(1)
     raise AssertionError("no run reached running within the timeout")
+
+
+def test_sweep_retries_resume_from_the_checkpoint(tmp_path: Path) -> None:
+    """retries: 1 -> Tune reruns the failed trial; attempt 2 resumes and succeeds.
+
+    Also the embedded defaults: a *relative* SQLite URL and the default ./runs storage, which
+    trials (in other processes, other working directories) must resolve to the same files."""
+    spec = tmp_path / "retry.yaml"
+    spec.write_text(SWEEP.replace("name: e2e", "name: e2e-retry")
+                    .replace("retries: 0", "retries: 1")
+                    .replace("  baseline: {}\n  sdpa: {gate.position: G1}\n", ""))
+    res = cli("submit", spec.name, "--db", "sqlite:///r.db", cwd=tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert (tmp_path / "runs" / "e2e-retry" / "broken-s0" / "checkpoints").is_dir()
+    db = results_db.open(f"sqlite:///{tmp_path / 'r.db'}")
+    run = db.run("broken-s0")
+    assert run.status == "succeeded"
+    assert [a.status for a in db.attempts(run.id)] == ["failed", "succeeded"]
+    summ = db.summaries(run_ids=[run.id])
+    assert summ.filter(summ["name"] == "train/resumed_from_step")["value"][0] == 20

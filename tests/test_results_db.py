@@ -11,7 +11,6 @@ import results_db
 from results_db import InvalidTransition, NewRun, RunStatus
 from results_db.synth import gate_config
 
-pytest_plugins = ["db_fixtures"]  # until tests/conftest.py registers it
 
 
 def _new(name: str, fp: str | None = None, variant: str = "baseline", seed: int = 0,
@@ -34,8 +33,8 @@ def test_schema_is_created_by_the_migration(db) -> None:
     assert {"run_summary", "leaderboard"} <= set(insp.get_view_names())
     with db.engine.connect() as conn:
         rev = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
-    from results_db.migrate import head_revision
-    assert rev == head_revision() == "0001"
+    from results_db.migrate import HEAD_REVISION, head_revision
+    assert rev == head_revision() == HEAD_REVISION
     dims = {c["name"] for c in insp.get_columns("runs")}
     assert {"gate_position", "gate_granularity", "lr", "n_kv_head", "params_gates"} <= dims
     # (run_id, name, step) is unique: it is the metrics table's primary key
@@ -64,9 +63,11 @@ def test_register_dedupes_by_fingerprint_and_derives_dims(db) -> None:
     again = db.register_runs(sid, [_new("a"), _new("b", gates=gates, lr=1e-3)])
     assert [r.id for r in again.to_run] == [r.id for r in res.to_run]  # pending -> to_run again
     assert db.runs().height == 2
+    twice = db.register_runs(sid, [_new("c"), _new("c")])  # listed twice: registered once
+    assert [r.name for r in twice.to_run] == ["c"] and db.runs().height == 3
     # gate dimension filters work in SQL
     assert db.runs(gate_position="G1+G2")["name"].to_list() == ["b"]
-    assert db.runs(n_gates=0)["name"].to_list() == ["a"]
+    assert db.runs(n_gates=0)["name"].to_list() == ["a", "c"]
     with pytest.raises(ValueError, match="unknown filter 'colour'"):
         db.runs(colour="red")
 
@@ -114,6 +115,9 @@ def test_attempt_numbering_and_state_transitions(db) -> None:
     assert [(a.number, a.status) for a in atts] == [(1, "failed"), (2, "lost"), (3, "succeeded")]
     assert atts[0].error == "boom" and atts[0].traceback == "Traceback ..."
     assert atts[2].ended is not None and atts[2].ended.tzinfo is not None
+    frame = db.attempts_frame(run.id)  # the polars form
+    assert frame["number"].to_list() == [1, 2, 3] and frame["error"][0] == "boom"
+    assert frame["host"].to_list() == ["h1", "h2", "h3"]
     # the first report wins: a late duplicate finish changes nothing
     assert db.finish_attempt(a3.id, "failed").status == "succeeded"
     assert db.run(run.id).status == "succeeded"
@@ -241,3 +245,42 @@ def test_open_defaults_to_env_url(tmp_path, monkeypatch) -> None:
     with results_db.open() as d:
         assert d.url.database == str(tmp_path / "env.db")
     assert (tmp_path / "env.db").exists()
+
+
+def test_migration_downgrades_and_upgrades_again(db) -> None:
+    from results_db.migrate import current_revision, downgrade_engine, upgrade_engine
+
+    downgrade_engine(db.engine, "base")
+    assert current_revision(db.engine) is None
+    assert not {"runs", "metrics"} & set(inspect(db.engine).get_table_names())
+    upgrade_engine(db.engine)
+    assert current_revision(db.engine) == "0001"
+    assert db.ensure_sweep("again") == 1
+
+
+def test_synth_fill_writes_through_the_api(db) -> None:
+    from results_db.synth import fill
+
+    stats = fill(db, runs=12, points=50, seeds=2, lrs=(1e-3, 2e-2))
+    assert stats["runs"] == 12 and stats["metric_rows"] == 600
+    assert db.query("SELECT COUNT(*) AS n FROM metrics")["n"][0] == 600
+    st = db.sweep_status("synth").row(0, named=True)
+    assert st["succeeded"] + st["diverged"] == 12 and st["diverged"] == 2  # baseline @ 2e-2
+    lb = db.leaderboard("synth")
+    assert set(lb["variant"]) == {"baseline", "sdpa_elementwise", "sdpa_headwise"}
+
+
+def test_state_machine_table() -> None:
+    from results_db.states import CACHED, TERMINAL, allowed
+
+    assert {s.value for s in TERMINAL} == {"succeeded", "failed", "diverged", "cancelled",
+                                           "lost"}
+    assert allowed("pending", "running") and allowed("running", "diverged")
+    for done in TERMINAL:  # every finished run can be queued again (rerun / --force)
+        assert allowed(done, "pending")
+    for done in CACHED:  # a kept result is never silently restarted
+        assert not allowed(done, "running")
+    assert not allowed("running", "pending") and not allowed("succeeded", "failed")
+    assert not allowed("pending", "succeeded")  # results need an attempt
+    with pytest.raises(ValueError, match="expected one of pending, running"):
+        allowed("pending", "paused")

@@ -11,7 +11,6 @@ import results_db
 from results_db.loadgen import run_load
 from results_db.synth import gate_config
 
-pytest_plugins = ["db_fixtures"]  # until tests/conftest.py registers it
 
 N_PROCS, N_RUNS_EACH, N_POINTS = 4, 3, 2000
 
@@ -69,3 +68,25 @@ def test_load_50_trials_lose_nothing(db_url: str) -> None:
         assert db.query("SELECT COUNT(*) AS n FROM metrics")["n"][0] == 50 * 1000
         assert db.sweep_status("load")["succeeded"].to_list() == [50]
         assert db.query("SELECT COUNT(*) AS n FROM attempts")["n"][0] == 50
+
+
+def _open_fresh(url: str) -> str | None:
+    import traceback
+
+    try:
+        with results_db.open(url) as db:
+            db.ensure_sweep("first")
+        return None
+    except Exception:  # noqa: BLE001
+        return traceback.format_exc()
+
+
+def test_processes_creating_a_fresh_db_at_once(db_url: str) -> None:
+    """Migrations of one fresh DB by 4 processes at once are serialised (SQLite: BEGIN
+    IMMEDIATE; PostgreSQL: an advisory lock): one creates the schema, the others find it."""
+    ctx = mp.get_context("fork")
+    with ctx.Pool(4) as pool:
+        errors = [e for e in pool.map(_open_fresh, [db_url] * 4) if e]
+    assert not errors, errors[0]
+    with results_db.open(db_url) as db:
+        assert db.sweeps()["name"].to_list() == ["first"]

@@ -12,7 +12,6 @@ import results_db
 from results_db import ReadOnlyQueryError
 from results_db.synth import add_finished_run, gate_config
 
-pytest_plugins = ["db_fixtures"]  # until tests/conftest.py registers it
 
 G1 = [{"position": "G1"}]
 G1_HEAD = [{"position": "G1", "granularity": "headwise"}]
@@ -128,7 +127,8 @@ def test_metrics_downsampling_keeps_spike_and_nan(db) -> None:
     "DELETE FROM runs", "DROP TABLE metrics", "UPDATE runs SET status = 'succeeded'",
     "CREATE TABLE evil (x INT)"])
 def test_query_is_read_only(db, sql: str) -> None:
-    _fill(db)
+    sid = db.ensure_sweep("tbl")
+    add_finished_run(db, sid, "a", "baseline", summaries={"val/ppl": 3.0})
     n_runs = db.query("SELECT COUNT(*) AS n FROM runs")["n"][0]
     with pytest.raises(ReadOnlyQueryError, match="read-only"):
         db.query(sql)

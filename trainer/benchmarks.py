@@ -20,8 +20,10 @@ on disk fails offline; ``BenchmarkError`` then names the task and the dataset it
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -97,11 +99,50 @@ def _absolute_data_files(value: Any, base: Path) -> Any:
     return value
 
 
+LM_EVAL_PREFIX = "lm_eval:"  # include: lm_eval:hellaswag/hellaswag.yaml -> the installed copy
+
+
+def _lm_eval_tasks_dir() -> Path:
+    import lm_eval.tasks
+
+    return Path(lm_eval.tasks.__file__).resolve().parent
+
+
+def _absolute_include(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_absolute_include(v) for v in value]
+    if isinstance(value, str) and value.startswith(LM_EVAL_PREFIX):
+        target = _lm_eval_tasks_dir() / value[len(LM_EVAL_PREFIX):]
+        if not target.is_file():
+            raise BenchmarkError(f"include: {value!r}: no such built-in lm-eval task file "
+                                 f"({target})")
+        return str(target)
+    return value
+
+
+def _rewrite_yaml(path: Path, base: Path) -> None:
+    """Make ``data_files`` (relative to ``base``) and ``lm_eval:`` includes absolute."""
+    text = path.read_text()
+    if "data_files" not in text and LM_EVAL_PREFIX not in text:
+        return
+    doc = yaml.load(text, Loader=_Loader)  # noqa: S506 (SafeLoader + verbatim tags)
+    if not isinstance(doc, dict):
+        return
+    kwargs = doc.get("dataset_kwargs")
+    if isinstance(kwargs, dict) and "data_files" in kwargs:
+        kwargs["data_files"] = _absolute_data_files(kwargs["data_files"], base)
+    if "include" in doc:
+        doc["include"] = _absolute_include(doc["include"])
+    path.write_text(yaml.dump(doc, Dumper=_Dumper, sort_keys=False))
+
+
 def prepare_task_dir(src: Path, dest: Path) -> Path:
-    """Copy task directory ``src`` to ``dest`` with absolute ``data_files`` paths.
+    """Copy task directory ``src`` to ``dest`` with absolute ``data_files`` and includes.
 
     lm-eval hands ``dataset_kwargs.data_files`` to ``datasets.load_dataset``, which resolves
-    it against the working directory; shipped tasks keep paths relative to their YAML.
+    it against the working directory, and resolves ``include:`` against the YAML's own
+    directory; shipped tasks keep data paths relative to their YAML and may include a
+    built-in config as ``lm_eval:<dir>/<file>.yaml`` (its prompt logic, our local data).
     """
     src = Path(src).expanduser().resolve()
     if not src.is_dir():
@@ -109,15 +150,7 @@ def prepare_task_dir(src: Path, dest: Path) -> Path:
                              "lm-eval task YAML files")
     shutil.copytree(src, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     for path in sorted(Path(dest).rglob("*.yaml")):
-        text = path.read_text()
-        if "data_files" not in text:
-            continue
-        doc = yaml.load(text, Loader=_Loader)  # noqa: S506 (SafeLoader + verbatim tags)
-        kwargs = doc.get("dataset_kwargs") if isinstance(doc, dict) else None
-        if isinstance(kwargs, dict) and "data_files" in kwargs:
-            base = src / path.parent.relative_to(dest)
-            kwargs["data_files"] = _absolute_data_files(kwargs["data_files"], base)
-            path.write_text(yaml.dump(doc, Dumper=_Dumper, sort_keys=False))
+        _rewrite_yaml(path, src / path.parent.relative_to(dest))
     return Path(dest)
 
 
@@ -129,7 +162,8 @@ def _metric_order(task_config: dict[str, Any] | None) -> list[str]:
 
 def map_results(task: str, results: dict[str, Any], bench: BenchmarkSpec) -> BenchResult:
     """One task's entry of ``simple_evaluate``'s output -> a ``BenchResult``."""
-    row = results["results"].get(task)
+    # a group (mmlu) is reported under "results" and, in some lm-eval versions, "groups"
+    row = results["results"].get(task) or results.get("groups", {}).get(task)
     if row is None:
         raise BenchmarkError(f"bench task {task!r}: lm-eval returned no results for it "
                              f"(got {sorted(results['results'])})")
@@ -164,12 +198,19 @@ def _task_manager(dirs: list[Path], task: str) -> Any:
     local = TaskManager(include_path=[str(d) for d in dirs], include_defaults=False)
     if task in local.all_tasks:
         return local
-    # built-in index: ~14 s to build, so only when a task is not local
-    full = TaskManager(include_path=[str(d) for d in dirs], include_defaults=True)
+    full = _full_task_manager(tuple(str(d) for d in dirs))
     if task not in full.all_tasks:
         raise BenchmarkError(f"eval.benchmarks[].task: unknown lm-eval task {task!r} (not in "
                              f"{', '.join(map(str, dirs))} nor among lm-eval's built-in tasks)")
     return full
+
+
+@functools.lru_cache(maxsize=4)
+def _full_task_manager(dirs: tuple[str, ...]) -> Any:
+    """lm-eval's built-in index plus ``dirs``: ~14 s to build, so once per process."""
+    from lm_eval.tasks import TaskManager
+
+    return TaskManager(include_path=list(dirs), include_defaults=True)
 
 
 def _is_offline_error(exc: BaseException) -> bool:
@@ -182,13 +223,22 @@ def _is_offline_error(exc: BaseException) -> bool:
     return False
 
 
-def _dataset_of(tm: Any, task: str) -> str:
+def _dataset_of(tm: Any, task: str, exc: BaseException) -> str:
+    """The dataset a task reads, from its YAML (includes resolved), else from the error."""
     try:
-        cfg = tm._get_config(task)  # private but stable across 0.4.x; only for the message
-        return f"{cfg.get('dataset_path')}" + (f"/{cfg['dataset_name']}"
-                                               if cfg.get("dataset_name") else "")
-    except Exception:  # noqa: BLE001 (best effort: the message still names the task)
-        return "its dataset"
+        from lm_eval.tasks._yaml_loader import load_yaml
+
+        entry = tm.task_index.get(task)
+        cfg = load_yaml(entry.yaml_path, resolve_func=False) if entry and entry.yaml_path \
+            else (entry.cfg or {})
+        if cfg.get("dataset_path"):
+            name = cfg.get("dataset_name")
+            return repr(cfg["dataset_path"] + (f"/{name}" if name else ""))
+    except Exception:  # noqa: BLE001 (best effort: fall back to the error's text)
+        pass
+    found = re.search(r"'([^']+/[^']+)'", str(exc)) or re.search(
+        r"'([^']+/[^']+)'", str(exc.__cause__ or exc.__context__ or ""))
+    return repr(found.group(1)) if found else "(see the cause below)"
 
 
 def run_benchmark(lm: Any, bench: BenchmarkSpec, task_dirs: list[Path]) -> BenchResult:
@@ -206,7 +256,7 @@ def run_benchmark(lm: Any, bench: BenchmarkSpec, task_dirs: list[Path]) -> Bench
     except Exception as exc:
         if _is_offline_error(exc):
             raise BenchmarkError(
-                f"bench task {bench.task!r} needs the dataset {_dataset_of(tm, bench.task)} "
+                f"bench task {bench.task!r} needs the dataset {_dataset_of(tm, bench.task, exc)} "
                 "which is not available offline; download it where there is network (or point "
                 "a local task YAML at a JSONL copy via eval.benchmarks[].include_path)") from exc
         raise
@@ -219,7 +269,11 @@ def run_benchmark(lm: Any, bench: BenchmarkSpec, task_dirs: list[Path]) -> Bench
 def iter_benchmarks(model: nn.Module, tokenizer: Any, benchmarks: Sequence[BenchmarkSpec], *,
                     device: str = "cpu", max_length: int = 1024, batch_size: int = 8
                     ) -> Iterator[tuple[BenchmarkSpec, BenchResult | BenchmarkError]]:
-    """Each benchmark's result, or the ``BenchmarkError`` that stopped it, in order."""
+    """Each benchmark's result, or the ``BenchmarkError`` that stopped it, in order.
+
+    Any exception inside lm-eval (a malformed local task, say) becomes that task's
+    ``BenchmarkError``, so one bad task does not lose the others' scores.
+    """
     try:
         from trainer.lm_eval_adapter import GatedLMAdapter
     except ImportError as exc:  # lm-eval is the optional extra "eval"
@@ -239,9 +293,15 @@ def iter_benchmarks(model: nn.Module, tokenizer: Any, benchmarks: Sequence[Bench
                         prepared[bench.include_path] = prepare_task_dir(
                             Path(bench.include_path), dest)
                     dirs.append(prepared[bench.include_path])
-                yield bench, run_benchmark(lm, bench, dirs)
+                result: BenchResult | BenchmarkError = run_benchmark(lm, bench, dirs)
             except BenchmarkError as exc:
-                yield bench, exc
+                result = exc
+            except Exception as exc:  # noqa: BLE001 (a bad task YAML must not sink the run)
+                log.exception("bench task %s failed", bench.task)
+                result = BenchmarkError(f"bench task {bench.task!r} failed in lm-eval: "
+                                        f"{type(exc).__name__}: {exc}")
+                result.__cause__ = exc
+            yield bench, result
 
 
 def run_benchmarks(model: nn.Module, tokenizer: Any, benchmarks: Sequence[BenchmarkSpec],

@@ -8,6 +8,10 @@ model, and answer its three request kinds:
   ``max_length`` tokens, each conditioned on the tokens before it (lm-eval's rolling windows)
 - ``generate_until((context, gen_kwargs))`` -> greedy text, cut at the first ``until`` string
 
+Batches are right-padded, which is exact for dense models (attention is causal). An MoE
+model's expert capacity is shared by every token of a batch, so padding and neighbouring
+requests could change its routing: MoE models are scored one request at a time.
+
 The model has no fixed context length (RoPE is computed on the fly), so ``max_length`` is a
 choice: longer inputs keep their last ``max_length`` tokens. A context that is empty, as in
 rolling PPL, is conditioned on ``prefix_token_id`` (the tokenizer's BOS/EOS when it has one,
@@ -16,6 +20,7 @@ else the byte of "\\n", a document boundary in byte-level text).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -24,6 +29,10 @@ import torch.nn.functional as F
 from lm_eval.api.model import LM
 from lm_eval.utils import get_rolling_token_windows, make_disjoint_window
 from torch import nn
+
+from trainer.longctx import model_logits
+
+log = logging.getLogger(__name__)
 
 
 class TextTokenizer(Protocol):
@@ -67,11 +76,9 @@ def eval_tokenizer(tok: Any) -> TextTokenizer:
                     "generation needs one")
 
 
-def model_logits(model: nn.Module, idx: torch.Tensor) -> torch.Tensor:
-    """(B, T) token ids -> (B, T, V) float32 logits, for a GatedLM (ModelOutput) or a plain net."""
-    out = model(idx)
-    logits = out.logits if hasattr(out, "logits") else out
-    return logits.float()
+def _is_moe(model: nn.Module) -> bool:
+    cfg = getattr(model, "cfg", None)
+    return getattr(cfg, "moe", None) is not None
 
 
 def default_prefix_token(tokenizer: TextTokenizer) -> int:
@@ -95,11 +102,15 @@ class GatedLMAdapter(LM):
         super().__init__()
         if max_length < 2:
             raise ValueError(f"lm_eval_adapter.max_length: {max_length} must be at least 2")
-        self.model = model.eval()
+        model.eval()  # not ``model = model.eval()``: a DeepSpeed engine's eval() returns None
+        self.model = model
         self.tokenizer = eval_tokenizer(tokenizer)
         self._device = torch.device(device)
         self.max_length = max_length
-        self.batch_size = batch_size
+        self.batch_size = 1 if _is_moe(model) else batch_size
+        if self.batch_size != batch_size:
+            log.info("lm_eval_adapter: MoE model, scoring one request at a time (expert "
+                     "capacity is shared across a batch, so padding would change routing)")
         self.max_gen_toks = max_gen_toks
         self.prefix_token_id = (default_prefix_token(self.tokenizer) if prefix_token_id is None
                                 else prefix_token_id)

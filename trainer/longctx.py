@@ -11,7 +11,7 @@ extension method:
   the training length ("dynamic" scaling per length). At 1x every method is plain RoPE, so it
   is evaluated once and reported under each method.
 
-Metrics, summary names ``longctx/<method>/<f>x/<metric>`` (trainer.metrics.longctx):
+Metrics, summary names ``longctx/<method>/<f>x/<metric>`` (``longctx_name`` below):
 - ``ppl``: exp of the mean next-token cross-entropy over the whole sequence;
 - ``tail_ppl``: the same over the last ``train.seq_len`` positions only, the part that lies
   wholly beyond the trained positions (at 1x equal to ``ppl``);
@@ -34,12 +34,21 @@ from torch import nn
 
 from trainer.config import LongContextConfig, RunSpec
 from trainer.data import DataStream, build_source
-from trainer.lm_eval_adapter import model_logits
 from trainer.rope import RopeScaling
 
 KEY_LEN = 4
 VALUE_LEN = 4
 NEEDLE_SPAN = 0.1  # the needle starts in the first tenth of the sequence
+
+
+def model_logits(model: nn.Module, idx: torch.Tensor) -> torch.Tensor:
+    """(B, T) token ids -> (B, T, V) float32 logits, for a GatedLM (ModelOutput) or a plain net.
+
+    Lives here (not in lm_eval_adapter) so long-context evaluation needs no lm-eval.
+    """
+    out = model(idx)
+    logits = out.logits if hasattr(out, "logits") else out
+    return logits.float()
 
 
 def longctx_name(method: str, factor: int, metric: str) -> str:

@@ -1,7 +1,9 @@
 """The metric vocabulary shared by trainer, results DB and dashboard (contract).
 
 Per-layer variants append ``/layer_{i}``; per-set validation PPL is ``val/<set>/ppl``;
-benchmarks are ``bench/<task>``; long context is ``longctx/<method>/<length>/<metric>``.
+benchmarks are ``bench/<task>`` (the task's main metric: the first of its metric_list under its
+first filter) and ``bench/<task>/<metric>[/<filter>]`` for every metric it reports; long context
+is ``longctx/<method>/<factor>x/{ppl,tail_ppl,retrieval_acc}``.
 """
 
 TRAIN_LOSS = "train/loss"
@@ -20,6 +22,7 @@ PARAMS_TOTAL = "params/total"
 PARAMS_GATES = "params/gates"
 WALL_S = "cost/wall_s"
 TOKENS = "cost/tokens"
+CLIP_RATE = "stability/clip_rate"  # fraction of clipped values (clip_residual baseline)
 MAX_STABLE_LR = "max_stable_lr"  # derived per variant across an LR axis (results_db)
 
 
@@ -33,3 +36,7 @@ def val_set_ppl(set_name: str) -> str:
 
 def bench(task: str) -> str:
     return f"bench/{task}"
+
+
+def longctx(method: str, factor: int, metric: str = "ppl") -> str:
+    return f"longctx/{method}/{factor}x/{metric}"

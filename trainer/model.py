@@ -60,9 +60,10 @@ class Block(nn.Module):
         if norm is not None:
             y = norm(y)
         if self.clip is not None:
-            clipped = (y.detach().abs() > self.clip).sum()
-            stats = torch.stack([clipped, clipped.new_tensor(y.numel())])  # no host sync
-            self.clip_stats = stats if self.clip_stats is None else self.clip_stats + stats
+            if self.training and torch.is_grad_enabled():  # training steps only, not eval/probe
+                clipped = (y.detach().abs() > self.clip).sum()
+                stats = torch.stack([clipped, clipped.new_tensor(y.numel())])  # no host sync
+                self.clip_stats = stats if self.clip_stats is None else self.clip_stats + stats
             y = y.clamp(-self.clip, self.clip)
         return y
 
@@ -144,7 +145,9 @@ class GatedLM(nn.Module):
     def clip_rate(self) -> float:
         """Fraction of sub-layer output values clipped since the last call, then reset.
 
-        0.0 when clip_residual is off or nothing ran.
+        Counts training forwards only (training mode, grad enabled), so validation and probe
+        passes do not dilute ``stability/clip_rate``. 0.0 when clip_residual is off or no
+        training forward ran.
         """
         stats = [b.clip_stats for b in self.blocks if b.clip_stats is not None]
         for b in self.blocks:
@@ -156,6 +159,22 @@ class GatedLM(nn.Module):
 
     def n_gate_params(self) -> int:
         return sum(b.attn.n_gate_params() for b in self.blocks)
+
+    def param_groups(self, weight_decay: float) -> list[dict]:
+        """Optimizer groups: weight decay on matrices only (not norms, not the constant gate
+        logits, whose decay would pull the gate towards act(0)); with MoE the experts are
+        split into DeepSpeed's MoE groups, which ZeRO 1/2 require."""
+        decay, no_decay = [], []
+        for name, p in self.named_parameters():
+            if p.requires_grad:
+                (decay if p.ndim >= 2 and not name.endswith(".logit") else no_decay).append(p)
+        groups = [{"params": decay, "weight_decay": weight_decay, "name": "decay"},
+                  {"params": no_decay, "weight_decay": 0.0, "name": "no_decay"}]
+        if self.cfg.moe is None:
+            return groups
+        from deepspeed.moe.utils import split_params_into_different_moe_groups_for_optimizer
+
+        return split_params_into_different_moe_groups_for_optimizer(groups)
 
 
 def build_model(cfg: ModelConfig, device: torch.device | str | None = None) -> GatedLM:

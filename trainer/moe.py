@@ -11,7 +11,8 @@ standard GShard behaviour, what ``moe.capacity_factor`` means). Dropping is deci
 whole batch, so with MoE a future token can evict a past token from a full expert: strict
 causality holds for dense FFNs only (tests check causality on dense models).
 
-DeepSpeed's top-1 gate asserts at least MIN_CAPACITY (4) tokens per batch.
+DeepSpeed's top-1 gate asserts at least ``min_capacity`` tokens per batch; the floor is
+lowered to the batch's token count for tiny batches (generation prompts).
 
 The expert-parallel process group is created by ``deepspeed.initialize`` (it calls
 ``set_deepspeed_parallelism``); with ep_size=1 a plain forward needs no group.
@@ -66,6 +67,10 @@ class MoEFFN(nn.Module):
         return self.moe.deepspeed_moe.experts.deepspeed_experts
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        # DeepSpeed's top-1 gate asserts tokens >= min_capacity; a short generation prompt
+        # would crash it, so the floor never exceeds the tokens at hand
+        n_tokens = x.numel() // x.size(-1)
+        self.moe.deepspeed_moe.gate.min_capacity = min(MIN_CAPACITY, n_tokens)
         y, aux, counts = self.moe(x)
         self.last_expert_counts = counts
         return y, aux

@@ -4,6 +4,13 @@ One process with no launcher works (trainer.dist sets up a gloo group); under to
 Train the existing group is used and each rank draws its own shard (trainer/data.py). Only
 rank 0 reports. Steps are counted 1..steps: "step k" is the state after k optimizer updates.
 
+Reported: ``train/loss`` (the language-modelling cross-entropy, averaged over micro-batches and
+ranks; the MoE aux loss is optimised but not included), ``train/lr``, ``train/grad_norm``
+(pre-clip global norm), ``train/tokens_per_s`` (all ranks, training steps only) every
+``log_every`` steps; ``val/*`` and ``probe/*`` at step 0, every ``eval_every`` steps and at the
+end; the summaries at the end. Divergence and spikes use the optimised (total) loss. ``cost/
+wall_s`` adds the wall time of earlier attempts up to the checkpoint this attempt resumed from.
+
 Resume: if ``checkpoint_dir`` holds a complete checkpoint, the newest is loaded (model,
 optimizer, step, spike/divergence detectors, RNG, accumulated wall time) and training
 continues from there; since batches and learning rates are pure functions of the step, the
@@ -252,17 +259,25 @@ class _Run:
                 if self.spec.model.clip_residual is not None:
                     values[CLIP_RATE] = self.engine.module.clip_rate()
                 self.rep.log(self.step, values)
-                self.rep.heartbeat()
                 window_t, window_steps = 0.0, 0
+            self.rep.heartbeat()  # every step: the DB reporter throttles its writes
             if self._should(self.t.eval_every):
                 last_eval = self._evaluate()
             if self._should(self.t.checkpoint_every) and self.step < self.t.steps:
                 self._save()
         final_eval = last_eval if last_eval is not None else self._evaluate()
-        if checkpoint.latest_checkpoint(self.ckpt_dir) is None or \
-                checkpoint.latest_checkpoint(self.ckpt_dir)[0] != self.step:
+        latest = checkpoint.latest_checkpoint(self.ckpt_dir)
+        if latest is None or latest[0] != self.step:
             self._save()
-        return self._finish("succeeded", final_eval)
+        return self._finish("succeeded", {**final_eval, **self._final_evals()})
+
+    def _final_evals(self) -> dict[str, float]:
+        """spec.eval.benchmarks / longctx (trainer/final_eval.py), rank 0, after training."""
+        if self.rank != 0 or not (self.spec.eval.benchmarks or self.spec.eval.longctx):
+            return {}
+        from trainer.final_eval import run_final_evals
+
+        return run_final_evals(self.engine, self.spec, None, self.rep.inner, self.device)
 
 
 def train(spec: RunSpec, reporter: Reporter, checkpoint_dir: str | Path) -> TrainResult:

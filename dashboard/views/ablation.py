@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import data
-from dashboard.ablation import KINDS, build
+from dashboard.ablation import KINDS
 from dashboard.export import to_csv, to_latex, to_markdown
 from dashboard.views.common import show_rows
 
@@ -17,12 +17,11 @@ def render(url: str, sweep: str | None) -> None:
     kind = st.radio("Table", kinds, format_func=KINDS.__getitem__, key="ab_kind",
                     horizontal=True)
     with_paper = st.toggle("Show the paper's figures beside ours", value=True, key="ab_paper")
-    runs = data.runs(url, sweep)
-    msl, msl_error = data.max_stable_lr(url, sweep) if kind == "stability" else (None, None)
-    if msl_error:
-        st.warning(f"Max stable LR unavailable: {msl_error}")
-    table = build(kind, runs, data.summaries(url, sweep), with_paper=with_paper,
-                  max_stable_lr=msl)
+    if kind == "stability":
+        msl_error = data.max_stable_lr(url, sweep)[1]
+        if msl_error:
+            st.warning(f"Max stable LR unavailable: {msl_error}")
+    table = data.ablation_table(url, sweep, kind, with_paper)
     if table.display.is_empty():
         st.info("No finished run in this sweep yet.")
         return

@@ -10,7 +10,7 @@ from dashboard import data
 from dashboard.labels import FILTER_COLUMNS
 from dashboard.status import STATES
 from dashboard.views.common import show_rows
-from dashboard.tables import VAL_PPL, add_row_labels, apply_filters, fmt_delta, fmt_mean_std, leaderboard
+from dashboard.tables import VAL_PPL, add_row_labels, apply_filters, fmt_delta, fmt_mean_std
 
 _NOT_BETTER = ("bench/",)  # benchmark accuracies: higher is better
 
@@ -53,9 +53,7 @@ def _filters(runs: pl.DataFrame) -> dict[str, list[str]]:
 def render(url: str, sweep: str | None) -> None:
     st.header(f"Leaderboard — {sweep}")
     runs = data.runs(url, sweep)
-    summaries = data.summaries(url, sweep)
-    names = sorted(summaries["name"].unique().to_list()) if not summaries.is_empty() else []
-    names = names or [VAL_PPL]
+    names = data.summary_names(url, sweep) or [VAL_PPL]
     c1, c2, c3 = st.columns([2, 1, 3])
     metric = c1.selectbox("Metric", names, index=names.index(VAL_PPL) if VAL_PPL in names else 0,
                           key="lb_metric")
@@ -66,7 +64,7 @@ def render(url: str, sweep: str | None) -> None:
     with st.expander("Filter by gate dimension"):
         filters = _filters(runs)
     shown = apply_filters(add_row_labels(runs), filters)
-    board = leaderboard(runs, summaries, metric, ascending, states or ["succeeded"])
+    board = data.leaderboard(url, sweep, metric, ascending, tuple(states or ["succeeded"]))
     board = board.filter(pl.col("row").is_in(shown["row"].unique().to_list())) \
         if "row" in board.columns and not shown.is_empty() else board.head(0)
     if board.is_empty():

@@ -32,4 +32,5 @@ def _status_block(url: str) -> None:
             "progress", help="finished runs / all runs", min_value=0.0, max_value=1.0,
             format="percent")})
     live = table.select(pl.sum_horizontal(list(LIVE_STATES)).sum()).item()
-    st.caption(f"{live} run(s) live (pending or running); refreshed every {REFRESH_S} s while live.")
+    st.caption(f"{live} run(s) live (pending or running); refreshed every {REFRESH_S} s "
+               "while live.")

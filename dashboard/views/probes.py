@@ -37,8 +37,8 @@ def _histograms(url: str, run_ids: list[int], names: dict[int, str]) -> None:
         found = arts.filter(pl.col("kind") == "gate_histogram")
         if found.is_empty():
             continue
-        for label, edges, counts in charts.parse_histogram(found["data"][-1]):
-            hists.append((f"{names[rid]} {label}", edges, counts))
+        # the last evaluation's histogram, all layers pooled
+        hists += charts.combine_layers(charts.parse_histogram(found["data"][-1]), names[rid])
     if hists:
         st.altair_chart(charts.histogram(hists), width="stretch")
     else:
@@ -48,7 +48,9 @@ def _histograms(url: str, run_ids: list[int], names: dict[int, str]) -> None:
 def render(url: str, sweep: str | None) -> None:
     st.header(f"Probes — {sweep}")
     runs = data.runs(url, sweep)
-    summaries = data.summaries(url, sweep)
+    layer_names = [n for n in data.summary_names(url, sweep)
+                   if charts.layer_index(n) is not None and n.rsplit("/", 1)[0] in PER_LAYER]
+    summaries = data.summaries(url, sweep, tuple(layer_names))
     order = variant_order(runs) if not runs.is_empty() else []
     picked = st.multiselect("Variants", order, default=order[:8], key="pr_rows")
     for metric, title in PER_LAYER.items():

@@ -11,14 +11,15 @@ import streamlit as st
 
 from dashboard import data
 from dashboard.configdiff import config_diff
-from dashboard.tables import baseline_variant
+from dashboard.tables import baseline_variant, fmt_num
 
 RERUNNABLE = ("succeeded", "failed", "diverged", "cancelled", "lost")
 
 
 def _pick_run(runs: pl.DataFrame) -> int:
     ids = runs.sort("id")["id"].to_list()
-    labels = {r["id"]: f"{r['id']} · {r['name']} · {r['status']}" for r in runs.iter_rows(named=True)}
+    labels = {r["id"]: f"{r['id']} · {r['name']} · {r['status']}"
+              for r in runs.iter_rows(named=True)}
     wanted = st.query_params.get("run")
     index = ids.index(int(wanted)) if wanted and wanted.isdigit() and int(wanted) in ids else 0
     return st.selectbox("Run", ids, index=index, format_func=labels.__getitem__, key="rd_run")
@@ -38,7 +39,7 @@ def _attempts(attempts: list[Any]) -> None:
     if not attempts:
         st.caption("Not started yet.")
         return
-    st.table(pl.DataFrame([{"#": a.number, "status": a.status, "host": a.host,
+    st.table(pl.DataFrame([{"attempt": a.number, "status": a.status, "host": a.host,
                             "started": str(a.started)[:19], "ended": str(a.ended or "")[:19],
                             "error": a.error or ""} for a in attempts]))
     for a in attempts:
@@ -70,6 +71,16 @@ def _rerun_button(url: str, run: Any) -> None:
     st.success(f"Rerun of run {run.id} ({run.name}) started.")
 
 
+def _summaries(url: str, run_id: int) -> None:
+    mine = data.run_summaries(url, run_id)
+    with st.expander(f"Final values ({mine.height})", expanded=False):
+        if mine.is_empty():
+            st.caption("No summaries yet (the run reports them when it ends).")
+        else:
+            st.table(mine.with_columns(pl.col("value").map_elements(
+                fmt_num, return_dtype=pl.String)))
+
+
 def render(url: str, sweep: str | None) -> None:
     st.header(f"Run detail — {sweep}")
     runs = data.runs(url, sweep)
@@ -86,6 +97,7 @@ def render(url: str, sweep: str | None) -> None:
                 f"status **{run.status}**")
     _rerun_button(url, run)
     _attempts(detail["attempts"])
+    _summaries(url, run.id)
     st.subheader("Config")
     base_id = _baseline_id(runs, run.seed)
     if base_id is not None and base_id != run.id:

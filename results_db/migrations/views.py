@@ -1,12 +1,14 @@
 """SQL of the views ``run_summary`` and ``leaderboard`` (created by migration 0001).
 
-Kept as data here so a later revision can drop and recreate them with a changed pivot; a
-revision that changes them must copy the old SQL into itself (migrations are frozen).
+This is the SQL of revision 0001 and is frozen with it: a later revision that changes a view
+drops it and creates it from SQL of its own (and restores this SQL in its downgrade), leaving
+this module as it is.
 
 ``run_summary``: one row per run -- its dimensions plus the key summaries pivoted into columns
 (``val/ppl`` -> ``val_ppl``...). ``leaderboard``: per sweep, variant and seed-replicate group
-(``group_key``: same config but the seed, so an LR axis does not mix learning rates): n, mean, sample std and min of val/ppl over the succeeded seeds, mean
-val/loss, and how many seeds diverged. Both read ``summaries``, never ``metrics``.
+(``group_key``: same config but the seed, so an LR axis does not mix learning rates): n,
+mean, sample std and min of val/ppl over the succeeded seeds, mean val/loss, and how many
+seeds diverged. Both read ``summaries``, never ``metrics``.
 """
 
 from __future__ import annotations

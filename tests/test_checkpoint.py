@@ -1,0 +1,100 @@
+"""trainer/checkpoint.py: atomic publish, rotation, crash mid-save, round trip with a real engine."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from trainer import checkpoint
+from trainer.config import RunSpec
+from trainer.dist import ensure_single_process_dist
+from trainer.engine import Precision, build_engine
+from trainer.model import build_model
+
+
+def fake_checkpoint(root: Path, step: int, complete: bool = True) -> Path:
+    path = root / checkpoint.tag_for(step)
+    path.mkdir(parents=True)
+    (path / "mp_rank_00_model_states.pt").write_bytes(b"x")
+    if complete:
+        (path / checkpoint.META).write_text(json.dumps({"step": step}))
+    return path
+
+
+def test_only_complete_checkpoints_count(tmp_path: Path) -> None:
+    fake_checkpoint(tmp_path, 10)
+    fake_checkpoint(tmp_path, 30, complete=False)  # crashed before the marker
+    (tmp_path / ".staging-step_00000040" / "step_00000040").mkdir(parents=True)
+    (tmp_path / "step_junk").mkdir()
+    assert checkpoint.latest_checkpoint(tmp_path) == (10, tmp_path / "step_00000010")
+    assert checkpoint.latest_checkpoint(tmp_path / "absent") is None
+
+
+def test_prune_keeps_the_newest_two_and_drops_staging(tmp_path: Path) -> None:
+    for step in (5, 10, 20, 15):
+        fake_checkpoint(tmp_path, step)
+    (tmp_path / ".staging-step_00000025").mkdir()
+    checkpoint.prune(tmp_path, keep=2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["step_00000015", "step_00000020"]
+
+
+def small_engine(seed: int) -> object:
+    ensure_single_process_dist()
+    spec = RunSpec(name="ck", model={"preset": "tiny"}, train={"batch_size": 2, "seq_len": 8})
+    torch.manual_seed(seed)
+    return build_engine(build_model(spec.model), spec, Precision("fp32", ""))
+
+
+def train_one_step(engine: object) -> None:
+    x = torch.randint(256, (2, 8))
+    out = engine(x, x)
+    engine.backward(out.loss)
+    engine.step()
+
+
+@pytest.fixture(scope="module")
+def engines() -> tuple[object, object]:
+    return small_engine(0), small_engine(1)
+
+
+def test_round_trip_restores_weights_optimizer_and_client_state(engines, tmp_path: Path) -> None:
+    a, b = engines
+    train_one_step(a)
+    state = {"gatesweep": {"step": 3, "rng": torch.get_rng_state(), "spikes": [1.0, 2.0]}}
+    for step in (1, 2, 3):
+        checkpoint.save(a, tmp_path, step, state)
+    assert [s for s, _ in checkpoint.complete_checkpoints(tmp_path)] == [2, 3]
+    assert not list(tmp_path.glob(".staging-*"))
+    step, client = checkpoint.load(b, tmp_path)
+    assert step == 3 and client["gatesweep"]["spikes"] == [1.0, 2.0]
+    assert torch.equal(client["gatesweep"]["rng"], state["gatesweep"]["rng"])
+    for pa, pb in zip(a.module.parameters(), b.module.parameters()):
+        assert torch.equal(pa, pb)
+    exp_a = [s["exp_avg"] for s in a.optimizer.state.values()]
+    exp_b = [s["exp_avg"] for s in b.optimizer.state.values()]
+    assert len(exp_a) == len(exp_b) > 0
+    assert all(torch.equal(x, y) for x, y in zip(exp_a, exp_b))
+
+
+def test_a_crash_mid_save_never_looks_complete(engines, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    a, _ = engines
+    checkpoint.save(a, tmp_path, 5, {"gatesweep": {}})
+    real_save = a.save_checkpoint
+
+    def crashing_save(save_dir: str, tag: str, **kw: object) -> None:
+        (Path(save_dir) / tag).mkdir(parents=True)
+        (Path(save_dir) / tag / "mp_rank_00_model_states.pt").write_bytes(b"half")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(a, "save_checkpoint", crashing_save)
+    with pytest.raises(OSError, match="disk full"):
+        checkpoint.save(a, tmp_path, 10, {"gatesweep": {}})
+    assert checkpoint.latest_checkpoint(tmp_path)[0] == 5
+    assert not (tmp_path / "step_00000010").exists()
+    monkeypatch.setattr(a, "save_checkpoint", real_save)
+    checkpoint.save(a, tmp_path, 10, {"gatesweep": {}})  # the next save cleans up the debris
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["step_00000005", "step_00000010"]
