@@ -67,6 +67,7 @@ def test_leaderboard_ranks_with_mean_std_and_delta(app: AppTest) -> None:
     assert list(table["Δ vs baseline"]) == ["-1.100 (-10.8%)", "-0.500 (-4.9%)",
                                             "-0.300 (-2.9%)", "+0.000 (+0.0%)", "+1.000 (+9.8%)"]
     assert list(table["gate_position"]) == ["G1", "G1", "G2", "–", "G1"]
+    assert list(table["gate_input_dependent"]) == ["True", "True", "True", "–", "True"]
 
 
 def test_leaderboard_other_metric_descending_and_filter(app: AppTest) -> None:
