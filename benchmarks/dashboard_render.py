@@ -1,14 +1,16 @@
 """Dashboard render time on a big results DB (issue 4: < 2 s for leaderboard and ablation).
 
     python benchmarks/dashboard_render.py [--db sqlite:////tmp/gatesweep-dash-bench.db]
-        [--runs 10000] [--points 1000] [--repeats 3]
+        [--runs 10000] [--points 1000] [--repeats 3] [--curve-runs 100 --curve-steps 100000]
+        [--only-curves]
 
 Fills the DB first when it has fewer runs than asked (results_db.synth.fill: the real writer
 API; 10k runs x 1k points = 10M metric rows takes a few minutes here), then times, with
 streamlit's AppTest (script run + every element serialised, no browser):
   cold = st.cache_data cleared (every DB query runs), warm = cached (a widget change),
-for the leaderboard, the three ablation tables and the curves page (100 runs, downsampled),
-and the data functions alone. Prints one table; the figures go to docs/benchmarks.md.
+for the leaderboard, the ablation tables and the curves page (100 runs, downsampled; and 100
+runs x 100k steps of train/loss from results_db.synth.fill_curves, sweep ``synth-curves``), and
+the data functions alone. Prints one table; the figures go to docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -99,7 +101,7 @@ def _run_ids(url: str, sweep: str) -> list[int]:
     import results_db
 
     with results_db.open(url) as db:
-        return db.runs(sweep=sweep)["id"].to_list()
+        return db.runs(sweep=sweep, with_config=False, columns=["id"])["id"].to_list()
 
 
 def data_rows(url: str, sweep: str, repeats: int) -> list[tuple[str, float, float]]:
@@ -119,12 +121,12 @@ def data_rows(url: str, sweep: str, repeats: int) -> list[tuple[str, float, floa
     ids = runs["id"].head(100).to_list()
     names = ["train/loss", "train/lr", "train/grad_norm"]
     rows = [
-        ("db.runs(sweep) [reference: parses configs; unused]",
+        ("db.runs(sweep) [reference: with configs; unused]",
          *timed(lambda: db.runs(sweep=sweep), repeats)),
         ("db.summaries(sweep) [reference: all names; unused]",
          *timed(lambda: db.summaries(sweep=sweep), repeats)),
-        ("data.runs (dims columns via db.query)", *timed(cold(lambda: data.runs(url, sweep)),
-                                                        repeats)),
+        ("data.runs (db.runs, no config, 19 columns)",
+         *timed(cold(lambda: data.runs(url, sweep)), repeats)),
         ("data.summaries(sweep, ('val/ppl',))",
          *timed(cold(lambda: data.summaries(url, sweep, ("val/ppl",))), repeats)),
         ("leaderboard frame (polars)", *timed(lambda: tables.leaderboard(runs, summ), repeats)),
@@ -139,6 +141,36 @@ def data_rows(url: str, sweep: str, repeats: int) -> list[tuple[str, float, floa
     return rows
 
 
+def ensure_curves(url: str, runs: int, steps: int, sweep: str = "synth-curves") -> str:
+    """``runs`` x ``steps`` points of train/loss (results_db.synth.fill_curves) when missing."""
+    import results_db
+    from results_db import synth
+
+    with results_db.open(url) as db:
+        if db.runs(sweep=sweep, with_config=False, columns=["id"]).height < runs:
+            print(f"filling {url} {sweep}: {runs} runs x {steps} steps (writer API) ...",
+                  flush=True)
+            print(f"  {synth.fill_curves(db, runs=runs, steps=steps, sweep=sweep)}", flush=True)
+    return sweep
+
+
+def curve_rows(url: str, sweep: str, repeats: int) -> list[tuple[str, float, float]]:
+    """The curves page's DB read for every run of ``sweep`` (cache cleared), and the page."""
+    import streamlit as st
+
+    from dashboard import data
+
+    ids = tuple(_run_ids(url, sweep)[:100])
+    read = timed(lambda: (st.cache_data.clear(),
+                          data.metrics(url, ids, ("train/loss",), 1000)), repeats)
+    rows = [(f"data.metrics({len(ids)} runs x long train/loss, 1000 pts)", *read)]
+    for cold in (True, False):
+        run = page_runner("Curves", sweep, _pick_runs(list(ids)), cold)
+        rows.append((f"page Curves ({len(ids)} runs x long) [{'cold' if cold else 'warm'}]",
+                     *timed(run, repeats)))
+    return rows
+
+
 def main() -> int:
     os.environ.setdefault("STREAMLIT_LOGGER_LEVEL", "error")  # bare-mode warnings per run
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -146,31 +178,36 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=10_000)
     ap.add_argument("--points", type=int, default=1000)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--long-runs", type=int, default=2,
-                    help="runs of 100k steps (x 3 metrics) for the downsampling check")
+    ap.add_argument("--curve-runs", type=int, default=100,
+                    help="runs of --curve-steps train/loss points (downsampling check)")
+    ap.add_argument("--curve-steps", type=int, default=100_000)
+    ap.add_argument("--only-curves", action="store_true", help="time only the long curves")
     args = ap.parse_args()
-    sweep = ensure_db(args.db, args.runs, args.points)
-    long_sweep = ensure_db(args.db, args.long_runs, 300_000, "synth-long")
     os.environ["GATESWEEP_DB"] = args.db
+    curves = ensure_curves(args.db, args.curve_runs, args.curve_steps)
+    rows = [] if args.only_curves else _table_rows(args)
+    rows += curve_rows(args.db, curves, args.repeats)
+    _print(rows, args)
+    slow = [r for r in rows if r[0].startswith("page ") and r[1] > TARGET_S]
+    return 1 if slow else 0
+
+
+def _table_rows(args: argparse.Namespace) -> list[tuple[str, float, float]]:
+    sweep = ensure_db(args.db, args.runs, args.points)
     rows = data_rows(args.db, sweep, args.repeats)
-    long_ids = _run_ids(args.db, long_sweep)
-    pages = [("Leaderboard", "Leaderboard", None, sweep),
-             ("Ablation: quality", "Ablation tables", None, sweep),
-             ("Ablation: probes", "Ablation tables", _kind("probes"), sweep),
-             ("Ablation: stability", "Ablation tables", _kind("stability"), sweep),
+    pages = [("Leaderboard", "Leaderboard", None),
+             ("Ablation: quality", "Ablation tables", None),
+             ("Ablation: probes", "Ablation tables", _kind("probes")),
+             ("Ablation: stability", "Ablation tables", _kind("stability")),
+             ("Ablation: long context", "Ablation tables", _kind("longctx")),
              (f"Curves (100 runs x {args.points // 3} steps)", "Curves",
-              _pick_runs(_run_ids(args.db, sweep)[:100]), sweep),
-             (f"Curves ({len(long_ids)} runs x 100k steps)", "Curves", _pick_runs(long_ids),
-              long_sweep)]
-    for label, page, setup, sw in pages:
+              _pick_runs(_run_ids(args.db, sweep)[:100]))]
+    for label, page, setup in pages:
         for cold in (True, False):
-            run = page_runner(page, sw, setup, cold)
+            run = page_runner(page, sweep, setup, cold)
             rows.append((f"page {label} [{'cold' if cold else 'warm'}]",
                          *timed(run, args.repeats)))
-    _print(rows, args)
-    slow = [r for r in rows if r[0].startswith("page ") and "Curves" not in r[0]
-            and r[1] > TARGET_S]
-    return 1 if slow else 0
+    return rows
 
 
 def _print(rows: list[tuple[str, float, float]], args: argparse.Namespace) -> None:

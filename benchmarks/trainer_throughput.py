@@ -7,10 +7,12 @@ Four runners train the same preset on the same fixed batches: ``bare`` (plain Py
 forward, backward, clip, AdamW), ``ds`` (the trainer's DeepSpeed engine, ZeRO 0), and
 ``ds+G1e`` / ``ds+G1h`` (the engine with a G1 elementwise / headwise sigmoid gate). The
 runners are *interleaved*: each round times ``--steps`` steps of every runner, in a shuffled
-order, so a noisy neighbour on a shared machine hits all of them alike; the median per-step
-time over rounds is reported. Targets: engine >= 0.9x the bare loop; headwise overhead <= 2%;
-elementwise overhead <= its added FLOP share + 2 points. On CUDA everything runs in bf16 and
-MFU is printed (against the GPU's dense bf16 peak, when known).
+order, so a noisy neighbour on a shared machine hits all of them alike. Interference only ever
+adds time, so the estimate is the *minimum* per-step time over rounds (``--stat median`` for the
+median); both are printed with the spread. ``--threads 1`` makes CPU timings far steadier on a
+loaded 2-core box (no OpenMP barrier stalls). Targets: engine >= 0.9x the bare loop; headwise
+overhead <= 2%; elementwise overhead <= its added FLOP share + 2 points. On CUDA everything runs
+in bf16 and MFU is printed (against the GPU's dense bf16 peak, when known).
 """
 
 from __future__ import annotations
@@ -127,7 +129,10 @@ def measure(runners: list[Runner], args: argparse.Namespace, device: torch.devic
 
 def report(runners: dict[str, Runner], args: argparse.Namespace, device: torch.device) -> None:
     tokens = args.batch * args.seq
-    med = {k: statistics.median(r.times) for k, r in runners.items()}
+    stat = min if args.stat == "min" else statistics.median
+    med = {k: stat(r.times) for k, r in runners.items()}
+    print(f"\nestimate: {args.stat} over {args.rounds} rounds of {args.steps} step(s); medians: "
+          + "  ".join(f"{k}={statistics.median(r.times) * 1e3:.0f}ms" for k, r in runners.items()))
     print(f"\n{'runner':<16}{'ms/step':>10}{'tokens/s':>12}{'vs':>10}{'ratio':>9}{'target':>22}")
     print(f"{'bare':<16}{med['bare'] * 1e3:>10.1f}{tokens / med['bare']:>12.0f}")
     ratio = med["bare"] / med["ds"]
@@ -159,7 +164,11 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch default)")
+    ap.add_argument("--stat", choices=["min", "median"], default="min")
     args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     ensure_single_process_dist()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     print(f"{platform.node()} {platform.processor() or platform.machine()} "

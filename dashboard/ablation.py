@@ -1,6 +1,7 @@
 """The paper's ablation layouts for any sweep: quality (Tables 1/3), probes (Table 4), stability
-(Table 2). Each table is a numeric frame (for CSV) and a display frame of strings (for the page,
-Markdown and LaTeX), one row per variant, baseline first, then the sweep's declared order.
+(Table 2), long context (Table 5 style, dashboard/longctx.py). Each table is a numeric frame
+(for CSV) and a display frame of strings (for the page, Markdown and LaTeX), one row per
+variant, baseline first, then the sweep's declared order.
 """
 
 from __future__ import annotations
@@ -10,16 +11,17 @@ from typing import Any, Literal
 
 import polars as pl
 
-from dashboard import paper
+from dashboard import longctx, paper
 from dashboard.tables import (FINISHED_STATES, FIRST_ATTN, GATE_SCORE, MAX_ACT, RESULT_STATES,
                               VAL_PPL, add_delta, baseline_row, fmt_delta, fmt_mean_std,
                               fmt_num, label_columns, params_label, variant_order, variant_stats)
 
-Kind = Literal["quality", "probes", "stability"]
+Kind = Literal["quality", "probes", "stability", "longctx"]
 KINDS: dict[str, str] = {
     "quality": "PPL and benchmarks (Tables 1 / 3)",
     "probes": "Gate score, massive activation, first-token attention (Table 4)",
     "stability": "Divergence and max stable LR (Table 2)",
+    "longctx": "Long context: PPL and retrieval by RoPE extension and length (Table 5 style)",
 }
 PROBE_COLUMNS: tuple[tuple[str, str, str], ...] = (
     # (our label, metric, Table 4 column)
@@ -36,18 +38,24 @@ class AblationTable:
     baseline: str | None
 
 
+def is_bench_main(name: str) -> bool:
+    """``bench/<task>`` (the task's main metric), not ``bench/<task>/<metric>[/<filter>]``."""
+    return name.startswith("bench/") and name.count("/") == 1
+
+
 def bench_names(summaries: pl.DataFrame) -> list[str]:
-    """The sweep's benchmark metrics (``bench/<task>``), sorted."""
+    """The sweep's benchmark main metrics (``bench/<task>``), sorted."""
     if summaries.is_empty():
         return []
-    names = summaries.filter(pl.col("name").str.starts_with("bench/"))["name"].unique()
-    return sorted(names.to_list())
+    return sorted(n for n in summaries["name"].unique().to_list() if is_bench_main(n))
 
 
 def metric_names(kind: str, available: list[str]) -> list[str]:
     """The summary names a table of ``kind`` reads (``available``: the sweep's names)."""
     if kind == "quality":
-        return [VAL_PPL, *[n for n in available if n.startswith("bench/")]]
+        return [VAL_PPL, *[n for n in available if is_bench_main(n)]]
+    if kind == "longctx":
+        return [c.metric for c in longctx.columns(available)]
     if kind == "probes":
         return [m for _, m, _ in PROBE_COLUMNS]
     return ["stability/loss_spikes", "stability/max_grad_norm", VAL_PPL]
@@ -107,6 +115,14 @@ def _stability_row(r: dict[str, Any], msl: dict[str, float], with_paper: bool) -
     return out
 
 
+def _longctx_row(r: dict[str, Any], cols: list[longctx.LongCtxColumn]) -> dict[str, str]:
+    out = {"Variant": str(r["row"]), **label_columns(r)}
+    for c in cols:
+        out[c.label] = fmt_mean_std(r[f"{c.metric}:mean"], r[f"{c.metric}:std"])
+    out["n"] = str(r["runs"])
+    return out
+
+
 def _stability_stats(runs: pl.DataFrame, summaries: pl.DataFrame) -> pl.DataFrame:
     metrics = ["stability/loss_spikes", "stability/max_grad_norm", VAL_PPL]
     stats = variant_stats(runs, summaries, metrics, FINISHED_STATES, by="variant")
@@ -141,6 +157,11 @@ def build(kind: Kind, runs: pl.DataFrame, summaries: pl.DataFrame, *, with_paper
         stats = variant_stats(runs, summaries, [m for _, m, _ in PROBE_COLUMNS], RESULT_STATES)
         ordered = _ordered(stats, runs)
         rows = [_probes_row(r, with_paper) for r in ordered]
+    elif kind == "longctx":
+        cols = longctx.columns(summaries["name"].to_list() if summaries.height else [])
+        stats = variant_stats(runs, summaries, [c.metric for c in cols], RESULT_STATES)
+        ordered = _ordered(stats, runs)
+        rows = [_longctx_row(r, cols) for r in ordered]
     else:  # stability: per variant across its LRs
         stats = _stability_stats(runs, summaries)
         msl = max_stable_lr_map(max_stable_lr)

@@ -44,8 +44,8 @@ def sweeps(url: str) -> pl.DataFrame:
     return open_db(url).sweeps()
 
 
-# The runs columns the pages use. Not db.runs(): it also parses every run's config JSON, 9x
-# slower over 10k runs (2.2 s vs 0.25 s here); the config is read per run in run_detail.
+# The runs columns the pages use: db.runs(with_config=False, columns=...) reads no config JSON
+# and no timestamps (10k runs: 0.055 s vs 0.145 s for every column, docs/benchmarks.md).
 RUN_COLUMNS: tuple[str, ...] = (
     "id", "name", "variant", "seed", "status", "gate_position", "gate_granularity",
     "gate_sharing", "gate_combine", "gate_activation", "gate_input_dependent", "nonlinearity",
@@ -60,11 +60,8 @@ def _quote(text: str) -> str:
 @st.cache_data(ttl=LIVE_TTL_S, show_spinner=False)
 def runs(url: str, sweep: str | None) -> pl.DataFrame:
     """The sweep's runs with their dimension columns (no config), in id order."""
-    cols = ", ".join(f"r.{c}" for c in RUN_COLUMNS)
-    where = f"WHERE s.name = {_quote(sweep)}" if sweep is not None else ""
-    frame = open_db(url).query(f"SELECT {cols}, s.name AS sweep FROM runs r JOIN sweeps s "
-                               f"ON s.id = r.sweep_id {where} ORDER BY r.id")
-    # raw SQL hands SQLite booleans back as 0/1: restore the column's type
+    frame = open_db(url).runs(sweep=sweep, with_config=False, columns=RUN_COLUMNS)
+    # an empty result has untyped (Null) columns: keep the boolean filter column boolean
     return frame.with_columns(pl.col("gate_input_dependent").cast(pl.Boolean))
 
 

@@ -47,6 +47,7 @@ SAMPLE: tuple[Variant, ...] = (
             (0.3, 200.0, 0.4), 4096),
 )
 N_LAYER = 2
+LONGCTX_FACTORS = (1, 2, 4)
 
 
 def config(v: Variant, seed: int) -> dict[str, Any]:
@@ -85,10 +86,30 @@ def summaries(v: Variant, ppl: float, seed: int) -> dict[str, float]:
     for layer in range(N_LAYER):
         out[f"probe/max_activation/layer_{layer}"] = mact * (layer + 1) / N_LAYER
         out[f"probe/first_token_attention/layer_{layer}"] = fattn * (layer + 1) / N_LAYER
+    if math.isfinite(ppl):  # a diverged run gets no long-context or extra benchmark eval
+        out.update(longctx_summaries(ppl, seed))
+        out.update({"bench/hellaswag/acc": 29.0 - ppl + seed,  # sub-metrics: not table columns
+                    "bench/hellaswag/acc_norm": 31.0 - ppl + seed,
+                    "bench/arc_easy": 50.0 + 2 * seed, "bench/arc_easy/acc": 50.0 + 2 * seed})
     if not math.isnan(gate):
         out["probe/gate_score_mean"] = gate
         for layer in range(N_LAYER):
             out[f"probe/gate_score_mean/layer_{layer}"] = gate
+    return out
+
+
+def longctx_summaries(ppl: float, seed: int) -> dict[str, float]:
+    """``longctx/<method>/<f>x/...`` as trainer/final_eval.py writes them: no extension degrades
+    with length (ppl * f), YaRN less (ppl * (1 + 0.25 (f - 1))); retrieval (YaRN only) 1/f + 0.1
+    per seed. 1x is plain RoPE for every method, so only ``none`` is evaluated there."""
+    out: dict[str, float] = {}
+    for f in LONGCTX_FACTORS:
+        out[f"longctx/none/{f}x/ppl"] = ppl * f
+        out[f"longctx/none/{f}x/tail_ppl"] = ppl * f * 1.1
+        if f > 1:
+            out[f"longctx/yarn/{f}x/ppl"] = ppl * (1 + 0.25 * (f - 1))
+            out[f"longctx/yarn/{f}x/tail_ppl"] = ppl * (1 + 0.25 * (f - 1)) * 1.1
+            out[f"longctx/yarn/{f}x/retrieval_acc"] = 1 / f + 0.1 * seed
     return out
 
 

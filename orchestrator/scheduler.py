@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ray.tune import Callback
+
 from orchestrator.env import absolute_db_url, driver_defaults, worker_env_vars
 from orchestrator.errors import UserError
 
@@ -192,13 +194,7 @@ def experiment_name(sweep: str) -> str:
     return f"{sweep}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
 
 
-def _make_callback_base() -> type:
-    from ray.tune import Callback
-
-    return Callback
-
-
-class DBSyncCallback(_make_callback_base()):  # type: ignore[misc]
+class DBSyncCallback(Callback):  # type: ignore[misc]
     """Driver-side: a trial that errored without recording it (worker killed, crash before
     its try block) still ends as ``failed`` in the DB, with Tune's error text."""
 

@@ -1,4 +1,5 @@
-"""Polars builders for the ranking views: metrics downsampling SQL, leaderboard, ablation table.
+"""Polars builders for the ranking views: leaderboard, ablation table (downsampling lives in
+downsample.py).
 
 Grouping: a *group* is the set of seed replicates of one config (runs.group_key = the config
 minus seed), labelled by its variant and lr. Statistics are over the group's succeeded runs;
@@ -34,51 +35,6 @@ def _in_list(prefix: str, values: Sequence[Any], params: dict[str, Any]) -> str:
         params[f"{prefix}{i}"] = v
         names.append(f":{prefix}{i}")
     return ", ".join(names) or "NULL"
-
-
-def metrics_sql(run_ids: Sequence[int] | None, names: Sequence[str] | None,
-                max_points: int | None) -> tuple[str, dict[str, Any]]:
-    """SQL for db.metrics. With ``max_points``, each (run, name) series longer than that is cut
-    into ``max_points // 4`` equal step buckets and each bucket keeps its min, its max, its last
-    point and its first NaN (NULL): a loss spike or a divergence is never averaged away, and a
-    series returns at most ``max_points`` rows. Shorter series come back whole."""
-    params: dict[str, Any] = {}
-    conds = []
-    if run_ids is not None:
-        conds.append(f"run_id IN ({_in_list('r', list(run_ids), params)})")
-    if names is not None:
-        conds.append(f"name IN ({_in_list('n', list(names), params)})")
-    where = ("WHERE " + " AND ".join(conds)) if conds else ""
-    if not max_points:
-        return (f"SELECT run_id, name, step, value FROM metrics {where} "
-                "ORDER BY run_id, name, step", params)
-    if max_points < 4:
-        raise ValueError(f"metrics: max_points must be >= 4 (min/max/last/NaN per bucket), "
-                         f"got {max_points}")
-    params["maxp"], params["nb"] = int(max_points), int(max_points) // 4
-    part = "PARTITION BY run_id, name, bucket"
-    return f"""
-WITH m AS (
-  SELECT run_id, name, step, value,
-    MIN(step) OVER w AS s0, MAX(step) OVER w AS s1, COUNT(*) OVER w AS n
-  FROM metrics {where} WINDOW w AS (PARTITION BY run_id, name)
-), b AS (
-  SELECT run_id, name, step, value, n,
-    CASE WHEN n <= :maxp THEN step
-         ELSE (CAST(step - s0 AS BIGINT) * :nb) / (s1 - s0 + 1) END AS bucket
-  FROM m
-), r AS (
-  SELECT run_id, name, step, value, n,
-    ROW_NUMBER() OVER ({part} ORDER BY value ASC NULLS LAST, step) AS rmin,
-    ROW_NUMBER() OVER ({part} ORDER BY value DESC NULLS LAST, step) AS rmax,
-    ROW_NUMBER() OVER ({part} ORDER BY step DESC) AS rlast,
-    ROW_NUMBER() OVER ({part} ORDER BY CASE WHEN value IS NULL THEN 0 ELSE 1 END, step)
-      AS rnan
-  FROM b
-)
-SELECT run_id, name, step, value FROM r
-WHERE n <= :maxp OR rmin = 1 OR rmax = 1 OR rlast = 1 OR (rnan = 1 AND value IS NULL)
-ORDER BY run_id, name, step""", params
 
 
 def run_values(engine: Engine, sweep: str | None, metrics: Sequence[str]) -> pl.DataFrame:

@@ -91,19 +91,30 @@ class ReaderMixin:
     engine: Engine
     reader: Engine
 
-    def _runs_stmt(self) -> Select[Any]:
-        cols = [getattr(Run, c) for c in RUN_COLUMNS]
-        # config as its JSON text: no parse-and-dump round trip per row
-        return select(*cols, Sweep.name.label("sweep"), cast(Run.config, Text).label("config")
-                      ).join(Sweep, Sweep.id == Run.sweep_id)
+    def _runs_stmt(self, with_config: bool = True,
+                   columns: Sequence[str] | None = None) -> Select[Any]:
+        if columns is not None:
+            unknown = [c for c in columns if c not in RUN_COLUMNS]
+            if unknown:
+                raise ValueError(f"runs: unknown column(s) {', '.join(map(repr, unknown))}; "
+                                 f"expected some of {', '.join(RUN_COLUMNS)}")
+        cols = [getattr(Run, c) for c in (RUN_COLUMNS if columns is None else columns)]
+        extra = [Sweep.name.label("sweep")]
+        if with_config:  # config as its JSON text: no parse-and-dump round trip per row
+            extra.append(cast(Run.config, Text).label("config"))
+        return select(*cols, *extra).join(Sweep, Sweep.id == Run.sweep_id)
 
-    def runs(self, sweep: str | None = None, status: str | Iterable[str] | None = None,
+    def runs(self, sweep: str | None = None, status: str | Iterable[str] | None = None, *,
+             with_config: bool = True, columns: Sequence[str] | None = None,
              **dims: Any) -> pl.DataFrame:
-        """Runs with their dimension columns; ``config`` is a JSON string column.
+        """Runs with their dimension columns and ``sweep``; ``config`` is a JSON string column.
 
         Filters: ``sweep`` name, ``status`` (one or several), and any dimension column
-        (``gate_position="G1"``, ``lr=[1e-3, 3e-3]``, ``variant="baseline"``...)."""
-        stmt = self._runs_stmt().order_by(Run.id)
+        (``gate_position="G1"``, ``lr=[1e-3, 3e-3]``, ``variant="baseline"``...).
+        ``with_config=False`` leaves the config JSON out; ``columns`` keeps only those of
+        RUN_COLUMNS (plus ``sweep``), in that order: the dashboard's 19 columns over 10k runs
+        read in a third of the time of all of them (the two timestamps cost most)."""
+        stmt = self._runs_stmt(with_config, columns).order_by(Run.id)
         if sweep is not None:
             stmt = stmt.where(Sweep.name == sweep)
         if status is not None:
@@ -201,10 +212,11 @@ class ReaderMixin:
     def metrics(self, run_ids: Sequence[int] | None = None, names: Sequence[str] | None = None,
                 max_points: int | None = None) -> pl.DataFrame:
         """Points (run_id, name, step, value), ordered. ``max_points`` downsamples in SQL per
-        (run, name) keeping each step bucket's min, max, last and first NaN (frames.py)."""
-        from results_db.frames import metrics_sql
+        (run, name) keeping each step bucket's min, max, last point and one NaN (its first)
+        (downsample.py); a series of at most ``max_points`` points comes back whole."""
+        from results_db.downsample import metrics_sql
 
-        sql, params = metrics_sql(run_ids, names, max_points)
+        sql, params = metrics_sql(run_ids, names, max_points, self.reader.dialect.name)
         return frame(self.reader, sql, params)
 
     def query(self, sql: str) -> pl.DataFrame:

@@ -1,4 +1,4 @@
-"""trainer/checkpoint.py: atomic publish, rotation, crash mid-save, round trip with a real engine."""
+"""trainer/checkpoint.py: atomic publish, rotation, crash mid-save, real-engine round trip."""
 
 from __future__ import annotations
 

@@ -127,6 +127,51 @@ def test_ablation_probes_and_stability_tables(app: AppTest) -> None:
     assert stab[stab["Variant"] == "baseline"].iloc[0]["Loss spikes"] == "0.333 ± 0.577"
 
 
+def test_ablation_quality_shows_benchmark_main_metrics_only(app: AppTest) -> None:
+    table = goto(app, "Ablation tables").table[0].value
+    assert {"hellaswag", "arc_easy"} <= set(table.columns)
+    assert not [c for c in table.columns if "/" in c]  # bench/<task>/<metric>: not columns
+    rows = table.set_index("Variant")
+    # hellaswag = 30 - ppl + seed: 20.0, 20.8, 21.6; arc_easy = 50 + 2 seed
+    assert rows.loc["baseline", "hellaswag"] == "20.800 ± 0.800"
+    assert rows.loc["baseline", "arc_easy"] == "52.000 ± 2.000"
+    assert rows.loc["value_elementwise", "arc_easy"] == "51.000 ± 1.414"  # seed 2 failed
+
+
+def test_ablation_stability_has_max_stable_lr(app: AppTest) -> None:
+    at = goto(app, "Ablation tables")
+    at.radio(key="ab_kind").set_value("stability").run()
+    assert not at.warning  # db.max_stable_lr answered
+    stab = at.table[0].value.set_index("Variant")
+    # one LR per variant: stable unless a seed diverged there (NS-sigmoid seed 0)
+    assert stab["Max stable LR"].to_dict() == {
+        "baseline": "3.00e-03", "sdpa_elementwise": "3.00e-03", "sdpa_headwise": "3.00e-03",
+        "value_elementwise": "3.00e-03", "sdpa_ns_sigmoid": "–"}
+
+
+def test_ablation_long_context_table(app: AppTest) -> None:
+    at = goto(app, "Ablation tables")
+    at.radio(key="ab_kind").set_value("longctx").run()
+    assert not at.exception, [e.value for e in at.exception]
+    table = at.table[0].value
+    assert list(table.columns) == [
+        "Variant", "Method", "Act", "Score shape", "none 1x PPL", "none 2x PPL", "none 4x PPL",
+        "yarn 2x PPL", "yarn 4x PPL", "yarn 2x retrieval", "yarn 4x retrieval", "n"]
+    assert list(table["Variant"]) == ["baseline", "sdpa_elementwise", "sdpa_headwise",
+                                      "value_elementwise", "sdpa_ns_sigmoid"]
+    rows = table.set_index("Variant")
+    # sample.longctx_summaries: none = ppl * f, yarn = ppl * (1 + 0.25 (f - 1)),
+    # retrieval = 1/f + 0.1 seed; baseline ppl 10.0 10.2 10.4
+    assert rows.loc["baseline", "none 2x PPL"] == "20.400 ± 0.400"
+    assert rows.loc["baseline", "yarn 4x PPL"] == "17.850 ± 0.350"
+    assert rows.loc["sdpa_elementwise", "none 1x PPL"] == "9.100 ± 0.100"
+    assert rows.loc["baseline", "yarn 2x retrieval"] == "0.600 ± 0.100"
+    # NS-sigmoid: seed 0 diverged (not averaged), seeds 1 and 2: 0.35, 0.45
+    assert rows.loc["sdpa_ns_sigmoid", "yarn 4x retrieval"] == "0.400 ± 0.071"
+    assert rows.loc["sdpa_ns_sigmoid", "n"] == "2"
+    assert [b.proto.label for b in at.get("download_button")] == ["CSV", "Markdown", "LaTeX"]
+
+
 def test_ablation_downloads(app: AppTest) -> None:
     at = goto(app, "Ablation tables")
     labels = [b.proto.label for b in at.get("download_button")]

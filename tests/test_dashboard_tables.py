@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 import results_db
-from dashboard import ablation, charts, data, paper, sample
+from dashboard import ablation, charts, data, longctx, paper, sample
 from dashboard.configdiff import config_diff
 from dashboard.export import to_csv, to_latex, to_markdown
 from dashboard.labels import activation_label, human_count, method_label, score_shape
@@ -196,3 +196,33 @@ def test_dashboard_leaderboard_agrees_with_results_db(tmp_path: Path) -> None:
     for c in ("mean", "std", "delta"):
         assert a[c].to_list() == pytest.approx(b[c].to_list(), nan_ok=True)
     assert a["n"].to_list() == b["n"].to_list()
+
+
+def test_longctx_columns_order_and_parsing() -> None:
+    names = ["longctx/yarn/8x/ppl", "longctx/yarn/2x/retrieval_acc", "longctx/ntk/2x/ppl",
+             "longctx/none/1x/ppl", "longctx/yarn/2x/ppl", "longctx/yarn/2x/tail_ppl",
+             "longctx/linear/16x/ppl", "longctx/linear/2x/ppl", "longctx/custom/2x/ppl",
+             "longctx/yarn/x/ppl", "val/ppl", "bench/longctx"]
+    cols = longctx.columns(names)
+    assert [c.label for c in cols] == [
+        "none 1x PPL", "linear 2x PPL", "linear 16x PPL", "ntk 2x PPL", "yarn 2x PPL",
+        "yarn 8x PPL", "custom 2x PPL", "yarn 2x retrieval"]
+    assert ablation.metric_names("longctx", names) == [c.metric for c in cols]
+    assert ablation.metric_names("quality", ["val/ppl", "bench/mmlu", "bench/mmlu/acc",
+                                             "bench/gsm8k/exact_match/strict"]) == \
+        ["val/ppl", "bench/mmlu"]
+
+
+def test_runs_frame_comes_from_db_runs_without_config(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    db = results_db.open(url)
+    sample.fill(db)
+    frame = data.runs(url, "demo")
+    assert frame.columns == [*data.RUN_COLUMNS, "sweep"]  # no config JSON read
+    assert frame.schema["gate_input_dependent"] == pl.Boolean
+    full = db.runs(sweep="demo")
+    assert frame.equals(full.select(*data.RUN_COLUMNS, "sweep"))
+    assert data.runs(url, "no-such-sweep").height == 0
+    # a sweep without long-context summaries: the table has no metric columns
+    empty = ablation.build("longctx", frame, data.summaries(url, "demo", ("val/ppl",)))
+    assert [c for c in empty.display.columns if c.endswith(("PPL", "retrieval"))] == []

@@ -75,6 +75,11 @@ def test_synthetic_task_is_fixed_across_seeds_and_depends_on_vocab() -> None:
     assert SyntheticSource(512).successors.max() > 255
 
 
+def test_synthetic_needs_a_few_tokens() -> None:
+    with pytest.raises(ValueError, match="model.vocab_size: 4 is too small"):
+        build_data(spec(vocab=4))
+
+
 # ---- text ---------------------------------------------------------------------------------------
 
 def write_text(path: Path, n: int = 4000) -> bytes:
@@ -208,7 +213,7 @@ def test_missing_tokens_file_names_data_path(tmp_path: Path) -> None:
         build_data(spec({"source": "tokens", "path": str(tmp_path / "none.bin")}))
 
 
-# ---- hf --------------------------------------------------------------------------------------------
+# ---- hf ---------------------------------------------------------------------------------------
 
 def test_hf_dataset_unavailable_offline_names_data_name(monkeypatch: pytest.MonkeyPatch,
                                                          tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import statistics
 
+import polars as pl
 import pytest
 
 import results_db
@@ -162,3 +163,20 @@ def test_query_postgres_cannot_escape_read_only(pg_url: str) -> None:
                 db.query("DELETE FROM sweeps")
         assert db.sweeps()["name"].to_list() == ["keep"]
         assert db.query("SELECT 'a%' LIKE 'a%' AS ok")["ok"].to_list() == [True]
+
+
+def test_runs_without_config_and_with_chosen_columns(db) -> None:
+    _fill(db)
+    full = db.runs(sweep="tbl")
+    lean = db.runs(sweep="tbl", with_config=False)
+    assert "config" in full.columns and "config" not in lean.columns
+    assert lean.columns == [c for c in full.columns if c != "config"]
+    assert lean.equals(full.drop("config"))
+    some = db.runs(sweep="tbl", status="succeeded", with_config=False,
+                   columns=["id", "variant", "gate_input_dependent"],
+                   variant="sdpa_headwise")
+    assert some.columns == ["id", "variant", "gate_input_dependent", "sweep"]
+    assert some["variant"].to_list() == ["sdpa_headwise"] * 2
+    assert some.schema["gate_input_dependent"] == pl.Boolean  # typed, not SQLite's 0/1
+    with pytest.raises(ValueError, match="unknown column.*'colour'"):
+        db.runs(columns=["id", "colour"])

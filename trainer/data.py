@@ -54,8 +54,11 @@ class SyntheticSource:
     SUCCESSOR_P = (0.55, 0.25, 0.12, 0.08)
 
     def __init__(self, vocab_size: int, copy_prob: float = 0.5) -> None:
-        g = _generator(_DATA_SEED, "chain", vocab_size)
         k = len(self.SUCCESSOR_P)
+        if vocab_size < 2 * k:
+            raise ValueError(f"model.vocab_size: {vocab_size} is too small for the synthetic "
+                             f"data source (its chain needs at least {2 * k} tokens)")
+        g = _generator(_DATA_SEED, "chain", vocab_size)
         self.vocab_size = vocab_size
         self.successors = torch.stack([torch.randperm(vocab_size, generator=g)[:k]
                                        for _ in range(vocab_size)])  # (V, k)

@@ -23,6 +23,7 @@ resumed from a checkpoint never fires it, so a retry/rerun after the failure suc
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Mapping
@@ -36,7 +37,7 @@ import torch.distributed as tdist
 
 from trainer import checkpoint, metrics
 from trainer.config import RunSpec
-from trainer.data import DataStream, build_data
+from trainer.data import build_data
 from trainer.engine import build_engine, resolve_precision, set_lr
 from trainer.evaluation import perplexity, probe_metrics, validation_loss
 from trainer.reporter import Reporter
@@ -118,7 +119,8 @@ class _Run:
         self.rep = _RankZeroReporter(reporter, self.rank)
         # Data first: bad paths / vocab fail here, before anything is written.
         self.data = build_data(spec, self.rank, self.world)
-        self.ppl_sets = {name: build_data(spec, cfg=cfg) for name, cfg in spec.eval.ppl_sets.items()}
+        self.ppl_sets = {name: build_data(spec, cfg=cfg)
+                         for name, cfg in spec.eval.ppl_sets.items()}
         seed_everything(spec.seed)  # identical initial weights on every rank
         model = build_model(spec.model)
         counts = count_params(spec.model)
@@ -126,6 +128,7 @@ class _Run:
                        metrics.PARAMS_GATES: float(counts.gates)}
         precision = resolve_precision(self.t.precision)
         self.engine = build_engine(model, spec, precision, self.world)
+        self.own_grad_norm = self.t.zero_stage == 0 and precision.name == "fp32"
         self.device = self.engine.device
         self.spikes, self.divergence = SpikeDetector(), DivergenceDetector()
         self.step, self.max_grad_norm, self.prior_wall_s = 0, 0.0, 0.0
@@ -172,7 +175,7 @@ class _Run:
             x, y = self.data.train_batch(s, micro)  # (B, T), (B, T)
             out = self.engine(x.to(self.device), y.to(self.device))
             self.engine.backward(out.loss)
-            if micro == self.t.grad_accum - 1 and self.t.zero_stage == 0:
+            if micro == self.t.grad_accum - 1 and self.own_grad_norm:
                 own_norm = _grad_norm(self.engine.module)  # DS keeps no norm at ZeRO 0 fp32
             self.engine.step()
             total += torch.stack([out.loss.detach().float(), out.ce_loss.detach().float()]).cpu()
@@ -233,33 +236,37 @@ class _Run:
             values[metrics.TRAIN_LOSS] = ce
         return values
 
+    def _log_train(self, values: dict[str, float], window: list[float]) -> None:
+        """train/* at log steps; ``window`` = [seconds, steps] of training since the last log."""
+        if not (self._should(self.t.log_every) or self.step == self.t.steps):
+            return
+        values[metrics.TRAIN_TOKENS_PER_S] = (
+            window[1] * self.spec.tokens_per_step / max(window[0], 1e-9))
+        if self.spec.model.clip_residual is not None:
+            values[CLIP_RATE] = self.engine.module.clip_rate()
+        self.rep.log(self.step, values)
+        window[:] = [0.0, 0]
+
     def execute(self) -> TrainResult:
         self.rep.heartbeat()
         if self.step == 0 and self.t.eval_every > 0:
             self._evaluate()  # the untrained baseline of the val curve
         last_eval: dict[str, float] | None = None
-        window_t, window_steps = 0.0, 0
+        window = [0.0, 0]  # training seconds, steps since the last train/* log
         while self.step < self.t.steps:
             s = self.step
             if self.t.fail_at_step == s + 1 and self.resumed_from == 0:
                 raise RuntimeError(f"injected failure at step {s + 1}")
             t_step = time.perf_counter()
             loss, ce, norm = self._train_step(s)
-            window_t += time.perf_counter() - t_step
-            window_steps += 1
-            self.step = s + 1
+            window[0] += time.perf_counter() - t_step
+            window[1] += 1
+            self.step, last_eval = s + 1, None
             values = self._record_step(loss, ce, norm, lr_at(s, self.t))
-            last_eval = None
             if self.divergence.diverged:
                 self.rep.log(self.step, {**values, metrics.DIVERGED: 1.0})
                 return self._finish("diverged", {})
-            if self._should(self.t.log_every) or self.step == self.t.steps:
-                values[metrics.TRAIN_TOKENS_PER_S] = (
-                    window_steps * self.spec.tokens_per_step / max(window_t, 1e-9))
-                if self.spec.model.clip_residual is not None:
-                    values[CLIP_RATE] = self.engine.module.clip_rate()
-                self.rep.log(self.step, values)
-                window_t, window_steps = 0.0, 0
+            self._log_train(values, window)
             self.rep.heartbeat()  # every step: the DB reporter throttles its writes
             if self._should(self.t.eval_every):
                 last_eval = self._evaluate()
@@ -281,5 +288,16 @@ class _Run:
 
 
 def train(spec: RunSpec, reporter: Reporter, checkpoint_dir: str | Path) -> TrainResult:
-    """Train ``spec`` to completion (or divergence), resuming from ``checkpoint_dir``."""
-    return _Run(spec, reporter, checkpoint_dir).execute()
+    """Train ``spec`` to completion (or divergence), resuming from ``checkpoint_dir``.
+
+    On CPU, torch uses ``ceil(resources.cpus)`` intra-op threads for the run (restored after):
+    concurrent runs sharing a few cores each with torch's default thread count oversubscribe
+    them, and OpenMP barrier stalls then make steps up to 10x slower (measured here).
+    """
+    threads = torch.get_num_threads()
+    if not torch.cuda.is_available():
+        torch.set_num_threads(max(1, math.ceil(spec.resources.cpus)))
+    try:
+        return _Run(spec, reporter, checkpoint_dir).execute()
+    finally:
+        torch.set_num_threads(threads)

@@ -1,0 +1,217 @@
+"""Cluster sizing: trial placement, concurrency, parallelism checks and the storage path.
+
+A single-worker run is one Tune trial holding ``{CPU: cpus, GPU: gpus}``. A multi-worker run
+(``resources.workers > 1``) is a Tune trial that only coordinates (``{CPU: 0.01}``) plus a Ray
+Train worker group of ``workers`` bundles of ``{CPU: cpus, GPU: gpus}`` that Train reserves
+itself. Concurrency therefore counts *worker slots* per node: a bundle cannot straddle nodes.
+
+Storage: checkpoints must be readable by whichever node runs the next attempt, so on a
+multi-node cluster the path must be shared (NFS/Lustre/... mounted at the same path on every
+node) or an fsspec/pyarrow URL (``s3://``, ``gs://``); see docs/cluster.md.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from orchestrator.errors import UserError
+from trainer.config import Resources, RunSpec
+
+COORDINATOR_CPU = 0.01  # what the Tune trial of a multi-worker run holds while Train works
+NETWORK_FS = ("nfs", "nfs4", "cifs", "smb3", "lustre", "gpfs", "beegfs", "cephfs", "ceph",
+              "glusterfs", "fuse.glusterfs", "fuse.juicefs", "fuse.s3fs", "fuse.gcsfuse",
+              "wekafs", "9p")
+
+
+@dataclass(frozen=True)
+class NodeResources:
+    node_id: str
+    ip: str
+    cpus: float
+    gpus: float
+
+
+def is_multiworker(resources: Resources) -> bool:
+    return resources.workers > 1
+
+
+def trial_bundles(resources: Resources) -> list[dict[str, float]]:
+    """The Tune trial's own placement-group bundles."""
+    if is_multiworker(resources):
+        return [{"CPU": COORDINATOR_CPU}]
+    return [{"CPU": resources.cpus, "GPU": resources.gpus}]
+
+
+def worker_bundle(resources: Resources) -> dict[str, float]:
+    """One Ray Train worker's resources (``ScalingConfig.resources_per_worker``)."""
+    bundle = {"CPU": resources.cpus}
+    if resources.gpus > 0:
+        bundle["GPU"] = resources.gpus
+    return bundle
+
+
+def live_nodes() -> list[NodeResources]:
+    """The alive nodes of the connected Ray cluster (``ray.init`` must have run)."""
+    import ray
+
+    return [NodeResources(n["NodeID"], n.get("NodeManagerAddress", ""),
+                          float(n["Resources"].get("CPU", 0)), float(n["Resources"].get("GPU", 0)))
+            for n in ray.nodes() if n.get("Alive")]
+
+
+def _slots(node: NodeResources, r: Resources) -> int:
+    """How many worker bundles of ``r`` fit on ``node`` (CPU and GPU both)."""
+    n = int(node.cpus // r.cpus)
+    if r.gpus > 0:
+        n = min(n, int(node.gpus // r.gpus))
+    return n
+
+
+def check_fits(resources: Resources, nodes: Sequence[NodeResources], run: str = "") -> None:
+    """One worker must fit on one node, and all workers on the cluster; else a clear error."""
+    who = f"run {run}: " if run else ""
+    if not any(_slots(n, resources) >= 1 for n in nodes):
+        big = max(nodes, key=lambda n: (n.cpus, n.gpus), default=NodeResources("", "", 0, 0))
+        raise UserError(f"{who}resources.cpus={resources.cpus:g}, resources.gpus="
+                        f"{resources.gpus:g} per worker does not fit on any node (largest: "
+                        f"{big.cpus:g} CPUs, {big.gpus:g} GPUs)")
+    total = sum(_slots(n, resources) for n in nodes)
+    if total < resources.workers:
+        raise UserError(f"{who}resources.workers={resources.workers} needs {resources.workers} "
+                        f"worker slots of {worker_bundle(resources)}; the cluster has {total}")
+
+
+def max_concurrent_trials(resources: Sequence[Resources], nodes: Sequence[NodeResources],
+                          requested: int | None = None) -> int:
+    """max_concurrent_trials for a sweep: the request, else how many of the *largest* trials
+    the cluster's worker slots hold at once (at least 1, at most the number of trials)."""
+    if not resources:
+        return 1
+    for r in resources:
+        check_fits(r, nodes)
+    if requested:
+        return requested
+    # Size by the most demanding trial: mixing sizes then never oversubscribes.
+    biggest = max(resources, key=lambda r: (r.workers * r.gpus, r.workers * r.cpus))
+    slots = sum(_slots(n, biggest) for n in nodes)
+    return max(1, min(len(resources), slots // biggest.workers))
+
+
+def check_parallelism(spec: RunSpec) -> None:
+    """Expert parallelism must divide the worker count (DeepSpeed groups ranks by ep_size)."""
+    moe, workers = spec.model.moe, spec.resources.workers
+    if moe is None or moe.ep_size == 1:
+        return
+    if workers % moe.ep_size:
+        raise UserError(f"run {spec.name}: model.moe.ep_size={moe.ep_size} must divide "
+                        f"resources.workers={workers} (DeepSpeed splits the ranks into "
+                        f"expert-parallel groups of ep_size)")
+
+
+def best_ep_size(n_experts: int, workers: int) -> int:
+    """The largest expert-parallel size that divides both the experts and the workers."""
+    import math
+
+    return math.gcd(n_experts, workers)
+
+
+def _is_url(path: str) -> bool:
+    return "://" in path and not path.startswith("file://")
+
+
+def validate_storage(path: str | Path) -> str:
+    """An absolute, writable local/NFS path (created if missing) or an fsspec/pyarrow URL.
+
+    Returns the normalised path/URL; raises UserError naming ``--storage`` otherwise.
+    """
+    raw = str(path)
+    if _is_url(raw):
+        scheme = raw.split("://", 1)[0]
+        try:
+            import pyarrow.fs
+
+            pyarrow.fs.FileSystem.from_uri(raw)
+        except Exception as exc:  # noqa: BLE001 - any resolver failure is the user's to fix
+            raise UserError(f"--storage {raw}: cannot open the {scheme}:// file system "
+                            f"({exc}); use a path every node mounts, or a URL pyarrow "
+                            "supports (s3://, gs://, hdfs://)") from None
+        return raw
+    local = Path(raw.removeprefix("file://")).expanduser().resolve()
+    try:
+        local.mkdir(parents=True, exist_ok=True)
+        probe = local / f".gatesweep-write-test-{uuid.uuid4().hex[:8]}"
+        probe.write_text("ok")
+        probe.unlink()
+    except OSError as exc:
+        raise UserError(f"--storage {raw}: not a writable directory ({exc.strerror or exc})") \
+            from None
+    return str(local)
+
+
+def filesystem_type(path: str | Path, mounts: str = "/proc/mounts") -> str:
+    """The file-system type of the mount holding ``path`` ("" when unknown)."""
+    target = str(Path(path).resolve())
+    best, kind = "", ""
+    try:
+        lines = Path(mounts).read_text().splitlines()
+    except OSError:
+        return ""
+    for line in lines:
+        parts = line.split()
+        if len(parts) < 3:
+            continue
+        mnt = parts[1].replace("\\040", " ")
+        inside = target == mnt or target.startswith(mnt.rstrip("/") + "/")
+        if inside and len(mnt) >= len(best):
+            best, kind = mnt, parts[2]
+    return kind
+
+
+def storage_warning(path: str, nodes: Sequence[NodeResources]) -> str | None:
+    """A warning when several machines share a cluster but the storage is machine-local."""
+    machines = {n.ip for n in nodes}
+    if len(machines) <= 1 or _is_url(path):
+        return None
+    kind = filesystem_type(path)
+    if kind in NETWORK_FS:
+        return None
+    return (f"--storage {path} is on a local '{kind or 'unknown'}' file system but the cluster "
+            f"spans {len(machines)} machines: a retried or rerun attempt on another node will "
+            "not find its checkpoint; use an NFS path mounted on every node or an s3:// URL")
+
+
+def host_label() -> str:
+    """``hostname/<ray node id prefix>``: which node an attempt ran on (attempts.host).
+
+    Several Ray nodes can share a machine (and its hostname); the node id tells them apart.
+    """
+    host = socket.gethostname()
+    try:
+        import ray
+
+        if ray.is_initialized():
+            return f"{host}/{ray.get_runtime_context().get_node_id()[:12]}"
+    except Exception:  # noqa: BLE001 - outside Ray: the hostname alone
+        pass
+    return host
+
+
+def resolve_address(address: str | None) -> str | None:
+    """``--address``, else RAY_ADDRESS, else None (start a local cluster)."""
+    return address or os.environ.get("RAY_ADDRESS") or None
+
+
+def scaling_kwargs(resources: Resources, gpus_in_cluster: float) -> dict[str, Any]:
+    """Arguments of ``ray.train.ScalingConfig`` for a run (use_gpu when it asks for GPUs)."""
+    use_gpu = resources.gpus > 0
+    if use_gpu and gpus_in_cluster <= 0:
+        raise UserError(f"resources.gpus={resources.gpus:g} per worker, but the cluster has "
+                        "no GPUs; set resources.gpus: 0 to train on CPUs")
+    return {"num_workers": resources.workers, "use_gpu": use_gpu,
+            "resources_per_worker": worker_bundle(resources)}

@@ -1,0 +1,149 @@
+"""Pytest plugin: Ray clusters for the scale-out tests, cleaned up to the last process.
+
+- ``ray_local`` (module): ``ray.init`` of a 2-CPU local cluster in its own short temp dir, with
+  the trial environment (DS_ACCELERATOR, TORCH_EXTENSIONS_DIR, ...) in the runtime env.
+- ``ray_two_nodes`` (function): two Ray nodes started with the real CLI, ``ray start --head``
+  and ``ray start --address`` on their own ports and temp dir, 1 CPU each plus a custom
+  resource per node (``node_a`` / ``node_b``); yields a ``TwoNodes`` with the address.
+  Teardown stops exactly the processes whose command line names that temp dir (never ``ray
+  stop``, which would stop other people's clusters on a shared machine).
+
+Register with ``pytest_plugins = ["db_fixtures", "cluster_fixtures"]`` in tests/conftest.py;
+until then the test modules import the fixtures by name.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+RAY_BIN = str(Path(sys.executable).with_name("ray"))
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0", DS_ACCELERATOR="cpu")
+    env.pop("RAY_ADDRESS", None)
+    return env
+
+
+@pytest.fixture(scope="module")
+def ray_local() -> Iterator[None]:
+    import ray
+
+    from orchestrator.env import driver_defaults, worker_env_vars
+
+    driver_defaults()
+    tmp = tempfile.mkdtemp(prefix="gsrt", dir="/tmp")
+    ray.init(num_cpus=2, include_dashboard=False, _temp_dir=tmp, log_to_driver=False,
+             runtime_env={"env_vars": worker_env_vars()}, configure_logging=False)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+        _kill_processes_naming(tmp)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@dataclass
+class TwoNodes:
+    address: str  # 127.0.0.1:PORT (GCS)
+    temp_dir: str
+
+
+def _free_port() -> int:
+    from trainer.dist import free_port
+
+    return free_port()
+
+
+def _ray_start(*args: str) -> None:
+    res = subprocess.run([RAY_BIN, "start", *args], env=_env(), capture_output=True, text=True,
+                         timeout=180)
+    if res.returncode != 0:
+        raise RuntimeError(f"ray start {' '.join(args)} failed:\n{res.stdout}\n{res.stderr}")
+
+
+def _node_ports() -> list[str]:
+    """Distinct ports for one node's services, so two nodes on one machine never collide."""
+    ports = [_free_port() for _ in range(4)]
+    return ["--node-manager-port", str(ports[0]), "--object-manager-port", str(ports[1]),
+            "--min-worker-port", str(ports[2] % 20000 + 20000),
+            "--max-worker-port", str(ports[2] % 20000 + 20199),
+            "--dashboard-agent-listen-port", str(ports[3])]
+
+
+@pytest.fixture
+def ray_two_nodes() -> Iterator[TwoNodes]:
+    tmp = tempfile.mkdtemp(prefix="gscl", dir="/tmp")  # short: socket paths <= 107 chars
+    port = _free_port()
+    try:
+        _ray_start("--head", "--port", str(port), "--num-cpus", "1", "--num-gpus", "0",
+                   "--resources", '{"node_a": 1}', "--temp-dir", tmp,
+                   "--include-dashboard", "false", "--disable-usage-stats", *_node_ports())
+        _ray_start("--address", f"127.0.0.1:{port}", "--num-cpus", "1", "--num-gpus", "0",
+                   "--resources", '{"node_b": 1}', "--temp-dir", tmp,
+                   "--disable-usage-stats", *_node_ports())
+        yield TwoNodes(f"127.0.0.1:{port}", tmp)
+    finally:
+        _kill_processes_naming(tmp)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _pids_naming(needle: str) -> list[int]:
+    """Processes whose command line contains ``needle``, plus all their descendants (Ray's
+    workers rename themselves to ``ray::...``, so only their parentage ties them to us)."""
+    found: set[int] = set()
+    parent: dict[int, int] = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            stat = (proc / "stat").read_text()
+        except OSError:
+            continue
+        parent[int(proc.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+        if needle in cmd:
+            found.add(int(proc.name))
+    grew = True
+    while grew:
+        kids = {pid for pid, pp in parent.items() if pp in found and pid not in found}
+        found |= kids
+        grew = bool(kids)
+    return sorted(found)
+
+
+def _kill_processes_naming(needle: str, grace_s: float = 5.0) -> None:
+    """SIGTERM, then SIGKILL, every process whose command line contains ``needle`` (our
+    cluster's unique temp dir; Ray passes the session dir to each of its processes)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        pids = _pids_naming(needle)
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + grace_s
+        while pids and time.monotonic() < deadline:
+            pids = [p for p in pids if Path(f"/proc/{p}").exists() and not _zombie(p)]
+            time.sleep(0.1)
+        if not pids:
+            return
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+    except (OSError, IndexError):
+        return True
