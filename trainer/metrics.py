@@ -22,6 +22,7 @@ PARAMS_TOTAL = "params/total"
 PARAMS_GATES = "params/gates"
 WALL_S = "cost/wall_s"
 TOKENS = "cost/tokens"
+RESUMED_FROM_STEP = "train/resumed_from_step"  # summary: 0 fresh, k when resumed from step k
 CLIP_RATE = "stability/clip_rate"  # fraction of clipped values (clip_residual baseline)
 MAX_STABLE_LR = "max_stable_lr"  # derived per variant across an LR axis (results_db)
 

@@ -44,9 +44,6 @@ from trainer.reporter import Reporter
 from trainer.schedule import lr_at
 from trainer.stability import DivergenceDetector, SpikeDetector
 
-CLIP_RATE = "stability/clip_rate"
-RESUMED_FROM = "train/resumed_from_step"  # summary: 0 for a fresh start
-
 
 @dataclass
 class TrainResult:
@@ -216,7 +213,7 @@ class _Run:
         summary = {**final_eval, **self._stability(), **self.params,
                    metrics.WALL_S: self.wall_s(),
                    metrics.TOKENS: float(self.step * self.spec.tokens_per_step),
-                   RESUMED_FROM: float(self.resumed_from)}
+                   metrics.RESUMED_FROM_STEP: float(self.resumed_from)}
         self.rep.summary(summary)
         self.rep.heartbeat()
         return TrainResult(status, self.step, summary)
@@ -243,7 +240,7 @@ class _Run:
         values[metrics.TRAIN_TOKENS_PER_S] = (
             window[1] * self.spec.tokens_per_step / max(window[0], 1e-9))
         if self.spec.model.clip_residual is not None:
-            values[CLIP_RATE] = self.engine.module.clip_rate()
+            values[metrics.CLIP_RATE] = self.engine.module.clip_rate()
         self.rep.log(self.step, values)
         window[:] = [0.0, 0]
 
