@@ -24,11 +24,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
-from torch import nn  # noqa: E402
+import torch
+from torch import nn
 
-from trainer.config import ModelConfig  # noqa: E402
-from trainer.model import build_model  # noqa: E402
+from trainer.config import ModelConfig
+from trainer.model import build_model
 
 # Dense bf16 tensor-core peaks (no sparsity), FLOP/s.
 PEAK_BF16 = {"H200": 989e12, "H100": 989e12, "H800": 989e12, "GH200": 989e12, "B200": 2250e12,
@@ -102,7 +102,7 @@ def run_variant(name: str, args: argparse.Namespace, device: torch.device) -> Fi
         opt.step()
         opt.zero_grad(set_to_none=True)
         if step in (0, args.warmup + args.steps - 1):
-            losses.append(float(loss))
+            losses.append(float(loss.detach()))
     _sync(device)
     dt = (time.perf_counter() - t0) / args.steps
     tps = args.batch * args.seq / dt

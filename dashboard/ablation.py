@@ -66,25 +66,46 @@ def _ordered(stats: pl.DataFrame, runs: pl.DataFrame, by: str = "row") -> list[d
     return [by_key[v] for v in variant_order(runs, by) if v in by_key]
 
 
-def _paper_table(variant: str, row: dict[str, Any]) -> str | None:
-    for table in ("table1", "table3", "table4"):
+# The paper's tables by model: Tables 1, 3, 4 and 6 are the same 15A2B MoE (one baseline,
+# PPL 6.026), Table 2 the 1.7B dense models. One quality table never mixes the two.
+MOE_TABLES: tuple[str, ...] = ("table1", "table3", "table4", "table6")
+DENSE_TABLES: tuple[str, ...] = ("table2",)
+_PPL_COLUMN = {"table1": "Avg PPL", "table2": "Avg PPL", "table3": "Avg PPL", "table4": "PPL",
+               "table6": "PPL"}
+
+
+def paper_tables(rows: list[dict[str, Any]]) -> tuple[str, ...]:
+    """The tables a sweep's quality table quotes: the MoE tables when any variant has a row
+    there (then e.g. a sandwich-norm variant, in Table 2 only, shows no paper PPL), else Table 2
+    (the dense study, sweeps/paper/dense_1p7b.yaml)."""
+    moe = any(paper.paper_rows(r["variant"], r, t) for r in rows for t in MOE_TABLES)
+    return MOE_TABLES if moe else DENSE_TABLES
+
+
+def _paper_table(variant: str, row: dict[str, Any], tables: tuple[str, ...]) -> str | None:
+    for table in tables:
         if paper.paper_rows(variant, row, table):
             return table
     return None
 
 
-def _quality_row(r: dict[str, Any], benches: list[str], with_paper: bool) -> dict[str, str]:
+def _quality_row(r: dict[str, Any], benches: list[str],
+                 tables: tuple[str, ...] | None) -> dict[str, str]:
+    """One variant row; ``tables``: the paper tables to quote (None: no paper columns)."""
     out = {"Variant": str(r["row"]), **label_columns(r), "Added": params_label(r),
            "PPL": fmt_mean_std(r[f"{VAL_PPL}:mean"], r[f"{VAL_PPL}:std"]),
            "ΔPPL": fmt_delta(r["delta"], r["delta_pct"])}
     for b in benches:
         out[b.removeprefix("bench/")] = fmt_mean_std(r[f"{b}:mean"], r[f"{b}:std"])
     out["n"] = str(r[f"{VAL_PPL}:n"])
-    if with_paper:
-        table = _paper_table(r["variant"], r)
-        ppl_col = {"table1": "Avg PPL", "table3": "Avg PPL", "table4": "PPL"}.get(table or "")
-        ppl = paper.paper_value(r["variant"], r, table, ppl_col) if table else None
-        added = paper.paper_value(r["variant"], r, "table1", "Added (M)")
+    if tables is not None:
+        table = _paper_table(r["variant"], r, tables)
+        ppl = paper.paper_value(r["variant"], r, table, _PPL_COLUMN[table]) if table else None
+        # "Added (M)": Table 1's, else Table 6's (Switch-Head); Table 2 prints none
+        added = None
+        for t in ("table1", "table6"):
+            if t in tables and added is None:
+                added = paper.paper_value(r["variant"], r, t, "Added (M)")
         out["Paper PPL"] = fmt_num(ppl)
         out["Paper Added (M)"] = fmt_num(added)
     return out
@@ -152,7 +173,8 @@ def build(kind: Kind, runs: pl.DataFrame, summaries: pl.DataFrame, *, with_paper
         stats = add_delta(variant_stats(runs, summaries, [VAL_PPL, *benches], RESULT_STATES),
                           VAL_PPL, base)
         ordered = _ordered(stats, runs)
-        rows = [_quality_row(r, benches, with_paper) for r in ordered]
+        tables = paper_tables(ordered) if with_paper else None
+        rows = [_quality_row(r, benches, tables) for r in ordered]
     elif kind == "probes":
         stats = variant_stats(runs, summaries, [m for _, m, _ in PROBE_COLUMNS], RESULT_STATES)
         ordered = _ordered(stats, runs)

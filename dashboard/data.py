@@ -49,7 +49,8 @@ def sweeps(url: str) -> pl.DataFrame:
 RUN_COLUMNS: tuple[str, ...] = (
     "id", "name", "variant", "seed", "status", "gate_position", "gate_granularity",
     "gate_sharing", "gate_combine", "gate_activation", "gate_input_dependent", "nonlinearity",
-    "lr", "n_head", "n_kv_head", "moe_experts", "group_key", "params_total", "params_gates")
+    "lr", "n_head", "n_kv_head", "moe_experts", "norm_style", "switch_head", "clip_residual",
+    "group_key", "params_total", "params_gates")
 
 
 def _quote(text: str) -> str:

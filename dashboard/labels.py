@@ -16,7 +16,8 @@ DIM_COLUMNS: tuple[str, ...] = (
     "gate_activation", "gate_input_dependent", "nonlinearity",
 )
 # Columns the leaderboard may show and filter on, when the runs frame has them.
-FILTER_COLUMNS: tuple[str, ...] = DIM_COLUMNS + ("lr", "n_kv_head", "n_head", "moe_experts")
+FILTER_COLUMNS: tuple[str, ...] = DIM_COLUMNS + ("lr", "n_kv_head", "n_head", "moe_experts",
+                                                 "norm_style", "switch_head", "clip_residual")
 
 _SITE = {"G1": "SDPA", "G2": "v", "G3": "k", "G4": "q", "G5": "Dense Output"}
 _HEADS = {"G1": "q", "G2": "k", "G3": "k", "G4": "q"}  # whose heads the gated tensor has
@@ -47,12 +48,29 @@ def is_gated(dims: Mapping[str, Any]) -> bool:
 
 
 def method_label(dims: Mapping[str, Any], variant: str) -> str:
-    """'SDPA Elementwise G1', 'v Head-Shared G2', 'SDPA RMSNorm', or the variant name."""
+    """'SDPA Elementwise G1', 'v Head-Shared G2', 'SDPA RMSNorm', 'Switch v',
+    'Baseline + Sandwich Norm', or the variant name."""
+    return _gate_label(dims, variant) + _block_suffix(dims)
+
+
+def _block_suffix(dims: Mapping[str, Any]) -> str:
+    """The issue-7 block changes (Table 2's sandwich norm, the appendix's clipping)."""
+    out = " + Sandwich Norm" if dims.get("norm_style") == "sandwich" else ""
+    clip = dims.get("clip_residual")
+    return out + (f" + Clip ±{float(clip):g}" if clip is not None else "")
+
+
+def _gate_label(dims: Mapping[str, Any], variant: str) -> str:
     d = normalize_dims(dims)
     pos = d["gate_position"]
     if not pos:
         nl = _NONLIN.get(str(d["nonlinearity"]))
-        return f"SDPA {nl}" if nl else ("Baseline" if variant == "baseline" else variant)
+        if nl:
+            return f"SDPA {nl}"
+        if dims.get("switch_head"):  # Table 6; E and k are not dims: the variant name says them
+            return f"Switch {dims['switch_head']}"
+        plain = variant == "baseline" or bool(_block_suffix(dims))
+        return "Baseline" if plain else variant
     if "+" in str(pos):  # several gates: the label cannot say it all; the variant name does
         return f"{variant} ({pos})"
     if d["gate_sharing"] == "head_shared":

@@ -73,9 +73,20 @@ def _slots(node: NodeResources, r: Resources) -> int:
     return n
 
 
+def _after_coordinator(nodes: Sequence[NodeResources], r: Resources) -> list[NodeResources]:
+    """The nodes as a multi-worker trial sees them: its coordinator's 0.01 CPU sits on one
+    node (the largest, conservatively), and a worker bundle cannot use that sliver."""
+    if not is_multiworker(r) or not nodes:
+        return list(nodes)
+    big = max(range(len(nodes)), key=lambda i: nodes[i].cpus)
+    return [NodeResources(n.node_id, n.ip, n.cpus - COORDINATOR_CPU, n.gpus) if i == big else n
+            for i, n in enumerate(nodes)]
+
+
 def check_fits(resources: Resources, nodes: Sequence[NodeResources], run: str = "") -> None:
     """One worker must fit on one node, and all workers on the cluster; else a clear error."""
     who = f"run {run}: " if run else ""
+    nodes = _after_coordinator(nodes, resources)
     if not any(_slots(n, resources) >= 1 for n in nodes):
         big = max(nodes, key=lambda n: (n.cpus, n.gpus), default=NodeResources("", "", 0, 0))
         raise UserError(f"{who}resources.cpus={resources.cpus:g}, resources.gpus="
@@ -99,7 +110,7 @@ def max_concurrent_trials(resources: Sequence[Resources], nodes: Sequence[NodeRe
         return requested
     # Size by the most demanding trial: mixing sizes then never oversubscribes.
     biggest = max(resources, key=lambda r: (r.workers * r.gpus, r.workers * r.cpus))
-    slots = sum(_slots(n, biggest) for n in nodes)
+    slots = sum(_slots(n, biggest) for n in _after_coordinator(nodes, biggest))
     return max(1, min(len(resources), slots // biggest.workers))
 
 
@@ -197,7 +208,7 @@ def host_label() -> str:
 
         if ray.is_initialized():
             return f"{host}/{ray.get_runtime_context().get_node_id()[:12]}"
-    except Exception:  # noqa: BLE001 - outside Ray: the hostname alone
+    except Exception:  # noqa: BLE001, S110 - outside Ray: the hostname alone
         pass
     return host
 

@@ -217,7 +217,6 @@ def _gather_workers() -> list[dict[str, Any]]:
 def _rank0_attempt(job: dict[str, Any], trial_id: str | None, policy: RetryPolicy,
                    workers: list[dict[str, Any]]) -> dict[str, Any]:
     import results_db
-
     from orchestrator.cluster import host_label
     from orchestrator.reporter import DBReporter
     from orchestrator.runner import FLUSH_S_ENV, HEARTBEAT_S_ENV, _train_attempt

@@ -2,9 +2,10 @@
 
 - ``ray_local`` (module): ``ray.init`` of a 2-CPU local cluster in its own short temp dir, with
   the trial environment (DS_ACCELERATOR, TORCH_EXTENSIONS_DIR, ...) in the runtime env.
-- ``ray_two_nodes`` (function): two Ray nodes started with the real CLI, ``ray start --head``
+- ``ray_two_nodes`` (module): two Ray nodes started with the real CLI, ``ray start --head``
   and ``ray start --address`` on their own ports and temp dir, 1 CPU each plus a custom
-  resource per node (``node_a`` / ``node_b``); yields a ``TwoNodes`` with the address.
+  resource per node (``node_a`` / ``node_b``) and the dashboard (Jobs API) on the head;
+  yields a ``TwoNodes`` with the GCS and dashboard addresses.
   Teardown stops exactly the processes whose command line names that temp dir (never ``ray
   stop``, which would stop other people's clusters on a shared machine).
 
@@ -55,10 +56,19 @@ def ray_local() -> Iterator[None]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def jobs_api_missing() -> str | None:
+    """Why Ray's Jobs API (the dashboard) cannot run here, or None when it can."""
+    from ray._private.utils import get_dashboard_dependency_error
+
+    err = get_dashboard_dependency_error()
+    return None if err is None else f"ray[default] is not installed ({err})"
+
+
 @dataclass
 class TwoNodes:
     address: str  # 127.0.0.1:PORT (GCS)
     temp_dir: str
+    dashboard: str  # http://127.0.0.1:PORT (the Jobs API, for submit --detach)
 
 
 def _free_port() -> int:
@@ -83,18 +93,23 @@ def _node_ports() -> list[str]:
             "--dashboard-agent-listen-port", str(ports[3])]
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def ray_two_nodes() -> Iterator[TwoNodes]:
     tmp = tempfile.mkdtemp(prefix="gscl", dir="/tmp")  # short: socket paths <= 107 chars
-    port = _free_port()
+    port, dash = _free_port(), _free_port()
     try:
+        # The head runs the dashboard when ray[default]'s packages are there: Ray's Jobs API
+        # (submit --detach) lives in it.
+        dash_args = (["--include-dashboard", "true", "--dashboard-host", "127.0.0.1",
+                      "--dashboard-port", str(dash)] if jobs_api_missing() is None
+                     else ["--include-dashboard", "false"])
         _ray_start("--head", "--port", str(port), "--num-cpus", "1", "--num-gpus", "0",
-                   "--resources", '{"node_a": 1}', "--temp-dir", tmp,
-                   "--include-dashboard", "false", "--disable-usage-stats", *_node_ports())
+                   "--resources", '{"node_a": 1}', "--temp-dir", tmp, *dash_args,
+                   "--disable-usage-stats", *_node_ports())
         _ray_start("--address", f"127.0.0.1:{port}", "--num-cpus", "1", "--num-gpus", "0",
                    "--resources", '{"node_b": 1}', "--temp-dir", tmp,
                    "--disable-usage-stats", *_node_ports())
-        yield TwoNodes(f"127.0.0.1:{port}", tmp)
+        yield TwoNodes(f"127.0.0.1:{port}", tmp, f"http://127.0.0.1:{dash}")
     finally:
         _kill_processes_naming(tmp)
         shutil.rmtree(tmp, ignore_errors=True)

@@ -18,7 +18,8 @@ from orchestrator.runner import job_config
 from trainer.config import RunSpec
 from trainer.reporter import MemoryReporter
 
-from cluster_fixtures import ray_local  # noqa: F401 - until conftest registers the plugin
+# The Ray fixtures (tests/cluster_fixtures.py), until tests/conftest.py registers the plugin.
+pytest_plugins = ["cluster_fixtures"]
 
 BASE: dict[str, Any] = {
     "name": "mw", "sweep": "mw", "seed": 3, "model": {"preset": "tiny"},
@@ -140,6 +141,27 @@ def test_killed_worker_resumes_from_checkpoint_without_metric_holes(ray_local: N
     assert by_attempt[1] == attempts[0].id  # the start was kept from the first one
 
 
+@pytest.mark.slow
+def test_code_error_is_not_retried(ray_local: None, tmp_path: Path) -> None:
+    """A missing data file fails the same way on every rank: one attempt, `failed`, tagged
+    `[code_error; not retried]`, although the policy allows 2 retries for transient faults."""
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    spec = RunSpec.model_validate({**_spec(), "data": {"source": "text",
+                                                      "path": str(tmp_path / "missing.txt")}})
+    doc = spec.model_dump(mode="json")
+    run_id = _register(url, doc)
+    t0 = time.monotonic()
+    result = fit_run(job_config(run_id, "mw-bad", doc, url, tmp_path / "ckpt"),
+                     str(tmp_path / "_train"), retries=2)
+    assert result["status"] == "failed", result
+    db = results_db.open(url)
+    attempts = db.attempts(run_id)
+    assert [a.status for a in attempts] == ["failed"]
+    assert "missing.txt" in attempts[0].error
+    assert attempts[0].error.endswith("[code_error; not retried]")
+    assert time.monotonic() - t0 < 120  # no worker-group restarts
+
+
 def _wait_for_checkpoint_then_rank1_pid(url: str, run_id: int, th: threading.Thread) -> int:
     deadline = time.monotonic() + 300
     db = results_db.open(url)
@@ -153,3 +175,55 @@ def _wait_for_checkpoint_then_rank1_pid(url: str, run_id: int, th: threading.Thr
                 return int(doc["workers"][1]["pid"])
         time.sleep(0.1)
     raise AssertionError("no checkpoint within 300 s")
+
+
+SWEEP = """\
+name: mw-cli
+base:
+  model: {preset: tiny}
+  train: {steps: 12, batch_size: 4, seq_len: 32, warmup: 2, zero_stage: 2, eval_every: 0,
+          eval_batches: 1, log_every: 3, checkpoint_every: 0}
+  eval: {probes: [attention_sink]}
+variants:
+  two_workers: {}
+  one_worker: {resources.workers: 1}
+seeds: [0]
+resources: {cpus: 0.5, workers: 2}
+"""
+
+
+def _scheduler_dispatches_multiworker() -> bool:
+    import inspect
+
+    import orchestrator.scheduler
+
+    return "dispatch_trial" in inspect.getsource(orchestrator.scheduler)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _scheduler_dispatches_multiworker(),
+                    reason="orchestrator/scheduler.py does not route workers > 1 runs to "
+                           "orchestrator.multiworker.dispatch_trial yet (the one-line hook)")
+def test_submit_runs_multiworker_and_single_worker_runs_side_by_side(tmp_path: Path) -> None:
+    """`orchestrator submit`: the 2-worker run goes through Ray Train (a `workers` artifact
+    with two pids), the 1-worker run stays in its trial process; both succeed."""
+    import subprocess
+    import sys
+
+    spec = tmp_path / "mw.yaml"
+    spec.write_text(SWEEP)
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    env = {**os.environ, "GATESWEEP_HEARTBEAT_S": "1", "GATESWEEP_FLUSH_S": "1"}
+    env.pop("RAY_ADDRESS", None)
+    res = subprocess.run([sys.executable, "-m", "orchestrator", "submit", str(spec), "--db", url,
+                          "--storage", str(tmp_path / "runs")], env=env, capture_output=True,
+                         text=True, timeout=400)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    db = results_db.open(url)
+    two, one = db.run("two_workers-s0"), db.run("one_worker-s0")
+    assert two.status == one.status == "succeeded"
+    arts = db.artifacts(two.id)
+    doc = arts.filter(arts["kind"] == "workers")["data"].to_list()[0]
+    assert len({w["pid"] for w in doc["workers"]}) == 2
+    assert "workers" not in db.artifacts(one.id)["kind"].to_list()
+    assert sorted(_loss_by_step(db, two.id)) == [3, 6, 9, 12]
