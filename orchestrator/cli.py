@@ -81,9 +81,12 @@ def submit(file: Path, db: DbOpt = None,
     from orchestrator.submit import make_plan, run_submit
 
     plan = make_plan(file)  # invalid files stop here: nothing written, nothing scheduled
-    if detach:
-        raise UserError("--detach (submit as a Ray Job) is not implemented yet; run without it "
-                        "(the sweep then runs in this process)")
+    if detach and not dry_run:
+        from orchestrator.jobs import follow_hint, submit_detached
+
+        job = submit_detached(file, db_url(db), address, storage, max_concurrent, force)
+        out.print(follow_hint(job, db_url(db)))
+        return
     if dry_run:
         _dry_run(db_url(db), plan, params)
         return
@@ -255,6 +258,7 @@ def _one_line(exc: BaseException) -> str:
 
 # The read-side commands register themselves on `app` (kept in their own file for size).
 from orchestrator import cli_read  # noqa: E402,F401
+from orchestrator import evaluate as _evaluate  # noqa: E402,F401  (orchestrator evaluate)
 
 if __name__ == "__main__":
     sys.exit(main())

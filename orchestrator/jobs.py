@@ -38,20 +38,26 @@ def job_client(address: str | None) -> Any:
     """A JobSubmissionClient for ``address`` (GCS host:port, ray://, or http://dashboard)."""
     from ray.job_submission import JobSubmissionClient
 
-    from orchestrator.cluster import resolve_address
     from orchestrator.env import driver_defaults
 
     driver_defaults()
-    target = resolve_address(address)
-    if not target:
-        raise UserError("--detach needs a Ray cluster: give --address HOST:PORT (or "
-                        "http://HEAD:8265) or set RAY_ADDRESS")
+    target = require_address(address)
     try:
         return JobSubmissionClient(target)
     except Exception as exc:  # noqa: BLE001 - connection problems become one sentence
         raise UserError(f"--address {target}: cannot reach the Ray Jobs API ({exc}); the head "
                         "node needs its dashboard (ray start --head --include-dashboard true)"
                         ) from None
+
+
+def require_address(address: str | None) -> str:
+    from orchestrator.cluster import resolve_address
+
+    target = resolve_address(address)
+    if not target:
+        raise UserError("--detach needs a Ray cluster: give --address HOST:PORT (or "
+                        "http://HEAD:8265) or set RAY_ADDRESS")
+    return target
 
 
 def entrypoint(file_name: str, db_url: str, storage: str, max_concurrent: int | None,
@@ -88,6 +94,8 @@ def submit_detached(file: str | Path, db_url: str, address: str | None, storage:
     from orchestrator.submit import make_plan
 
     plan = make_plan(file)  # an invalid file never reaches the cluster
+    if client is None:
+        require_address(address)  # before anything is created on disk
     url = check_db_url(db_url)
     where = validate_storage(storage)
     client = client or job_client(address)

@@ -75,7 +75,8 @@ def rerun_runs(db_url: str, run_ids: list[int | str], fresh: bool = False,
         if fresh and ckpt.exists():
             shutil.rmtree(ckpt)
         jobs.append(scheduler.Job(run_id=r.id, name=r.name, spec=r.config, checkpoint_dir=ckpt,
-                                  cpus=spec.resources.cpus, gpus=spec.resources.gpus))
+                                  cpus=spec.resources.cpus, gpus=spec.resources.gpus,
+                                  workers=spec.resources.workers))
     db.set_status([r.id for r in rows], "pending", strict=True)
     root = storage or jobs[0].checkpoint_dir.parent.parent.parent
     progress = None

@@ -9,7 +9,6 @@ retry). Imports of torch/deepspeed happen here, after the environment is prepare
 from __future__ import annotations
 
 import os
-import socket
 import traceback
 from pathlib import Path
 from typing import Any
@@ -48,7 +47,9 @@ def execute_job(job: dict[str, Any], trial_id: str | None = None) -> dict[str, A
     row = db.run(run_id)
     if row is not None and row.status == "cancelled":  # cancelled while it was queued
         return {"status": "cancelled", "steps": 0, "first_step": -1}
-    attempt = db.start_attempt(run_id, host=socket.gethostname(), trial_id=trial_id)
+    from orchestrator.cluster import host_label
+
+    attempt = db.start_attempt(run_id, host=host_label(), trial_id=trial_id)
     reporter = DBReporter(db, run_id, attempt.id,
                           heartbeat_s=float_env(HEARTBEAT_S_ENV, 5.0),
                           flush_s=float_env(FLUSH_S_ENV, 5.0))
@@ -75,9 +76,17 @@ def _train_attempt(db: Any, job: dict[str, Any], run_id: int, attempt_id: int,
         db.finish_attempt(attempt_id, "cancelled", error="cancelled by the user")
         return {"status": "cancelled", "steps": -1, "first_step": reporter.first_step or -1}
     except BaseException as exc:
+        from orchestrator.faults import RetryPolicy, classify, describe
+
         reporter.close()
-        db.finish_attempt(attempt_id, "failed", error=f"{type(exc).__name__}: {exc}",
-                          traceback=traceback.format_exc())
+        tb = traceback.format_exc()
+        fault = classify(exc, tb)
+        retry = RetryPolicy.from_env(int(job.get("retries", 0))).should_retry(fault)
+        db.finish_attempt(attempt_id, "failed", error=f"{type(exc).__name__}: {exc}"
+                          + describe(fault, retry), traceback=tb)
+        if not retry and not isinstance(exc, KeyboardInterrupt):
+            return {"status": "failed", "steps": -1, "fault": fault.value,
+                    "first_step": reporter.first_step or -1}
         raise
     reporter.close()
     db.finish_attempt(attempt_id, res.status)

@@ -38,6 +38,7 @@ class Job:
     checkpoint_dir: Path
     cpus: float = 1.0
     gpus: float = 0.0
+    workers: int = 1
 
 
 @dataclass
@@ -118,6 +119,12 @@ def concurrency(jobs: list[Job], requested: int | None) -> int:
     """max_concurrent_trials: the request, else what the cluster's CPUs/GPUs allow."""
     import ray
 
+    from orchestrator.cluster import live_nodes, max_concurrent_trials
+    from trainer.config import Resources
+
+    if any(j.workers > 1 for j in jobs):  # worker slots per node (orchestrator/cluster.py)
+        return max_concurrent_trials([Resources(cpus=j.cpus, gpus=j.gpus, workers=j.workers)
+                                      for j in jobs], live_nodes(), requested)
     if requested:
         return requested
     res = ray.cluster_resources()
@@ -161,18 +168,17 @@ def _fit(jobs: list[Job], opts: Options) -> None:
     from ray import tune
     from ray.tune import PlacementGroupFactory
 
-    from orchestrator.runner import job_config, run_trial
+    from orchestrator.multiworker import dispatch_trial, trial_placement
+    from orchestrator.runner import job_config
 
-    configs = [job_config(j.run_id, j.name, j.spec, opts.db_url, j.checkpoint_dir)
-               for j in jobs]
-    res = {j.run_id: (j.cpus, j.gpus) for j in jobs}
+    configs = [{**job_config(j.run_id, j.name, j.spec, opts.db_url, j.checkpoint_dir),
+                "retries": opts.retries} for j in jobs]
 
     def resources(config: dict[str, Any]) -> PlacementGroupFactory:
-        cpus, gpus = res[config["job"]["run_id"]]
-        return PlacementGroupFactory([{"CPU": cpus, "GPU": gpus}])
+        return trial_placement(config["job"])  # {CPU: 0.01} for a multi-worker coordinator
 
     tuner = tune.Tuner(
-        tune.with_resources(run_trial, resources),
+        tune.with_resources(dispatch_trial, resources),
         param_space={"job": tune.grid_search(configs)},
         tune_config=tune.TuneConfig(
             max_concurrent_trials=concurrency(jobs, opts.max_concurrent),

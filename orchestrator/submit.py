@@ -61,7 +61,8 @@ def jobs_for(rows: list[Any], plan: Plan, storage: Path) -> list[scheduler.Job]:
         jobs.append(scheduler.Job(
             run_id=row.id, name=run.name, spec=run.spec.model_dump(mode="json"),
             checkpoint_dir=scheduler.checkpoint_dir(storage, plan.spec.name, run.name),
-            cpus=run.spec.resources.cpus, gpus=run.spec.resources.gpus))
+            cpus=run.spec.resources.cpus, gpus=run.spec.resources.gpus,
+            workers=run.spec.resources.workers))
     return jobs
 
 

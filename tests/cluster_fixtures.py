@@ -112,10 +112,13 @@ def ray_two_nodes() -> Iterator[TwoNodes]:
         yield TwoNodes(f"127.0.0.1:{port}", tmp, f"http://127.0.0.1:{dash}")
     finally:
         _kill_processes_naming(tmp)
+        # With ray[default], the head also starts a Ray Client server that names the GCS
+        # port but not the temp dir, and outlives the head (reparented to init).
+        _kill_processes_naming("ray.util.client.server --address=", also=f":{port} ")
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _pids_naming(needle: str) -> list[int]:
+def _pids_naming(needle: str, also: str = "") -> list[int]:
     """Processes whose command line contains ``needle``, plus all their descendants (Ray's
     workers rename themselves to ``ray::...``, so only their parentage ties them to us)."""
     found: set[int] = set()
@@ -129,7 +132,7 @@ def _pids_naming(needle: str) -> list[int]:
         except OSError:
             continue
         parent[int(proc.name)] = int(stat.rsplit(")", 1)[1].split()[1])
-        if needle in cmd:
+        if needle in cmd and also in cmd + " ":
             found.add(int(proc.name))
     grew = True
     while grew:
@@ -139,11 +142,11 @@ def _pids_naming(needle: str) -> list[int]:
     return sorted(found)
 
 
-def _kill_processes_naming(needle: str, grace_s: float = 5.0) -> None:
+def _kill_processes_naming(needle: str, grace_s: float = 5.0, also: str = "") -> None:
     """SIGTERM, then SIGKILL, every process whose command line contains ``needle`` (our
     cluster's unique temp dir; Ray passes the session dir to each of its processes)."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        pids = _pids_naming(needle)
+        pids = _pids_naming(needle, also)
         for pid in pids:
             try:
                 os.kill(pid, sig)

@@ -148,7 +148,7 @@ def test_cancel_and_export(capsys: pytest.CaptureFixture[str], filled: str,
 
 def test_detach_and_usage_errors(capsys: pytest.CaptureFixture[str], url: str) -> None:
     code, _, err = run_cli(capsys, "submit", SMOKE, "--detach", "--db", url)
-    assert code == 2 and "not implemented yet" in err
+    assert code == 2 and "--detach needs a Ray cluster" in err  # orchestrator/jobs.py
     code, _, err = run_cli(capsys, "submit", SMOKE, "--bogus")
     assert code == 2 and "No such option" in err
     code, _, err = run_cli(capsys, "rerun", "--db", url)

@@ -5,6 +5,7 @@ started with ``ray start``: trials land on both nodes; a killed driver's runs be
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -164,12 +165,12 @@ def test_two_node_cluster(ray_two_nodes: TwoNodes, tmp_path: Path) -> None:
     db = results_db.open(url)
     attempts = [a for rid in db.runs()["id"].to_list() for a in db.attempts(int(rid))]
     assert len(attempts) == 2 and {a.status for a in attempts} == {"succeeded"}
-    hosts = {a.host for a in attempts}
-    if all("/" in h for h in hosts):  # runner records hostname/node-id (cluster.host_label)
-        nodes = hosts
-    else:
-        nodes = set(_nodes_of_pids(ray_two_nodes.address, {a.pid for a in attempts}).values())
-    assert len(nodes) == 2, (hosts, nodes)
+    hosts = {a.host for a in attempts}  # hostname/node-id prefix (cluster.host_label)
+    assert len(hosts) == 2 and all("/" in h for h in hosts), hosts
+    # cross-check with Ray's own record of where the trial processes ran
+    nodes = _nodes_of_pids(ray_two_nodes.address, {a.pid for a in attempts})
+    assert len(set(nodes.values())) == 2, nodes
+    assert {h.split("/")[1] for h in hosts} == {n[:12] for n in nodes.values()}
 
     _killed_driver_then_rerun(ray_two_nodes, tmp_path)
 
@@ -285,15 +286,16 @@ def test_detached_submit_runs_as_a_ray_job(ray_two_nodes: TwoNodes, tmp_path: Pa
     spec.write_text(SWEEP.format(name="detached", preset="tiny", steps=10, seq=32,
                                  variants="  baseline: {}"))
     env = {**_env(ray_two_nodes.address), "GATESWEEP_JOB_PYTHON": sys.executable}
-    code = ("from orchestrator.jobs import submit_detached as s; import sys; "
-            "print(s(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]).job_id)")
     t0 = time.monotonic()
-    res = subprocess.run([sys.executable, "-c", code, str(spec), url, ray_two_nodes.address,
-                          str(tmp_path / "runs")], env=env, capture_output=True, text=True,
+    res = subprocess.run([sys.executable, "-m", "orchestrator", "submit", str(spec), "--detach",
+                          "--db", url, "--storage", str(tmp_path / "runs"), "--address",
+                          ray_two_nodes.address], env=env, capture_output=True, text=True,
                          timeout=120)
-    assert res.returncode == 0, res.stderr
+    assert res.returncode == 0, res.stdout + res.stderr
     assert time.monotonic() - t0 < 60  # returned without waiting for the sweep
-    job_id = res.stdout.strip().splitlines()[-1]
+    match = re.search(r"submitted Ray job (\S+);", res.stdout)
+    assert match, res.stdout
+    job_id = match.group(1)
     client = JobSubmissionClient(ray_two_nodes.dashboard)
     status = wait_for_job(client, job_id, timeout_s=300)
     assert status == "SUCCEEDED", client.get_job_logs(job_id)[-3000:]

@@ -162,6 +162,32 @@ def test_code_error_is_not_retried(ray_local: None, tmp_path: Path) -> None:
     assert time.monotonic() - t0 < 120  # no worker-group restarts
 
 
+@pytest.mark.slow
+def test_cancel_stops_every_rank(ray_local: None, tmp_path: Path) -> None:
+    """`orchestrator cancel` reaches rank 0 through its heartbeat; the group is torn down (the
+    other rank may sit in a collective) and the restarted group's go/no-go stops at once."""
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    spec = _spec(steps=5000, log_every=5)
+    run_id = _register(url, spec)
+    out: dict[str, Any] = {}
+    th = threading.Thread(target=lambda: out.update(fit_run(
+        job_config(run_id, "mw-cancel", spec, url, tmp_path / "ckpt"),
+        str(tmp_path / "_train"), retries=1)), daemon=True)
+    th.start()
+    db = results_db.open(url)
+    deadline = time.monotonic() + 240
+    while db.metrics(run_ids=[run_id]).height == 0:
+        assert th.is_alive() and time.monotonic() < deadline, "never started training"
+        time.sleep(0.2)
+    assert db.set_status([run_id], "cancelled") == [run_id]
+    th.join(timeout=240)
+    assert not th.is_alive(), "a rank kept training after the cancel"
+    assert out["status"] == "cancelled"
+    assert db.run(run_id).status == "cancelled"
+    assert [a.status for a in db.attempts(run_id)] == ["cancelled"]  # no new attempt
+    assert db.metrics(run_ids=[run_id])["step"].max() < 5000
+
+
 def _wait_for_checkpoint_then_rank1_pid(url: str, run_id: int, th: threading.Thread) -> int:
     deadline = time.monotonic() + 300
     db = results_db.open(url)
@@ -192,18 +218,7 @@ resources: {cpus: 0.5, workers: 2}
 """
 
 
-def _scheduler_dispatches_multiworker() -> bool:
-    import inspect
-
-    import orchestrator.scheduler
-
-    return "dispatch_trial" in inspect.getsource(orchestrator.scheduler)
-
-
 @pytest.mark.slow
-@pytest.mark.skipif(not _scheduler_dispatches_multiworker(),
-                    reason="orchestrator/scheduler.py does not route workers > 1 runs to "
-                           "orchestrator.multiworker.dispatch_trial yet (the one-line hook)")
 def test_submit_runs_multiworker_and_single_worker_runs_side_by_side(tmp_path: Path) -> None:
     """`orchestrator submit`: the 2-worker run goes through Ray Train (a `workers` artifact
     with two pids), the 1-worker run stays in its trial process; both succeed."""
