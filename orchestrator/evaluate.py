@@ -118,10 +118,21 @@ def checkpoint_dir_of(db: Any, row: Any) -> Path:
     return Path(paths[-1])
 
 
+def _check_device(device: str) -> None:
+    import torch
+
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise UserError(f"--device {device}: CUDA is not available on this machine "
+                        "(use --device cpu)")
+
+
 # ---------------------------------------------------------------------- one run
-def evaluate_run(db: Any, row: Any, tasks: tuple[Any, ...] | None, device: str
-                 ) -> EvalReporter:
-    """Evaluate one run into its latest attempt; returns the reporter (summaries, errors)."""
+def evaluate_run(db: Any, row: Any, tasks: tuple[Any, ...] | None, device: str, *,
+                 longctx: bool = True) -> EvalReporter:
+    """Evaluate one run into its latest attempt; returns the reporter (summaries, errors).
+
+    ``tasks``: the benchmarks to run (None: the spec's); ``longctx``: also the spec's
+    long-context evaluation (off for ``--tasks``)."""
     from trainer.config import RunSpec
     from trainer.final_eval import evaluate_checkpoint
     from trainer.load import find_checkpoint
@@ -137,9 +148,9 @@ def evaluate_run(db: Any, row: Any, tasks: tuple[Any, ...] | None, device: str
         find_checkpoint(ckpt)
     except FileNotFoundError as exc:
         raise UserError(f"run {row.name}: no complete checkpoint under {ckpt}") from exc
-    if tasks is not None:  # --tasks: those benchmarks only, no long-context pass
+    if not longctx:  # --tasks: those benchmarks only, no long-context pass
         spec = spec.model_copy(update={"eval": spec.eval.model_copy(update={"longctx": None})})
-    elif not spec.eval.benchmarks and spec.eval.longctx is None:
+    if not (tasks or spec.eval.benchmarks) and spec.eval.longctx is None:
         raise UserError(f"run {row.name}: its spec has no eval.benchmarks or eval.longctx; "
                         "name tasks with --tasks")
     rep = EvalReporter(db, row.id, attempts[-1].id)
@@ -164,6 +175,7 @@ def evaluate_runs(url: str, refs: list[str], *, tasks: str | None = None,
 
     if include_path is not None and not include_path.is_dir():
         raise UserError(f"--include-path: {include_path} is not a directory")
+    _check_device(device)
     db = results_db.open(url)
     rows = resolve_runs(db, list(refs))
     plans = []
@@ -173,7 +185,8 @@ def evaluate_runs(url: str, refs: list[str], *, tasks: str | None = None,
     to_check = tuple(b for _, bs in plans for b in (bs or ()))
     if to_check:
         check_tasks(to_check)
-    return {row.name: evaluate_run(db, row, bs, device) for row, bs in plans}
+    return {row.name: evaluate_run(db, row, bs, device, longctx=tasks is None)
+            for row, bs in plans}
 
 
 # ---------------------------------------------------------------------- CLI

@@ -164,11 +164,15 @@ def job_main(argv: list[str]) -> int:
     if not argv:
         print("usage: python -m orchestrator.jobs FILE [submit options]", file=sys.stderr)
         return 2
-    stable = Path(tempfile.mkdtemp(prefix="gatesweep-job-"))
     src = Path(argv[0]).resolve()
-    shutil.copy(src, stable / src.name)
-    os.chdir(stable)
-    return main(["submit", str(stable / src.name), *argv[1:]])
+    with tempfile.TemporaryDirectory(prefix="gatesweep-job-") as tmp:
+        stable = Path(tmp)
+        shutil.copy(src, stable / src.name)
+        os.chdir(stable)
+        try:
+            return main(["submit", str(stable / src.name), *argv[1:]])
+        finally:
+            os.chdir(tempfile.gettempdir())  # leave before the directory is removed
 
 
 if __name__ == "__main__":

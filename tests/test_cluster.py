@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from cluster_fixtures import TwoNodes
 
 # The Ray fixtures (tests/cluster_fixtures.py), until tests/conftest.py registers the plugin.
-pytest_plugins = ["cluster_fixtures"]
 
 NODES = [NodeResources("a", "10.0.0.1", 8, 2), NodeResources("b", "10.0.0.2", 8, 2)]
 

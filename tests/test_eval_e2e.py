@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 import results_db
 from dashboard.tables import fmt_num
@@ -78,6 +79,9 @@ def test_evaluate_errors_name_the_run(tmp_path: Path, capsys: pytest.CaptureFixt
     results_db.open(url).add_artifact(run_id, None, "checkpoint_dir", path=str(empty))
     assert main(["evaluate", str(run_id), *args]) == 2
     assert f"run done-s0: no complete checkpoint under {empty}" in capsys.readouterr().err
+    if not torch.cuda.is_available():
+        assert main(["evaluate", "done-s0", *args, "--device", "cuda"]) == 2
+        assert "--device cuda: CUDA is not available" in capsys.readouterr().err
     assert results_db.open(url).run(run_id).status == "succeeded"
 
 
@@ -172,6 +176,17 @@ def test_evaluate_adds_a_benchmark_to_the_latest_attempt(submitted: str) -> None
     assert _values(db, "bench/gatesweep_tiny_mc") == before  # other numbers untouched
     other = _values(db, "bench/gatesweep_tiny_ppl")
     assert list(other) == [row.name]  # only the evaluated run got the new task
+
+    # without --tasks: the spec's own benchmarks and long-context evals again (--limit applied)
+    again = db.run("baseline-lr1e-3-s0")
+    res = cli("evaluate", again.name, "--limit", "4", "--db", submitted)
+    assert res.returncode == 0, res.stdout + res.stderr
+    arts = db.artifacts(again.id)
+    (ev,) = arts.filter(arts["kind"] == "evaluation")["data"].to_list()
+    assert ev["longctx"] is True and [(b["task"], b["limit"]) for b in ev["tasks"]] == [
+        ("gatesweep_tiny_mc", 4), ("gatesweep_tiny_gen", 4)]
+    assert {"bench/gatesweep_tiny_mc", "longctx/yarn/4x/ppl"} <= set(ev["summaries"])
+    assert len(db.attempts(again.id)) == 1 and db.run(again.id).status == "succeeded"
 
     bad = cli("evaluate", row.name, "--tasks", "no_such_task", "--db", submitted)
     assert bad.returncode == 2 and "unknown lm-eval task(s) no_such_task" in bad.stderr

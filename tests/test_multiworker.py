@@ -19,7 +19,6 @@ from trainer.config import RunSpec
 from trainer.reporter import MemoryReporter
 
 # The Ray fixtures (tests/cluster_fixtures.py), until tests/conftest.py registers the plugin.
-pytest_plugins = ["cluster_fixtures"]
 
 BASE: dict[str, Any] = {
     "name": "mw", "sweep": "mw", "seed": 3, "model": {"preset": "tiny"},

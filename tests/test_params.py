@@ -157,3 +157,15 @@ def test_switch_head_paper_shape_counts(targets: str, e: int, paper_m: float) ->
     paper_formula = L * d * nq * e * (t + 1) / 1e6
     if (targets, e) != ("kv", 4):  # the one row the formula misses (18.9 vs 13)
         assert paper_formula == pytest.approx(paper_m, rel=0.05)
+
+
+def test_counts_are_global_under_expert_parallelism() -> None:
+    """A rank holds n_experts / ep_size experts; the count must still be the whole model's."""
+    from trainer.config import ModelConfig
+    from trainer.params import count_params
+
+    one = ModelConfig(preset="paper-moe-15a2b")
+    sharded = ModelConfig(preset="paper-moe-15a2b",
+                          moe={"n_experts": 128, "top_k": 8, "d_expert": 768, "ep_size": 8})
+    assert count_params(sharded).total == count_params(one).total
+    assert count_params(one).total > 15e9

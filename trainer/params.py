@@ -39,8 +39,11 @@ def _numel(params) -> int:
 def count_params(cfg: ModelConfig, device: str | torch.device = "meta") -> ParamCounts:
     """Build ``cfg`` on ``device`` (meta by default: no memory) and count.
 
-    Meta counts are cached per config.
+    Meta counts are cached per config. Counts are global: with expert parallelism a rank holds
+    only n_experts / ep_size experts, so the model is counted as if ep_size were 1.
     """
+    if cfg.moe is not None and cfg.moe.ep_size != 1:
+        cfg = cfg.model_copy(update={"moe": cfg.moe.model_copy(update={"ep_size": 1})})
     if str(device) == "meta":
         return _count_meta(cfg.model_dump_json())
     return _count(cfg, device)

@@ -1,5 +1,8 @@
 """The Reporter contract: how a training run tells the world what happened.
 
+An implementation that buffers may also define ``flush()``; the trainer calls it (when present)
+before every checkpoint, so no point logged before a checkpoint can be lost by a crash after it.
+
 The trainer knows nothing of Ray or SQL. The orchestrator passes a DB-backed reporter
 (orchestrator/reporter.py); tests pass ``MemoryReporter``. Only rank 0 reports.
 """

@@ -74,6 +74,12 @@ class _RankZeroReporter:
         if self.active:
             self.inner.artifact(kind, payload)
 
+    def flush(self) -> None:
+        """Persist buffered points (optional in the Reporter contract)."""
+        flush = getattr(self.inner, "flush", None)
+        if self.active and flush is not None:
+            flush()
+
 
 def seed_everything(seed: int) -> None:
     random.seed(seed)
@@ -158,6 +164,9 @@ class _Run:
         return self.prior_wall_s + time.perf_counter() - self.t0
 
     def _save(self) -> None:
+        # Points up to this step must be durable before the checkpoint exists: a resumed attempt
+        # starts after it and never logs them again.
+        self.rep.flush()
         path = checkpoint.save(self.engine, self.ckpt_dir, self.step, self._client_state())
         self.rep.artifact("checkpoint", str(path))
         self.rep.heartbeat()
