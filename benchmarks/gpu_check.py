@@ -34,7 +34,8 @@ from trainer.model import build_model
 PEAK_BF16 = {"H200": 989e12, "H100": 989e12, "H800": 989e12, "GH200": 989e12, "B200": 2250e12,
              "A100": 312e12, "A800": 312e12, "L40S": 362e12, "L40": 181e12, "A10": 125e12,
              "L4": 121e12, "RTX 4090": 165e12, "A6000": 155e12}
-VARIANTS = {"baseline": [], "G1": [{"position": "G1", "granularity": "elementwise"}]}
+VARIANTS = {"baseline": [], "G1-elem": [{"position": "G1", "granularity": "elementwise"}],
+            "G1-head": [{"position": "G1", "granularity": "headwise"}]}
 
 
 @dataclass
@@ -159,8 +160,10 @@ def report(figs: list[Figures]) -> str:
         lines.append(f"{f.variant:<9} {f.tokens_per_s:>11,.0f} {f.step_ms:>8.2f} {mfu:>6} "
                      f"{f.loss_first:>7.3f} {f.loss_last:>7.3f} {f.first_token_attention:>7.3f} "
                      f"{f.max_activation:>8.2f} {gate:>6}")
-    base, g1 = figs[0], figs[-1]
-    lines.append(f"G1 gate overhead: {(g1.step_ms / base.step_ms - 1) * 100:+.1f}% step time")
+    base = figs[0]
+    for f in figs[1:]:
+        lines.append(f"{f.variant} gate overhead: {(f.step_ms / base.step_ms - 1) * 100:+.1f}% "
+                     f"step time, {(f.params / base.params - 1) * 100:+.1f}% parameters")
     return "\n".join(lines)
 
 

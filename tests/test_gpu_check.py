@@ -23,16 +23,18 @@ def test_gpu_check_cpu_smoke_without_deepspeed_or_ray(tmp_path: Path) -> None:
     res = subprocess.run(["bash", str(ROOT / "benchmarks" / "gpu_check.sh"), "--json", str(out)],
                          env=env, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "G1 gate overhead:" in res.stdout and "tokens/s" in res.stdout
+    assert "G1-elem gate overhead:" in res.stdout and "tokens/s" in res.stdout
     figs = {f["variant"]: f for f in json.loads(out.read_text())}
-    assert set(figs) == {"baseline", "G1"}
+    assert set(figs) == {"baseline", "G1-elem", "G1-head"}
     for f in figs.values():
         assert f["tokens_per_s"] > 0 and f["loss_last"] < f["loss_first"]
         assert 0 < f["first_token_attention"] < 1 and f["max_activation"] > 0
         assert f["mfu"] is None  # no peak is known for a CPU
     assert figs["baseline"]["gate_score_mean"] is None
-    assert 0 < figs["G1"]["gate_score_mean"] < 1
-    assert figs["G1"]["params"] > figs["baseline"]["params"]
+    for gated in ("G1-elem", "G1-head"):
+        assert 0 < figs[gated]["gate_score_mean"] < 1
+    # elementwise adds a score per channel, headwise one per head
+    assert figs["G1-elem"]["params"] > figs["G1-head"]["params"] > figs["baseline"]["params"]
 
 
 def test_gpu_check_refuses_without_cuda_unless_smoke() -> None:
