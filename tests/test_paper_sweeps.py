@@ -1,6 +1,6 @@
 """The paper-scale sweep files (sweeps/paper/*.yaml) against the paper's own tables.
 
-Shapes and schedules come from ../shared/paper/table7_architectures.csv, the rows from Tables
+Shapes and schedules come from table7_architectures.csv (shipped in dashboard/paper_data/), the rows from Tables
 1-4; parameter counts are of the real model code on the meta device (no memory)."""
 
 from __future__ import annotations
@@ -18,17 +18,14 @@ from trainer.config import ModelConfig
 from trainer.params import count_params
 
 ROOT = Path(__file__).resolve().parents[1]
-PAPER = ROOT.parent / "shared" / "paper"
+PAPER = ROOT / "dashboard" / "paper_data"  # the paper's tables, shipped with the project
 MOE = ROOT / "sweeps" / "paper" / "moe_15a2b.yaml"
 DENSE = ROOT / "sweeps" / "paper" / "dense_1p7b.yaml"
 GPU_NODES = [NodeResources(f"n{i}", f"10.0.0.{i}", 96, 8) for i in range(8)]  # 64 GPUs
 
 
 def _csv(name: str) -> list[dict[str, str]]:
-    path = PAPER / name
-    if not path.exists():
-        pytest.skip(f"paper reference data not found at {path}")
-    with path.open() as fh:
+    with (PAPER / name).open() as fh:
         return list(csv.DictReader(fh))
 
 

@@ -1,7 +1,7 @@
 """Named model shapes. A sweep says ``model: {preset: small}`` plus overrides.
 
-The paper shapes come from ../shared/paper/table7_architectures.csv (copied into
-docs/reproduction.md). Their vocabulary is Qwen's (151,936 tokens); the paper does not print
+The paper shapes come from the paper's Table 7 (shipped as
+dashboard/paper_data/table7_architectures.csv). Their vocabulary is Qwen's (151,936 tokens); the paper does not print
 the RoPE base, so we use Qwen3's 1e6.
 """
 
