@@ -223,3 +223,25 @@ def test_hf_dataset_unavailable_offline_names_data_name(monkeypatch: pytest.Monk
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     with pytest.raises(ValueError, match=r"data.name: could not load dataset 'no-such/dataset'"):
         build_data(spec({"source": "hf", "name": "no-such/dataset"}))
+
+
+def test_synthetic_chain_scales_to_the_paper_vocabulary() -> None:
+    """Qwen's 151,936-token vocabulary: k distinct successors per token, built in O(V k)."""
+    from trainer.data import SyntheticSource
+
+    src = SyntheticSource(151_936)  # the O(V^2) construction took minutes (and ~100 GB)
+    ordered = src.successors.sort(dim=1).values  # (V, k)
+    assert src.successors.shape == (151_936, 4)
+    assert bool((ordered[:, 1:] != ordered[:, :-1]).all())
+    assert int(src.successors.max()) < 151_936
+
+
+def test_small_vocabulary_chain_is_the_recorded_stream() -> None:
+    """Below the threshold the chain is the one every recorded result used (randperm per token)."""
+    import torch
+
+    from trainer.data import _DATA_SEED, SyntheticSource, _generator
+
+    g = _generator(_DATA_SEED, "chain", 256)
+    expected = torch.stack([torch.randperm(256, generator=g)[:4] for _ in range(256)])
+    assert torch.equal(SyntheticSource(256).successors, expected)

@@ -60,8 +60,7 @@ class SyntheticSource:
                              f"data source (its chain needs at least {2 * k} tokens)")
         g = _generator(_DATA_SEED, "chain", vocab_size)
         self.vocab_size = vocab_size
-        self.successors = torch.stack([torch.randperm(vocab_size, generator=g)[:k]
-                                       for _ in range(vocab_size)])  # (V, k)
+        self.successors = _distinct_successors(vocab_size, k, g)  # (V, k)
         self.p = torch.tensor(self.SUCCESSOR_P)
         self.copy_prob = copy_prob
 
@@ -81,6 +80,26 @@ class SyntheticSource:
         half = length // 2
         seq[copy, length - half:] = seq[copy, :half]
         return seq
+
+
+# Up to this vocabulary the chain is drawn with one randperm per token (O(V^2) time), the
+# stream every recorded result used; above it (the paper presets' 151,936 tokens) that would
+# take minutes, so k distinct successors are drawn directly in O(V k).
+_EXACT_CHAIN_MAX_VOCAB = 16_384
+
+
+def _distinct_successors(vocab: int, k: int, g: torch.Generator) -> torch.Tensor:
+    """(vocab, k) long: k distinct successor tokens per token."""
+    if vocab <= _EXACT_CHAIN_MAX_VOCAB:
+        # clone: a slice would keep each whole permutation alive (O(V^2) memory)
+        return torch.stack([torch.randperm(vocab, generator=g)[:k].clone() for _ in range(vocab)])
+    succ = torch.randint(vocab, (vocab, k), generator=g)
+    while True:  # redraw the rows that repeat a successor (~k^2 / 2V of them)
+        ordered = succ.sort(dim=1).values
+        dup = (ordered[:, 1:] == ordered[:, :-1]).any(dim=1)
+        if not dup.any():
+            return succ
+        succ[dup] = torch.randint(vocab, (int(dup.sum()), k), generator=g)
 
 
 class ArraySource:
