@@ -13,7 +13,8 @@ import polars as pl
 
 from dashboard import longctx, paper
 from dashboard.tables import (FINISHED_STATES, FIRST_ATTN, GATE_SCORE, MAX_ACT, RESULT_STATES,
-                              VAL_PPL, add_delta, baseline_row, fmt_delta, fmt_mean_std,
+                              VAL_PPL, add_delta, baseline_params_total, baseline_row,
+                              fmt_delta, fmt_mean_std,
                               fmt_num, label_columns, params_label, variant_order, variant_stats)
 
 Kind = Literal["quality", "probes", "stability", "longctx"]
@@ -89,10 +90,11 @@ def _paper_table(variant: str, row: dict[str, Any], tables: tuple[str, ...]) -> 
     return None
 
 
-def _quality_row(r: dict[str, Any], benches: list[str],
-                 tables: tuple[str, ...] | None) -> dict[str, str]:
+def _quality_row(r: dict[str, Any], benches: list[str], tables: tuple[str, ...] | None,
+                 baseline_total: int | None) -> dict[str, str]:
     """One variant row; ``tables``: the paper tables to quote (None: no paper columns)."""
-    out = {"Variant": str(r["row"]), **label_columns(r), "Added": params_label(r),
+    out = {"Variant": str(r["row"]), **label_columns(r),
+           "Added": params_label(r, baseline_total),
            "PPL": fmt_mean_std(r[f"{VAL_PPL}:mean"], r[f"{VAL_PPL}:std"]),
            "ΔPPL": fmt_delta(r["delta"], r["delta_pct"])}
     for b in benches:
@@ -107,7 +109,7 @@ def _quality_row(r: dict[str, Any], benches: list[str],
             if t in tables and added is None:
                 added = paper.paper_value(r["variant"], r, t, "Added (M)")
         out["Paper PPL"] = fmt_num(ppl)
-        out["Paper Added (M)"] = fmt_num(added)
+        out["Paper Added (M)"] = "–" if added is None else f"{added:g}"  # as printed: 201, 1.6
     return out
 
 
@@ -174,7 +176,8 @@ def build(kind: Kind, runs: pl.DataFrame, summaries: pl.DataFrame, *, with_paper
                           VAL_PPL, base)
         ordered = _ordered(stats, runs)
         tables = paper_tables(ordered) if with_paper else None
-        rows = [_quality_row(r, benches, tables) for r in ordered]
+        base_total = baseline_params_total(runs)
+        rows = [_quality_row(r, benches, tables, base_total) for r in ordered]
     elif kind == "probes":
         stats = variant_stats(runs, summaries, [m for _, m, _ in PROBE_COLUMNS], RESULT_STATES)
         ordered = _ordered(stats, runs)

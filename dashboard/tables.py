@@ -172,12 +172,15 @@ def leaderboard(runs: pl.DataFrame, summaries: pl.DataFrame, metric: str = VAL_P
 
 
 def fmt_num(v: float | None) -> str:
-    """Table numbers: 1053 -> '1053', 5.7612 -> '5.761', 0.0031 -> '3.10e-03', None -> '–'."""
+    """Table numbers: 1053 -> '1053', 5.7612 -> '5.761', 0.0031 -> '3.10e-03',
+    7.1e19 -> '7.10e+19', None -> '–'."""
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "–"
     if math.isinf(v):
         return "inf" if v > 0 else "-inf"
     a = abs(v)
+    if a >= 1e6:  # e.g. the word perplexity of an untrained model
+        return f"{v:.2e}"
     if a >= 100:
         return f"{v:.0f}"
     if a >= 0.01 or a == 0:
@@ -208,5 +211,21 @@ def label_columns(row: Mapping[str, Any]) -> dict[str, str]:
             "Score shape": score_shape(row)}
 
 
-def params_label(row: Mapping[str, Any]) -> str:
-    return human_count(row.get("params_gates"))
+def params_label(row: Mapping[str, Any], baseline_total: int | None = None) -> str:
+    """Parameters the variant adds: its gates', or, for a variant without gate parameters
+    (more kv/q heads, more experts, SwitchHead), its total minus the baseline's total, as the
+    paper's "Added (M)" column counts them."""
+    gates = row.get("params_gates")
+    total = row.get("params_total")
+    if not gates and total is not None and baseline_total is not None:
+        return human_count(max(int(total) - int(baseline_total), 0))
+    return human_count(gates)
+
+
+def baseline_params_total(runs: pl.DataFrame) -> int | None:
+    """params_total of the baseline variant's first run (None when unknown)."""
+    base = baseline_variant(runs)
+    if base is None or "params_total" not in runs.columns:
+        return None
+    totals = runs.sort("id").filter(pl.col("variant") == base)["params_total"].to_list()
+    return int(totals[0]) if totals and totals[0] is not None else None

@@ -108,7 +108,7 @@ def test_ablation_quality_table_rows_and_paper_column(app: AppTest) -> None:
     assert list(table["ΔPPL"])[1] == "-1.100 (-10.8%)"
     # paper figures: Table 1 rows 1, 5, 10, 6 and Table 4 row 7 (NS-sigmoid)
     assert list(table["Paper PPL"]) == ["6.026", "5.761", "5.792", "5.820", "5.900"]
-    assert list(table["Paper Added (M)"]) == ["0.000", "201", "1.600", "25.000", "–"]
+    assert list(table["Paper Added (M)"]) == ["0", "201", "1.6", "25", "–"]
 
 
 def test_ablation_probes_and_stability_tables(app: AppTest) -> None:

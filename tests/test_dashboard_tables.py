@@ -226,3 +226,28 @@ def test_runs_frame_comes_from_db_runs_without_config(tmp_path: Path) -> None:
     # a sweep without long-context summaries: the table has no metric columns
     empty = ablation.build("longctx", frame, data.summaries(url, "demo", ("val/ppl",)))
     assert [c for c in empty.display.columns if c.endswith(("PPL", "retrieval"))] == []
+
+
+def test_added_params_of_a_non_gate_variant_is_its_extra_total() -> None:
+    """kv_heads_x2 has no gate parameters but adds kv projections: the paper's +50M row."""
+    import polars as pl
+
+    from dashboard.tables import baseline_params_total, params_label
+
+    runs = pl.DataFrame({"id": [1, 2, 3], "variant": ["baseline", "kv_heads_x2", "sdpa"],
+                         "gate_position": [None, None, "G1"], "nonlinearity": ["none"] * 3,
+                         "params_total": [1_000_000, 1_050_000, 1_201_000],
+                         "params_gates": [0, 0, 201_000]})
+    base = baseline_params_total(runs)
+    assert base == 1_000_000
+    rows = {r["variant"]: r for r in runs.iter_rows(named=True)}
+    assert params_label(rows["kv_heads_x2"], base) == params_label({"params_gates": 50_000})
+    assert params_label(rows["sdpa"], base) == params_label({"params_gates": 201_000})
+    assert params_label(rows["baseline"], base) == params_label({"params_gates": 0})
+
+
+def test_huge_numbers_use_exponent_notation() -> None:
+    from dashboard.tables import fmt_num
+
+    assert fmt_num(70828182313633628160.0) == "7.08e+19"
+    assert fmt_num(1053.0) == "1053"

@@ -245,7 +245,7 @@ def test_quality_and_stability_tables_show_the_issue7_rows(tmp_path: Path) -> No
     assert (q["switch_v_8top2"]["Method"], q["switch_v_8top2"]["Paper PPL"]) == \
         ("Switch v", "5.870")
     assert (q["switch_kv_8top8"]["Method"], q["switch_kv_8top8"]["Paper Added (M)"]) == \
-        ("Switch kv", "38.000")
+        ("Switch kv", "38")
     # sandwich norm is a dense-model row (Table 2): not quoted beside the MoE tables' figures
     assert q[f"baseline_sandwich {lo}"]["Method"] == "Baseline + Sandwich Norm"
     assert q[f"baseline_sandwich {lo}"]["Paper PPL"] == "–"
