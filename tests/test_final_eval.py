@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from eval_fixtures import train_briefly
 from trainer.config import RunSpec
 from trainer.data import build_data
 from trainer.final_eval import run_final_evals, unwrap
-from trainer.model import build_model
 from trainer.reporter import MemoryReporter
 from trainer.rope import RopeScaling
 
@@ -24,33 +24,10 @@ def _spec(**eval_cfg: object) -> RunSpec:
 
 @pytest.fixture(scope="module")
 def model() -> torch.nn.Module:
-    spec = _spec()
-    torch.manual_seed(1)
-    net = build_model(spec.model)
-    opt = torch.optim.AdamW(net.parameters(), lr=3e-3)
-    data = build_data(spec)
-    for step in range(spec.train.steps):
-        x, y = data.train_batch(step)
-        loss = net(x, y).loss
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    return net
+    return train_briefly(_spec(), seed=1)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _isolated_hf_cache(tmp_path_factory: pytest.TempPathFactory):
-    """lm-eval loads the JSONL tasks through ``datasets``: keep its cache out of ~/.cache.
-
-    ``datasets`` reads HF_DATASETS_CACHE once at import, so its config is patched too."""
-    import datasets.config
-
-    root = tmp_path_factory.mktemp("hf")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HF_HOME", str(root))
-        mp.setenv("HF_DATASETS_CACHE", str(root / "datasets"))
-        mp.setattr(datasets.config, "HF_DATASETS_CACHE", root / "datasets")
-        yield
+pytestmark = pytest.mark.usefixtures("isolated_hf_cache")
 
 
 class _EngineLike(torch.nn.Module):

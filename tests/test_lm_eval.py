@@ -16,9 +16,9 @@ import torch
 import torch.nn.functional as F
 import yaml
 
+from eval_fixtures import train_briefly
 from trainer.benchmarks import BenchmarkError, map_results, prepare_task_dir, run_benchmarks
 from trainer.config import BenchmarkSpec, RunSpec
-from trainer.data import build_data
 from trainer.lm_eval_adapter import GatedLMAdapter, cut_at_stops, eval_tokenizer
 from trainer.model import build_model
 from trainer.tasks import TASKS_DIR
@@ -28,32 +28,10 @@ from trainer.tokenizer import ByteTokenizer
 def _train_tiny(steps: int = 25) -> tuple[torch.nn.Module, RunSpec]:
     spec = RunSpec(name="lm-eval-test", model={"preset": "tiny"},
                    train={"seq_len": 64, "batch_size": 8, "steps": steps, "warmup": 2})
-    torch.manual_seed(0)
-    model = build_model(spec.model)
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    data = build_data(spec)
-    for step in range(steps):
-        x, y = data.train_batch(step)
-        loss = model(x, y).loss
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    return model.eval(), spec
+    return train_briefly(spec).eval(), spec
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _isolated_hf_cache(tmp_path_factory: pytest.TempPathFactory):
-    """lm-eval loads the JSONL tasks through ``datasets``: keep its cache out of ~/.cache.
-
-    ``datasets`` reads HF_DATASETS_CACHE once at import, so its config is patched too."""
-    import datasets.config
-
-    root = tmp_path_factory.mktemp("hf")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HF_HOME", str(root))
-        mp.setenv("HF_DATASETS_CACHE", str(root / "datasets"))
-        mp.setattr(datasets.config, "HF_DATASETS_CACHE", root / "datasets")
-        yield
+pytestmark = pytest.mark.usefixtures("isolated_hf_cache")
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,8 @@ import math
 import pytest
 import torch
 
+from eval_fixtures import train_briefly
 from trainer.config import LongContextConfig, RunSpec
-from trainer.data import build_data
 from trainer.longctx import (
     KEY_LEN,
     VALUE_LEN,
@@ -19,7 +19,6 @@ from trainer.longctx import (
     retrieval_hits,
     scaling_for,
 )
-from trainer.model import build_model
 from trainer.rope import RopeScaling, attention_scale, inv_frequencies, rope_cache
 
 HEAD_DIM, BASE, TRAIN_LEN = 64, 10000.0, 128
@@ -145,17 +144,7 @@ def trained() -> tuple[torch.nn.Module, RunSpec]:
                    eval={"longctx": {"factors": [1, 2, 4, 8],
                                      "methods": ["none", "linear", "ntk", "yarn"],
                                      "batches": 1}})
-    torch.manual_seed(0)
-    model = build_model(spec.model)
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    data = build_data(spec)
-    for step in range(spec.train.steps):
-        x, y = data.train_batch(step)
-        loss = model(x, y).loss
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    return model, spec
+    return train_briefly(spec), spec
 
 
 def test_long_batches_have_factor_times_the_training_length(trained) -> None:
