@@ -225,9 +225,8 @@ def _rank0_attempt(job: dict[str, Any], trial_id: str | None, policy: RetryPolic
     run_id = int(job["run_id"])
     attempt = db.start_attempt(run_id, host=host_label(), trial_id=trial_id)
     db.add_artifact(run_id, attempt.id, "workers", data={"workers": workers})
-    reporter = FlushingReporter(DBReporter(db, run_id, attempt.id,
-                                           heartbeat_s=float_env(HEARTBEAT_S_ENV, 5.0),
-                                           flush_s=float_env(FLUSH_S_ENV, 5.0)))
+    reporter = DBReporter(db, run_id, attempt.id, heartbeat_s=float_env(HEARTBEAT_S_ENV, 5.0),
+                          flush_s=float_env(FLUSH_S_ENV, 5.0))
     try:
         result = _train_attempt(db, job, run_id, attempt.id, reporter)
     except BaseException as exc:  # _train_attempt recorded it as failed
@@ -270,30 +269,3 @@ def _other_rank(job: dict[str, Any], policy: RetryPolicy) -> dict[str, Any]:
             return {"status": "failed", "fault": fault.value}
         raise
     return {"status": res.status, "steps": res.steps}
-
-
-class FlushingReporter:
-    """Wraps the DB reporter: metric points are flushed *before* a checkpoint is recorded.
-
-    Otherwise points buffered before checkpoint k die with a killed worker, and the next
-    attempt, resuming after step k, never logs them again: a hole in the curve."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    def log(self, step: int, metrics: Any) -> None:
-        self.inner.log(step, metrics)
-
-    def summary(self, metrics: Any) -> None:
-        self.inner.summary(metrics)
-
-    def heartbeat(self) -> None:
-        self.inner.heartbeat()
-
-    def artifact(self, kind: str, payload: Any) -> None:
-        if kind == "checkpoint":
-            self.inner.flush()
-        self.inner.artifact(kind, payload)

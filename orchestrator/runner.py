@@ -50,12 +50,9 @@ def execute_job(job: dict[str, Any], trial_id: str | None = None) -> dict[str, A
     from orchestrator.cluster import host_label
 
     attempt = db.start_attempt(run_id, host=host_label(), trial_id=trial_id)
-    from orchestrator.multiworker import FlushingReporter
-
-    # flush points before each checkpoint is recorded: a killed attempt must not leave a hole
-    reporter = FlushingReporter(DBReporter(db, run_id, attempt.id,
-                                           heartbeat_s=float_env(HEARTBEAT_S_ENV, 5.0),
-                                           flush_s=float_env(FLUSH_S_ENV, 5.0)))
+    # trainer.train flushes it before every checkpoint: a killed attempt leaves no hole
+    reporter = DBReporter(db, run_id, attempt.id, heartbeat_s=float_env(HEARTBEAT_S_ENV, 5.0),
+                          flush_s=float_env(FLUSH_S_ENV, 5.0))
     try:
         return _train_attempt(db, job, run_id, attempt.id, reporter)
     finally:

@@ -98,3 +98,53 @@ def test_a_crash_mid_save_never_looks_complete(engines, tmp_path: Path,
     monkeypatch.setattr(a, "save_checkpoint", real_save)
     checkpoint.save(a, tmp_path, 10, {"gatesweep": {}})  # the next save cleans up the debris
     assert sorted(p.name for p in tmp_path.iterdir()) == ["step_00000005", "step_00000010"]
+
+
+class _FlushSpy:
+    """A buffering reporter: records which checkpoints existed each time it was flushed."""
+
+    def __init__(self, ckpt_dir: Path) -> None:
+        from trainer.reporter import MemoryReporter
+
+        self.inner, self.ckpt_dir = MemoryReporter(), ckpt_dir
+        self.pending: list[int] = []  # steps logged since the last flush
+        self.flushes: list[tuple[list[int], set[str]]] = []
+        self.checkpoints: list[str] = []
+
+    def log(self, step: int, metrics) -> None:  # type: ignore[no-untyped-def]
+        self.pending.append(step)
+        self.inner.log(step, metrics)
+
+    def summary(self, metrics) -> None:  # type: ignore[no-untyped-def]
+        self.inner.summary(metrics)
+
+    def heartbeat(self) -> None:
+        pass
+
+    def artifact(self, kind: str, payload) -> None:  # type: ignore[no-untyped-def]
+        if kind == "checkpoint":
+            self.checkpoints.append(Path(str(payload)).name)
+
+    def flush(self) -> None:
+        existing = {p.name for p in self.ckpt_dir.glob("step_*")} if self.ckpt_dir.exists() else set()
+        self.flushes.append((self.pending, existing))
+        self.pending = []
+
+
+def test_points_are_flushed_before_each_checkpoint_exists(tmp_path: Path) -> None:
+    """A crash right after a checkpoint must not lose points logged before it: the resumed
+    attempt starts after the checkpoint and never logs them again."""
+    from trainer import train
+
+    spec = RunSpec(name="flush", model={"preset": "tiny"},
+                   train={"steps": 20, "batch_size": 2, "seq_len": 16, "warmup": 2,
+                          "log_every": 2, "eval_every": 0, "checkpoint_every": 10})
+    spy = _FlushSpy(tmp_path / "ckpt")
+    train(spec, spy, tmp_path / "ckpt")
+    assert spy.checkpoints == ["step_00000010", "step_00000020"]
+    before = [f for f in spy.flushes if f[0]]  # flushes that had points to write
+    for ckpt in spy.checkpoints:
+        step = int(ckpt.removeprefix("step_"))
+        # some flush wrote the points up to this step while the checkpoint did not yet exist
+        assert any(max(pts) <= step and step - 2 <= max(pts) and ckpt not in existing
+                   for pts, existing in before), (ckpt, spy.flushes)

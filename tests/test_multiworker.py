@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import results_db
-from orchestrator.multiworker import FlushingReporter, fit_run
+from orchestrator.multiworker import fit_run
 from orchestrator.runner import job_config
 from trainer.config import RunSpec
 from trainer.reporter import MemoryReporter
@@ -48,26 +48,6 @@ def _register(url: str, spec: dict[str, Any]) -> int:
 def _loss_by_step(db: Any, run_id: int) -> dict[int, float]:
     m = db.metrics(run_ids=[run_id], names=["train/loss"])
     return dict(zip(m["step"].to_list(), m["value"].to_list()))
-
-
-class _Spy:
-    def __init__(self) -> None:
-        self.flushed: list[int] = []
-        self.events: list[str] = []
-
-    def flush(self) -> None:
-        self.events.append("flush")
-
-    def artifact(self, kind: str, payload: Any) -> None:
-        self.events.append(kind)
-
-
-def test_flushing_reporter_flushes_before_a_checkpoint() -> None:
-    spy = _Spy()
-    rep = FlushingReporter(spy)
-    rep.artifact("gate_histogram", {"x": 1})
-    rep.artifact("checkpoint", "/x/step_00000010")
-    assert spy.events == ["gate_histogram", "flush", "checkpoint"]
 
 
 @pytest.mark.slow
