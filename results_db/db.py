@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from sqlalchemy import URL, Engine
 
+from results_db.analysis.api import AnalysisMixin
 from results_db.engine import reader_engine, writer_engine
+from results_db.live import LiveMixin
 from results_db.query import ReaderMixin, ReadOnlyQueryError
 from results_db.store import WriterMixin
 
 __all__ = ["ReadOnlyQueryError", "ResultsDB"]
 
 
-class ResultsDB(WriterMixin, ReaderMixin):
-    """Writes (WriterMixin, store.py) and polars reads (ReaderMixin, query.py)."""
+class ResultsDB(WriterMixin, ReaderMixin, AnalysisMixin, LiveMixin):
+    """Writes (WriterMixin, store.py), polars reads (ReaderMixin, query.py), conclusions
+    (AnalysisMixin, analysis/api.py) and live-run reads (LiveMixin, live.py)."""
 
     def __init__(self, url: URL, migrate: bool = True) -> None:
         self.url: URL = url
