@@ -4,16 +4,15 @@
     python benchmarks/reproduction_table.py --db sqlite:////tmp/gates_run/results.db \
         --sweep gates-toy [--out table.md]
 
-Reads the sweep through results_db (runs + summaries) and lays it out with the dashboard's own
-table builder (dashboard/ablation.py, the same rows and paper mapping as the "Ablation tables"
-page), then adds a direction check: for each variant with a paper row, the sign of its PPL
-change vs the baseline, ours and the paper's (Table 1 15A2B MoE, baseline 6.026).
+No rule of its own: every mean, Δ, 95 % CI, verdict, main effect and max stable LR comes from
+results_db's AnalysisMixin (db.verdict_summary, db.ablation_table, db.effects, db.stability),
+laid out by the dashboard's own table builder (dashboard/ablation.py: the same rows, paper
+mapping and "Agree" column as the "Ablation tables" page). The DB is opened read-only.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,70 +22,63 @@ import polars as pl
 import results_db
 
 
-def _quiet_streamlit() -> None:
-    """dashboard.data's cache decorators warn "No runtime found" outside a Streamlit server."""
-    import streamlit  # noqa: F401  (configures its loggers, which we then quieten)
+def effects_table(db: Any, sweep: str) -> pl.DataFrame:
+    """db.effects formatted: dimension, value, variants, runs, mean Δ PPL % [95 % CI], verdict."""
+    from dashboard.tables import fmt_delta_ci
 
-    for name in list(logging.root.manager.loggerDict):
-        if name.startswith("streamlit"):
-            logging.getLogger(name).setLevel(logging.ERROR)
-
-
-def sweep_frames(db: Any, sweep: str) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(runs with the dashboard's dimension columns, long summaries run_id/name/value)."""
-    _quiet_streamlit()
-    from dashboard.data import RUN_COLUMNS
-
-    runs = db.runs(sweep=sweep, with_config=False, columns=RUN_COLUMNS)
-    if runs.height == 0:
-        raise SystemExit(f"--sweep: no runs of sweep {sweep!r} in {db.url}")
-    runs = runs.with_columns(pl.col("gate_input_dependent").cast(pl.Boolean))
-    return runs, db.summaries(sweep=sweep).select("run_id", "name", "value")
+    eff = db.effects(sweep)
+    return pl.DataFrame([{"Dimension": r["dimension"], "Value": r["value"],
+                          "Variants": str(r["n_variants"]), "Runs": str(r["n_runs"]),
+                          "mean ΔPPL [95% CI]": fmt_delta_ci(r["mean_delta_pct"],
+                                                             r["ci_low_pct"], r["ci_high_pct"]),
+                          "Verdict": r["verdict"]} for r in eff.iter_rows(named=True)],
+                        schema={c: pl.String for c in ("Dimension", "Value", "Variants", "Runs",
+                                                       "mean ΔPPL [95% CI]", "Verdict")})
 
 
-def direction_table(quality: Any) -> pl.DataFrame:
-    """Per variant: our ΔPPL % vs the baseline, the paper's, and whether the signs agree."""
-    from dashboard import paper
+def stability_curve(st: Any) -> pl.DataFrame:
+    """db.stability(...).curve formatted: final val/loss vs LR relative to the best LR."""
+    from dashboard.tables import fmt_lr, fmt_mean_std, fmt_num, fmt_pct
 
-    num = quality.numeric
-    paper_base = paper.to_float(paper.load_table("table1")[0]["Avg PPL"])  # row 1: baseline
-    rows = []
-    for r, shown in zip(num.iter_rows(named=True), quality.display.iter_rows(named=True),
-                        strict=True):
-        p = paper.to_float(shown.get("Paper PPL"))
-        if p is None or r["delta_pct"] is None or not paper_base:
-            continue
-        ours, theirs = r["delta_pct"], 100.0 * (p - paper_base) / paper_base
-        agree = "–" if abs(theirs) < 1e-9 or abs(ours) < 1e-9 else \
-            ("yes" if (ours < 0) == (theirs < 0) else "no")
-        rows.append({"Variant": shown["Variant"], "ours ΔPPL %": f"{ours:+.2f}",
-                     "paper ΔPPL %": f"{theirs:+.2f}", "same direction": agree})
-    return pl.DataFrame(rows)
+    return pl.DataFrame([{"Variant": r["variant"], "LR": fmt_lr(r["lr"]), "n": str(r["n"]),
+                          "val/loss": fmt_mean_std(r["mean"], r["std"]),
+                          "vs best": fmt_pct(None if r["rel_to_best"] is None
+                                             else 100 * r["rel_to_best"]),
+                          "Diverged": str(r["diverged"]), "Spikes": fmt_num(r["loss_spikes"]),
+                          "Max act": fmt_num(r["max_activation"]),
+                          "Stable": "yes" if r["stable"] else "no"}
+                         for r in st.curve.iter_rows(named=True)])
 
 
 def render(url: str, sweep: str) -> str:
     from dashboard import ablation
     from dashboard.export import to_markdown
 
-    db = results_db.open(url)
-    runs, summaries = sweep_frames(db, sweep)
-    quality = ablation.build("quality", runs, summaries, with_paper=True)
-    probes = ablation.build("probes", runs, summaries, with_paper=True)
-    stab = ablation.build("stability", runs, summaries, with_paper=True,
-                          max_stable_lr=db.max_stable_lr(sweep))
-    return "\n".join([
-        f"### Quality (val PPL) — sweep `{sweep}`, baseline `{quality.baseline}`\n",
-        to_markdown(quality.display),
-        "### Direction of the PPL change vs the baseline (ours vs paper Table 1)\n",
-        to_markdown(direction_table(quality)),
-        "### Gate scores, massive activations, first-token attention (paper Table 4)\n",
-        to_markdown(probes.display),
-        "### Stability\n",
-        to_markdown(stab.display)])
+    db = results_db.open(url, readonly=True)
+    names = db.summary_names(sweep)
+    if not names:
+        raise SystemExit(f"--sweep: no finished runs with results in sweep {sweep!r} ({db.url})")
+    st = db.stability(sweep)
+    tables = {}
+    for kind in ("quality", "probes", "stability"):
+        metrics = ablation.metric_names(kind, names)
+        tables[kind] = ablation.build(kind, db.ablation_table(sweep, metrics), metrics,
+                                      with_paper=True, max_stable_lr=db.max_stable_lr(sweep))
+    out = [f"### Quality (val PPL) — sweep `{sweep}`, baseline `{tables['quality'].baseline}`\n",
+           db.verdict_summary(sweep) + "\n", ablation.SCALE_CAVEAT + "\n",
+           to_markdown(tables["quality"].display),
+           "### Main effects of each dimension (mean ΔPPL over the other dimensions)\n",
+           to_markdown(effects_table(db, sweep)),
+           "### Gate scores, massive activations, first-token attention (paper Table 4)\n",
+           to_markdown(tables["probes"].display),
+           "### Stability\n", to_markdown(tables["stability"].display)]
+    if st is not None:
+        out += [f"{st.rule}\n", to_markdown(stability_curve(st))]
+    return "\n".join(out)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--db", required=True, help="results DB URL")
     ap.add_argument("--sweep", default="gates-toy")
     ap.add_argument("--out", type=Path, help="write the Markdown here (default: stdout)")

@@ -1,7 +1,11 @@
 """The paper's ablation layouts for any sweep: quality (Tables 1/3), probes (Table 4), stability
-(Table 2), long context (Table 5 style, dashboard/longctx.py). Each table is a numeric frame
-(for CSV) and a display frame of strings (for the page, Markdown and LaTeX), one row per
-variant, baseline first, then the sweep's declared order.
+(Table 2), long context (Table 5 style, dashboard/longctx.py), laid out from
+``db.ablation_table`` (results_db computes every mean, Δ, CI and verdict; this module formats).
+
+Each table is a numeric frame (for CSV) and a display frame of strings (page, Markdown, LaTeX),
+one row per (variant, learning rate) group, baseline first, then the sweep's declared order.
+With the paper's figures on, the quality table gains the paper's PPL and Δ% and whether our
+Δ points the same way ("agree" / "disagree"; "(noise)" when our verdict is not beyond noise).
 """
 
 from __future__ import annotations
@@ -12,10 +16,9 @@ from typing import Any, Literal
 import polars as pl
 
 from dashboard import longctx, paper
-from dashboard.tables import (FINISHED_STATES, FIRST_ATTN, GATE_SCORE, MAX_ACT, RESULT_STATES,
-                              VAL_PPL, add_delta, baseline_params_total, baseline_row,
-                              fmt_delta, fmt_mean_std,
-                              fmt_num, label_columns, params_label, variant_order, variant_stats)
+from dashboard.tables import (FIRST_ATTN, GATE_SCORE, MAX_ACT, VAL_PPL, fmt_delta_ci, fmt_lr,
+                              fmt_mean_std, fmt_num, fmt_pct, label_columns, params_label,
+                              row_labels)
 
 Kind = Literal["quality", "probes", "stability", "longctx"]
 KINDS: dict[str, str] = {
@@ -29,12 +32,16 @@ PROBE_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("Gate score", GATE_SCORE, "Gate score"), ("M-Act", MAX_ACT, "M-Act"),
     ("F-Attn", FIRST_ATTN, "F-Attn"), ("PPL", VAL_PPL, "PPL"),
 )
+STABILITY_METRICS: tuple[str, ...] = ("stability/loss_spikes", "stability/max_grad_norm", VAL_PPL)
+SCALE_CAVEAT = ("The paper's figures come from a 15A2B MoE / 1.7B dense model trained on "
+                "400B-3.5T tokens: compare the DIRECTION of each effect (the 'Agree' column), "
+                "not the values.")
 
 
 @dataclass(frozen=True)
 class AblationTable:
     kind: str
-    numeric: pl.DataFrame  # one row per variant, floats (CSV export)
+    numeric: pl.DataFrame  # one row per group, floats (CSV export)
     display: pl.DataFrame  # the same rows as strings (page, Markdown, LaTeX)
     baseline: str | None
 
@@ -44,27 +51,15 @@ def is_bench_main(name: str) -> bool:
     return name.startswith("bench/") and name.count("/") == 1
 
 
-def bench_names(summaries: pl.DataFrame) -> list[str]:
-    """The sweep's benchmark main metrics (``bench/<task>``), sorted."""
-    if summaries.is_empty():
-        return []
-    return sorted(n for n in summaries["name"].unique().to_list() if is_bench_main(n))
-
-
 def metric_names(kind: str, available: list[str]) -> list[str]:
     """The summary names a table of ``kind`` reads (``available``: the sweep's names)."""
     if kind == "quality":
         return [VAL_PPL, *[n for n in available if is_bench_main(n)]]
     if kind == "longctx":
-        return [c.metric for c in longctx.columns(available)]
+        return [c.metric for c in longctx.columns(available)] or [VAL_PPL]
     if kind == "probes":
         return [m for _, m, _ in PROBE_COLUMNS]
-    return ["stability/loss_spikes", "stability/max_grad_norm", VAL_PPL]
-
-
-def _ordered(stats: pl.DataFrame, runs: pl.DataFrame, by: str = "row") -> list[dict[str, Any]]:
-    by_key = {r[by]: r for r in stats.iter_rows(named=True)}
-    return [by_key[v] for v in variant_order(runs, by) if v in by_key]
+    return list(STABILITY_METRICS)
 
 
 # The paper's tables by model: Tables 1, 3, 4 and 6 are the same 15A2B MoE (one baseline,
@@ -76,134 +71,139 @@ _PPL_COLUMN = {"table1": "Avg PPL", "table2": "Avg PPL", "table3": "Avg PPL", "t
 
 
 def paper_tables(rows: list[dict[str, Any]]) -> tuple[str, ...]:
-    """The tables a sweep's quality table quotes: the MoE tables when any variant has a row
-    there (then e.g. a sandwich-norm variant, in Table 2 only, shows no paper PPL), else Table 2
-    (the dense study, sweeps/paper/dense_1p7b.yaml)."""
+    """The MoE tables when any variant has a row there, else Table 2 (the dense study)."""
     moe = any(paper.paper_rows(r["variant"], r, t) for r in rows for t in MOE_TABLES)
     return MOE_TABLES if moe else DENSE_TABLES
 
 
-def _paper_table(variant: str, row: dict[str, Any], tables: tuple[str, ...]) -> str | None:
+def paper_ppl(row: dict[str, Any], tables: tuple[str, ...]) -> float | None:
     for table in tables:
-        if paper.paper_rows(variant, row, table):
-            return table
+        if paper.paper_rows(row["variant"], row, table):
+            return paper.paper_value(row["variant"], row, table, _PPL_COLUMN[table])
     return None
 
 
-def _quality_row(r: dict[str, Any], benches: list[str], tables: tuple[str, ...] | None,
-                 baseline_total: int | None) -> dict[str, str]:
-    """One variant row; ``tables``: the paper tables to quote (None: no paper columns)."""
-    out = {"Variant": str(r["row"]), **label_columns(r),
-           "Added": params_label(r, baseline_total),
-           "PPL": fmt_mean_std(r[f"{VAL_PPL}:mean"], r[f"{VAL_PPL}:std"]),
-           "ΔPPL": fmt_delta(r["delta"], r["delta_pct"])}
-    for b in benches:
-        out[b.removeprefix("bench/")] = fmt_mean_std(r[f"{b}:mean"], r[f"{b}:std"])
-    out["n"] = str(r[f"{VAL_PPL}:n"])
-    if tables is not None:
-        table = _paper_table(r["variant"], r, tables)
-        ppl = paper.paper_value(r["variant"], r, table, _PPL_COLUMN[table]) if table else None
-        # "Added (M)": Table 1's, else Table 6's (Switch-Head); Table 2 prints none
-        added = None
-        for t in ("table1", "table6"):
-            if t in tables and added is None:
-                added = paper.paper_value(r["variant"], r, t, "Added (M)")
-        out["Paper PPL"] = fmt_num(ppl)
-        out["Paper Added (M)"] = "–" if added is None else f"{added:g}"  # as printed: 201, 1.6
+def agreement(ours_pct: float | None, paper_pct: float | None, verdict: str | None) -> str:
+    """Whether our Δ points the paper's way: 'agree' / 'disagree', '(noise)' appended when
+    our verdict is not beyond noise; '–' when either side has no Δ."""
+    if ours_pct is None or paper_pct is None or verdict in (None, "baseline"):
+        return "–"
+    same = (ours_pct < 0) == (paper_pct < 0) or (ours_pct == 0 == paper_pct)
+    word = "agree" if same else "disagree"
+    return word if verdict in ("better", "worse") else f"{word} (noise)"
+
+
+def _quality_rows(rows: list[dict[str, Any]], benches: list[str], with_paper: bool,
+                  base_total: int | None) -> list[dict[str, str]]:
+    tables = paper_tables(rows) if with_paper else ()
+    base = next((r for r in rows if r["is_baseline"]), None)
+    base_ppl = paper_ppl(base, tables) if (base and with_paper) else None
+    out = []
+    for r in rows:
+        m = VAL_PPL
+        d = {"Variant": r["row"], **label_columns(r), "Added": params_label(r, base_total),
+             "PPL": fmt_mean_std(r[f"{m}:mean"], r[f"{m}:std"]),
+             "ΔPPL [95% CI]": "–" if r["is_baseline"] else fmt_delta_ci(
+                 r[f"{m}:delta_pct"], r[f"{m}:ci_low_pct"], r[f"{m}:ci_high_pct"]),
+             "Verdict": r[f"{m}:verdict"] or "–"}
+        for b in benches:
+            d[b.removeprefix("bench/")] = fmt_mean_std(r[f"{b}:mean"], r[f"{b}:std"])
+        d["n"] = str(r[f"{m}:n"] or 0)
+        if with_paper:
+            pp = paper_ppl(r, tables)
+            ppct = None if pp is None or not base_ppl else (pp - base_ppl) / base_ppl * 100
+            d["Paper PPL"] = fmt_num(pp)
+            d["Paper Δ%"] = fmt_pct(ppct) if not r["is_baseline"] else "–"
+            d["Agree"] = agreement(r[f"{m}:delta_pct"], ppct, r[f"{m}:verdict"])
+            added = None
+            for t in ("table1", "table6"):
+                if t in tables and added is None:
+                    added = paper.paper_value(r["variant"], r, t, "Added (M)")
+            d["Paper Added (M)"] = "–" if added is None else f"{added:g}"  # as printed
+        out.append(d)
     return out
 
 
-def _probes_row(r: dict[str, Any], with_paper: bool) -> dict[str, str]:
-    out = {"Variant": str(r["row"]), **label_columns(r)}
-    for label, metric, _ in PROBE_COLUMNS:
-        out[label] = fmt_mean_std(r[f"{metric}:mean"], r[f"{metric}:std"])
-    out["n"] = str(r["runs"])
-    if with_paper:
-        for label, _, col in PROBE_COLUMNS:
-            out[f"Paper {label}"] = fmt_num(paper.paper_value(r["variant"], r, "table4", col))
+def _probe_rows(rows: list[dict[str, Any]], with_paper: bool) -> list[dict[str, str]]:
+    out = []
+    for r in rows:
+        d = {"Variant": r["row"], **label_columns(r)}
+        for label, metric, _ in PROBE_COLUMNS:
+            d[label] = fmt_mean_std(r[f"{metric}:mean"], r[f"{metric}:std"])
+        d["n"] = str(r["n"])
+        if with_paper:
+            for label, _, col in PROBE_COLUMNS:
+                d[f"Paper {label}"] = fmt_num(paper.paper_value(r["variant"], r, "table4", col))
+        out.append(d)
     return out
 
 
-def _stability_row(r: dict[str, Any], msl: dict[str, float], with_paper: bool) -> dict[str, str]:
-    out = {"Variant": str(r["variant"]), **label_columns(r),
-           "Diverged": f"{r['diverged_runs']}/{r['runs']}",
-           "Loss spikes": fmt_mean_std(r["stability/loss_spikes:mean"],
-                                       r["stability/loss_spikes:std"]),
-           "Max grad norm": fmt_mean_std(r["stability/max_grad_norm:mean"],
-                                         r["stability/max_grad_norm:std"]),
-           "LRs": ", ".join(fmt_num(x) for x in r["lrs"]) if r["lrs"] else "–",
-           "Max stable LR": fmt_num(msl.get(r["variant"]))}
-    if with_paper:
-        out["Paper max LR"] = fmt_num(paper.paper_max_stable_lr(r["variant"], r))
+def _longctx_rows(rows: list[dict[str, Any]], cols: list[longctx.LongCtxColumn]
+                  ) -> list[dict[str, str]]:
+    out = []
+    for r in rows:
+        d = {"Variant": r["row"], **label_columns(r)}
+        for c in cols:
+            d[c.label] = fmt_mean_std(r[f"{c.metric}:mean"], r[f"{c.metric}:std"])
+        d["n"] = str(r["n"])
+        out.append(d)
     return out
 
 
-def _longctx_row(r: dict[str, Any], cols: list[longctx.LongCtxColumn]) -> dict[str, str]:
-    out = {"Variant": str(r["row"]), **label_columns(r)}
-    for c in cols:
-        out[c.label] = fmt_mean_std(r[f"{c.metric}:mean"], r[f"{c.metric}:std"])
-    out["n"] = str(r["runs"])
+def _stability_rows(rows: list[dict[str, Any]], msl: pl.DataFrame | None,
+                    with_paper: bool) -> list[dict[str, str]]:
+    """One row per variant across its learning rates (max stable LR: db.max_stable_lr)."""
+    by_var: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_var.setdefault(r["variant"], []).append(r)
+    summ = {} if msl is None or msl.is_empty() else \
+        {s["variant"]: s for s in msl.iter_rows(named=True)}
+    out = []
+    for variant, group in by_var.items():
+        s = summ.get(variant, {})
+        best = next((g for g in group if g["lr"] == s.get("best_lr")), group[0])
+        div = sum(g["n_diverged"] or 0 for g in group)
+        total = div + sum(g["n"] or 0 for g in group)
+        d = {"Variant": variant, **label_columns(group[0]), "Diverged": f"{div}/{total}",
+             "Loss spikes": fmt_mean_std(best["stability/loss_spikes:mean"],
+                                         best["stability/loss_spikes:std"]),
+             "Max grad norm": fmt_mean_std(best["stability/max_grad_norm:mean"],
+                                           best["stability/max_grad_norm:std"]),
+             "LRs": ", ".join(fmt_lr(g["lr"]) for g in sorted(group, key=lambda g: g["lr"] or 0)),
+             "Best LR": fmt_lr(s.get("best_lr")), "Max stable LR": fmt_lr(s.get("max_stable_lr"))}
+        if with_paper:
+            d["Paper max LR"] = fmt_lr(paper.paper_max_stable_lr(variant, group[0]))
+        out.append(d)
     return out
 
 
-def _stability_stats(runs: pl.DataFrame, summaries: pl.DataFrame) -> pl.DataFrame:
-    metrics = ["stability/loss_spikes", "stability/max_grad_norm", VAL_PPL]
-    stats = variant_stats(runs, summaries, metrics, FINISHED_STATES, by="variant")
-    extra = (runs.filter(pl.col("status").is_in(list(FINISHED_STATES))).group_by("variant")
-             .agg((pl.col("status") == "diverged").sum().alias("diverged_runs"),
-                  (pl.col("lr").unique().sort() if "lr" in runs.columns
-                   else pl.lit(None, pl.Float64).implode()).alias("lrs")))
-    return stats.join(extra, on="variant", how="left")
-
-
-def max_stable_lr_map(frame: pl.DataFrame | None) -> dict[str, float]:
-    """``db.max_stable_lr(sweep)`` -> {variant: lr}; tolerant of a missing or empty frame."""
-    if frame is None or frame.is_empty() or "variant" not in frame.columns:
-        return {}
-    col = "max_stable_lr" if "max_stable_lr" in frame.columns else frame.columns[-1]
-    return {r["variant"]: r[col] for r in frame.iter_rows(named=True) if r[col] is not None}
-
-
-def build(kind: Kind, runs: pl.DataFrame, summaries: pl.DataFrame, *, with_paper: bool = False,
+def build(kind: Kind, frame: pl.DataFrame, metrics: list[str], *, with_paper: bool = False,
           max_stable_lr: pl.DataFrame | None = None) -> AblationTable:
-    """One ablation table of a sweep (``runs``/``summaries`` already restricted to it)."""
+    """One ablation table from ``db.ablation_table(sweep, metrics)`` (``frame``)."""
     if kind not in KINDS:
         raise ValueError(f"ablation kind {kind!r} is unknown; expected one of {sorted(KINDS)}")
-    base = baseline_row(runs)
+    if frame.is_empty():
+        empty = pl.DataFrame(schema={"Variant": pl.String})
+        return AblationTable(kind, frame, empty, None)
+    frame = frame.with_columns(row_labels(frame))
+    rows = list(frame.iter_rows(named=True))
+    base = next((r["variant"] for r in rows if r["is_baseline"]), None)
     if kind == "quality":
-        benches = bench_names(summaries)
-        stats = add_delta(variant_stats(runs, summaries, [VAL_PPL, *benches], RESULT_STATES),
-                          VAL_PPL, base)
-        ordered = _ordered(stats, runs)
-        tables = paper_tables(ordered) if with_paper else None
-        base_total = baseline_params_total(runs)
-        rows = [_quality_row(r, benches, tables, base_total) for r in ordered]
+        base_total = next((r["params_total"] for r in rows if r["is_baseline"]), None)
+        shown = _quality_rows(rows, [m for m in metrics if is_bench_main(m)], with_paper,
+                              base_total)
     elif kind == "probes":
-        stats = variant_stats(runs, summaries, [m for _, m, _ in PROBE_COLUMNS], RESULT_STATES)
-        ordered = _ordered(stats, runs)
-        rows = [_probes_row(r, with_paper) for r in ordered]
+        shown = _probe_rows(rows, with_paper)
     elif kind == "longctx":
-        cols = longctx.columns(summaries["name"].to_list() if summaries.height else [])
-        stats = variant_stats(runs, summaries, [c.metric for c in cols], RESULT_STATES)
-        ordered = _ordered(stats, runs)
-        rows = [_longctx_row(r, cols) for r in ordered]
-    else:  # stability: per variant across its LRs
-        stats = _stability_stats(runs, summaries)
-        msl = max_stable_lr_map(max_stable_lr)
-        ordered = _ordered(stats, runs, "variant")
-        rows = [_stability_row(r, msl, with_paper) for r in ordered]
-    display = pl.DataFrame(rows) if rows else pl.DataFrame(schema={"Variant": pl.String})
-    return AblationTable(kind=kind, numeric=_numeric(stats, ordered), display=display,
-                         baseline=base)
+        shown = _longctx_rows(rows, longctx.columns(metrics))
+    else:
+        shown = _stability_rows(rows, max_stable_lr, with_paper)
+    display = pl.DataFrame(shown) if shown else pl.DataFrame(schema={"Variant": pl.String})
+    return AblationTable(kind=kind, numeric=_numeric(frame), display=display, baseline=base)
 
 
-def _numeric(stats: pl.DataFrame, rows: list[dict[str, Any]]) -> pl.DataFrame:
-    """The stats rows in display order with the label columns, minus list columns (CSV-safe)."""
-    if not rows:
-        return stats
-    labels = pl.DataFrame([label_columns(r) for r in rows])
-    ordered = pl.DataFrame(rows, schema=stats.schema)
-    keep = [c for c, t in ordered.schema.items()
-            if not isinstance(t, pl.List) and c not in ("row", "variant")]
-    return pl.concat([ordered.select("row", "variant"), labels, ordered.select(keep)],
-                     how="horizontal")
+def _numeric(frame: pl.DataFrame) -> pl.DataFrame:
+    """The table's numbers for CSV: label columns first, list columns dropped."""
+    labels = pl.DataFrame([label_columns(r) for r in frame.iter_rows(named=True)])
+    keep = [c for c, t in frame.schema.items() if not isinstance(t, pl.List) and c != "row"]
+    return pl.concat([frame.select("row"), labels, frame.select(keep)], how="horizontal")

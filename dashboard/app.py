@@ -1,8 +1,9 @@
 """gatesweep dashboard: `orchestrator dashboard` runs `streamlit run dashboard/app.py`.
 
-Reads the results DB named by $GATESWEEP_DB (default sqlite:///results.db) through
-dashboard/data.py only. Pages live in dashboard/views/ (not `pages/`, which Streamlit would
-turn into its own multipage navigation); the sidebar picks the page and the sweep.
+Reads the results DB named by $GATESWEEP_DB (default sqlite:///results.db), opened read-only,
+through dashboard/data.py only. Pages live in dashboard/views/ (not `pages/`, which Streamlit
+would turn into its own multipage navigation); the sidebar picks the sweep, then the page.
+The "LR stability" page is offered only for sweeps with an LR axis.
 """
 
 from __future__ import annotations
@@ -10,11 +11,12 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import data
-from dashboard.views import ablation, curves, leaderboard, overview, probes, run_detail
+from dashboard.views import ablation, curves, leaderboard, overview, probes, run_detail, stability
 
 PAGES = {
     "Overview": overview.render,
     "Leaderboard": leaderboard.render,
+    "LR stability": stability.render,
     "Ablation tables": ablation.render,
     "Curves": curves.render,
     "Probes": probes.render,
@@ -36,16 +38,23 @@ def _pick_sweep(url: str) -> str | None:
     return st.sidebar.selectbox("Sweep", names, index=index, key="sweep")
 
 
+def _pages(url: str, sweep: str | None) -> list[str]:
+    lr = sweep is not None and stability.has_lr_axis(url, sweep)
+    return [p for p in PAGES if p != "LR stability" or lr]
+
+
 def main() -> None:
     st.set_page_config(page_title="gatesweep", layout="wide")
     url = data.db_url()
     st.sidebar.title("gatesweep")
+    sweep = _pick_sweep(url)
+    pages = _pages(url, sweep)
     wanted = st.query_params.get("page")
-    pages = list(PAGES)
+    if st.session_state.get("page") not in (None, *pages):  # e.g. LR stability, other sweep
+        del st.session_state["page"]
     page = st.sidebar.radio("Page", pages, key="page",
                             index=pages.index(wanted) if wanted in pages else 0)
-    sweep = _pick_sweep(url)
-    st.sidebar.caption(f"DB: `{url}`")
+    st.sidebar.caption(f"DB: `{url}` (read-only)")
     if sweep is None and page != "Overview":
         st.info(f"No sweeps in {url} yet: run `orchestrator submit sweeps/gates.yaml`.")
         return

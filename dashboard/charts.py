@@ -48,28 +48,6 @@ def mark_spikes(series: pl.DataFrame) -> pl.DataFrame:
     return pl.concat(parts) if parts else series.head(0)
 
 
-def curves(series: pl.DataFrame, title: str, log_y: bool = False,
-           spikes: pl.DataFrame | None = None) -> alt.LayerChart | alt.Chart:
-    """Overlaid lines of (run, step, value); spikes as red points on top."""
-    scale = alt.Scale(type="log") if log_y else alt.Scale(zero=False)
-    base = alt.Chart(series.to_pandas()).mark_line(strokeWidth=1.2).encode(
-        x=alt.X("step:Q", title="step"), y=alt.Y("value:Q", title=title, scale=scale),
-        color=alt.Color("run:N", title="run"), tooltip=["run", "step", "value"])
-    if spikes is None or spikes.is_empty():
-        return base.properties(height=280).interactive()
-    dots = alt.Chart(spikes.to_pandas()).mark_point(color="red", size=60, filled=True).encode(
-        x="step:Q", y=alt.Y("value:Q", scale=scale), tooltip=["run", "step", "value"])
-    return alt.layer(base, dots).properties(height=280).interactive()
-
-
-def per_layer(frame: pl.DataFrame, title: str) -> alt.Chart:
-    """frame (row, layer, value): one line per variant row over the layers."""
-    return alt.Chart(frame.to_pandas()).mark_line(point=True).encode(
-        x=alt.X("layer:O", title="layer"), y=alt.Y("value:Q", title=title),
-        color=alt.Color("row:N", title="variant"),
-        tooltip=["row", "layer", "value"]).properties(height=260)
-
-
 def layer_index(name: str) -> int | None:
     """'probe/max_activation/layer_3' -> 3; the aggregate name -> None."""
     m = _LAYER.search(name)
@@ -116,12 +94,119 @@ def _relabel(hists: list[tuple[str, list[float], list[float]]], label: str) -> l
     return [(label if lab == "all" else lab, e, c) for lab, e, c in hists]
 
 
-def histogram(label_edges_counts: list[tuple[str, list[float], list[float]]]) -> alt.Chart:
-    """Bars of the gate-score distribution (fraction of scores per bin); a colour per label."""
-    rows = [{"label": lab, "lo": e[i], "hi": e[i + 1], "count": c[i]}
-            for lab, e, c in label_edges_counts for i in range(len(c))]
-    return alt.Chart(pl.DataFrame(rows).to_pandas()).mark_bar(opacity=0.6).encode(
+# --- chart builders: every colour by variant through a palette scale (dashboard/palette.py) --
+LEGEND = alt.Legend(orient="bottom", columns=4, labelLimit=0, title=None)  # full names
+
+
+def delta_dots(board: pl.DataFrame, metric: str, max_rows: int = 60) -> alt.LayerChart:
+    """Δ% vs baseline with its 95 % CI per leaderboard row (``row`` labels, in board order),
+    points coloured by verdict; a row without a CI (n = 1) is a hollow point."""
+    from dashboard.palette import verdict_scale
+
+    rows = board.filter(~pl.col("is_baseline") & pl.col("delta_pct").is_not_null()) \
+        .head(max_rows).select("row", "delta_pct", "ci_low_pct", "ci_high_pct", "verdict", "n")
+    rows = rows.with_columns(has_ci=pl.col("ci_low_pct").is_not_null())
+    pdf = rows.to_pandas()
+    order = rows["row"].to_list()
+    y = alt.Y("row:N", sort=order, title=None, axis=alt.Axis(labelLimit=400))
+    vscale = verdict_scale(rows["verdict"].to_list())
+    bars = alt.Chart(pdf).mark_rule(strokeWidth=2).encode(
+        y=y, x=alt.X("ci_low_pct:Q", title=f"Δ {metric} vs baseline (%), 95 % CI"),
+        x2="ci_high_pct:Q", color=alt.Color("verdict:N", scale=vscale, legend=LEGEND))
+    dots = alt.Chart(pdf).mark_point(size=90, filled=True).encode(
+        y=y, x="delta_pct:Q", color=alt.Color("verdict:N", scale=vscale, legend=LEGEND),
+        fill=alt.condition("datum.has_ci", alt.Color("verdict:N", scale=vscale),
+                           alt.value("white")),
+        tooltip=["row", alt.Tooltip("delta_pct:Q", format="+.2f"),
+                 alt.Tooltip("ci_low_pct:Q", format="+.2f"),
+                 alt.Tooltip("ci_high_pct:Q", format="+.2f"), "verdict", "n"])
+    zero = alt.Chart(pl.DataFrame({"x": [0.0]}).to_pandas()).mark_rule(
+        color="#333", strokeDash=[4, 3]).encode(x="x:Q")
+    return alt.layer(bars, dots, zero).properties(height=max(80, 24 * len(order) + 30))
+
+
+def curves(series: pl.DataFrame, y_title: str, colors: alt.Scale, *, x: str = "step",
+           x_title: str = "step", log_y: bool = False, band: bool = False,
+           spikes: pl.DataFrame | None = None, zero_rule: bool = False) -> alt.LayerChart:
+    """series (variant, series, x, value[, lo, hi]): a line per series coloured by its
+    variant; a series with one point is drawn as a point; ``band``: lo..hi shaded."""
+    scale = alt.Scale(type="log") if log_y else alt.Scale(zero=False)
+    color = alt.Color("variant:N", scale=colors, legend=LEGEND)
+    counts = series.group_by("series").len()
+    single = series.join(counts.filter(pl.col("len") <= 1).drop("len"), on="series")
+    enc = {"x": alt.X(f"{x}:Q", title=x_title), "color": color, "detail": "series:N",
+           "tooltip": ["series", f"{x}:Q", alt.Tooltip("value:Q", format=".4g")]}
+    layers: list[Any] = []
+    if band and {"lo", "hi"} <= set(series.columns):
+        layers.append(alt.Chart(series.to_pandas()).mark_area(opacity=0.18).encode(
+            x=enc["x"], y=alt.Y("lo:Q", scale=scale, title=y_title), y2="hi:Q", color=color,
+            detail="series:N"))
+    layers.append(alt.Chart(series.to_pandas()).mark_line(strokeWidth=1.6).encode(
+        y=alt.Y("value:Q", title=y_title, scale=scale), **enc))
+    if single.height:
+        layers.append(alt.Chart(single.to_pandas()).mark_point(size=80, filled=True).encode(
+            y=alt.Y("value:Q", scale=scale), **enc))
+    if spikes is not None and spikes.height:
+        layers.append(alt.Chart(spikes.to_pandas()).mark_point(
+            color="red", size=60, filled=True, shape="triangle-up").encode(
+            x=f"{x}:Q", y=alt.Y("value:Q", scale=scale), tooltip=["series", f"{x}:Q", "value"]))
+    if zero_rule:
+        layers.append(alt.Chart(pl.DataFrame({"z": [0.0]}).to_pandas()).mark_rule(
+            color="#333", strokeDash=[4, 3]).encode(y="z:Q"))
+    return alt.layer(*layers).properties(height=300).interactive()
+
+
+def per_layer(frame: pl.DataFrame, title: str, colors: alt.Scale,
+              log_y: bool = False) -> alt.LayerChart:
+    """frame (variant, row, layer, mean, lo, hi, n): the seed mean per layer, one line per
+    row coloured by its variant, error bars mean ± std over seeds."""
+    scale = alt.Scale(type="log") if log_y else alt.Scale(zero=False)
+    pdf = frame.to_pandas()
+    color = alt.Color("variant:N", scale=colors, legend=LEGEND)
+    line = alt.Chart(pdf).mark_line(point=True).encode(
+        x=alt.X("layer:O", title="layer"), y=alt.Y("mean:Q", title=title, scale=scale),
+        color=color, detail="row:N",
+        tooltip=["row", "layer", alt.Tooltip("mean:Q", format=".4g"), "n"])
+    err = alt.Chart(pdf).mark_errorbar(ticks=True).encode(
+        x="layer:O", y=alt.Y("lo:Q", scale=scale, title=title), y2="hi:Q", color=color,
+        detail="row:N")
+    return alt.layer(err, line).properties(height=260)
+
+
+def histograms(rows: list[dict[str, Any]], colors: alt.Scale) -> alt.FacetChart:
+    """Gate-score histograms as small multiples, one panel per variant row.
+    rows: {variant, row, lo, hi, frac}."""
+    return alt.Chart(pl.DataFrame(rows).to_pandas()).mark_bar().encode(
         x=alt.X("lo:Q", title="gate score", bin="binned"), x2="hi:Q",
-        y=alt.Y("count:Q", stack=None, title="fraction of gate scores"),
-        color=alt.Color("label:N", title=""),
-        tooltip=["label", "lo", "hi", "count"]).properties(height=260)
+        y=alt.Y("frac:Q", title="fraction"),
+        color=alt.Color("variant:N", scale=colors, legend=None),
+        tooltip=["row", "lo", "hi", alt.Tooltip("frac:Q", format=".3f")]).properties(
+        width=220, height=140).facet(facet=alt.Facet("row:N", title=None,
+                                                     header=alt.Header(labelLimit=0)),
+                                     columns=4)
+
+
+def vs_lr(curve: pl.DataFrame, y: str, title: str, colors: alt.Scale, *, log_y: bool = False,
+          ci: bool = False, msl: pl.DataFrame | None = None) -> alt.LayerChart:
+    """One stability panel over the LR ladder (log x): ``y`` per (variant, lr) as line and
+    points (hollow where the LR is unstable); ``ci``: ci_low..ci_high bars; ``msl`` (variant,
+    max_stable_lr): a dashed vertical rule at each variant's max stable LR."""
+    scale = alt.Scale(type="log") if log_y else alt.Scale(zero=False)
+    pdf = curve.to_pandas()
+    color = alt.Color("variant:N", scale=colors, legend=LEGEND)
+    x = alt.X("lr:Q", scale=alt.Scale(type="log"), title="learning rate (log)")
+    layers: list[Any] = [alt.Chart(pdf).mark_line().encode(
+        x=x, y=alt.Y(f"{y}:Q", title=title, scale=scale), color=color)]
+    if ci:
+        layers.append(alt.Chart(pdf).mark_errorbar(ticks=True).encode(
+            x=x, y=alt.Y("ci_low:Q", scale=scale, title=title), y2="ci_high:Q", color=color))
+    layers.append(alt.Chart(pdf).mark_point(size=70).encode(
+        x=x, y=alt.Y(f"{y}:Q", scale=scale), color=color,
+        fill=alt.condition("datum.stable", color, alt.value("white")),
+        tooltip=["variant", alt.Tooltip("lr:Q", format=".2e"),
+                 alt.Tooltip(f"{y}:Q", format=".4g"), "stable", "n"]))
+    if msl is not None and msl.height:
+        layers.append(alt.Chart(msl.to_pandas()).mark_rule(strokeDash=[6, 4]).encode(
+            x=alt.X("max_stable_lr:Q", scale=alt.Scale(type="log")), color=color,
+            tooltip=["variant", alt.Tooltip("max_stable_lr:Q", format=".2e")]))
+    return alt.layer(*layers).properties(height=280)

@@ -1,8 +1,10 @@
 """Cached reads of the results database: the only module of the dashboard that talks to it.
 
-Everything goes through results_db's Polars API (never Ray, never raw SQL writes). Each query is
-an ``st.cache_data`` function keyed by the DB URL and its arguments, with a short TTL so a live
-sweep shows up within seconds while a page re-render costs no DB round trip.
+Everything goes through results_db's API (no SQL here): the DB is opened read-only
+(``results_db.open(url, readonly=True)``), every statistic (baseline, deltas, CIs, verdicts,
+effects, stability) comes from results_db's AnalysisMixin, live-run state from its LiveMixin.
+Each read is an ``st.cache_data`` function keyed by the DB URL and its arguments, with a short
+TTL so a live sweep shows up within seconds while a re-render costs no DB round trip.
 """
 
 from __future__ import annotations
@@ -13,10 +15,8 @@ from typing import Any
 import polars as pl
 import streamlit as st
 
-from dashboard import ablation, tables
-
 DEFAULT_URL = "sqlite:///results.db"
-LIVE_TTL_S = 3  # status of live runs: refreshed by the overview fragment
+LIVE_TTL_S = 3  # status of live runs: refreshed by the pages' fragments
 TTL_S = 15  # results (summaries, metrics): change only when a run reports
 
 
@@ -27,10 +27,11 @@ def db_url() -> str:
 
 @st.cache_resource(show_spinner=False)
 def open_db(url: str) -> Any:
-    """One ResultsDB (engine + pool) per URL for the whole server process."""
-    import results_db  # lazy: keeps `import dashboard.tables` free of SQLAlchemy for tests
+    """One read-only ResultsDB per URL for the whole server process (the rerun button writes
+    through orchestrator.rerun, which opens its own)."""
+    import results_db
 
-    return results_db.open(url)
+    return results_db.open(url, readonly=True)
 
 
 @st.cache_data(ttl=LIVE_TTL_S, show_spinner=False)
@@ -53,33 +54,42 @@ RUN_COLUMNS: tuple[str, ...] = (
     "group_key", "params_total", "params_gates")
 
 
-def _quote(text: str) -> str:
-    """A SQL string literal (db.query takes no bind parameters; it is read-only anyway)."""
-    return "'" + text.replace("'", "''") + "'"
-
-
 @st.cache_data(ttl=LIVE_TTL_S, show_spinner=False)
 def runs(url: str, sweep: str | None) -> pl.DataFrame:
     """The sweep's runs with their dimension columns (no config), in id order."""
     frame = open_db(url).runs(sweep=sweep, with_config=False, columns=RUN_COLUMNS)
     # an empty result has untyped (Null) columns: keep the boolean filter column boolean
-    return frame.with_columns(pl.col("gate_input_dependent").cast(pl.Boolean))
+    return frame.with_columns(pl.col("gate_input_dependent").cast(pl.Boolean),
+                              pl.col("lr").cast(pl.Float64))
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def baseline(url: str, sweep: str) -> str | None:
+    """THE baseline of the sweep (results_db.analysis.baseline.pick_baseline)."""
+    return open_db(url).baseline(sweep)
+
+
+@st.cache_data(ttl=LIVE_TTL_S, show_spinner=False)
+def variants(url: str, sweep: str) -> list[str]:
+    """The sweep's variants, baseline first, then in declared order (first run id): the
+    order every chart's palette is built from (dashboard/palette.py)."""
+    frame = runs(url, sweep)
+    if frame.is_empty():
+        return []
+    order = frame.group_by("variant").agg(pl.col("id").min()).sort("id")["variant"].to_list()
+    base = baseline(url, sweep)
+    return ([base] if base in order else []) + [v for v in order if v != base]
 
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)
 def summary_names(url: str, sweep: str | None) -> list[str]:
     """The distinct summary names of the sweep's runs, sorted."""
-    where = f"WHERE s.name = {_quote(sweep)}" if sweep is not None else ""
-    frame = open_db(url).query(
-        "SELECT DISTINCT m.name AS name FROM summaries m JOIN runs r ON r.id = m.run_id "
-        f"JOIN sweeps s ON s.id = r.sweep_id {where}")
-    return sorted(frame["name"].to_list()) if frame.height else []
+    return open_db(url).summary_names(sweep)
 
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)
 def summaries(url: str, sweep: str | None, names: tuple[str, ...] | None = None) -> pl.DataFrame:
-    """Long frame (run_id, name, value) of the sweep's summaries (only ``names`` when given:
-    a page needs a handful of the ~20 names, and reading fewer rows is most of the cost)."""
+    """Long frame (run_id, name, value) of the sweep's summaries (only ``names`` when given)."""
     frame = open_db(url).summaries(sweep=sweep, names=None if names is None else list(names))
     if frame.is_empty():
         return pl.DataFrame(schema={"run_id": pl.Int64, "name": pl.String, "value": pl.Float64})
@@ -95,41 +105,70 @@ def run_summaries(url: str, run_id: int) -> pl.DataFrame:
 @st.cache_data(ttl=TTL_S, show_spinner=False)
 def leaderboard(url: str, sweep: str, metric: str, ascending: bool,
                 states: tuple[str, ...]) -> pl.DataFrame:
-    """tables.leaderboard over the sweep, cached: a filter change re-renders without rework."""
-    return tables.leaderboard(runs(url, sweep), summaries(url, sweep, (metric,)), metric,
-                              ascending, states)
+    """db.leaderboard: per (variant, lr) group n, mean, std, Δ with its 95 % CI, verdict."""
+    return open_db(url).leaderboard(sweep, metric, states=states, ascending=ascending)
 
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)
-def ablation_table(url: str, sweep: str, kind: str, with_paper: bool) -> ablation.AblationTable:
+def verdict_summary(url: str, sweep: str, metric: str) -> str:
+    return open_db(url).verdict_summary(sweep, metric)
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def effects(url: str, sweep: str, metric: str) -> pl.DataFrame:
+    return open_db(url).effects(sweep, metric)
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def stability(url: str, sweep: str, metric: str = "val/loss", tol: float = 0.05) -> Any:
+    """db.stability: None for a sweep without an LR axis."""
+    return open_db(url).stability(sweep, metric, tol)
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def max_stable_lr(url: str, sweep: str) -> pl.DataFrame:
+    """Per variant (also with one LR): best LR, max stable LR (db.max_stable_lr)."""
+    return open_db(url).max_stable_lr(sweep)
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def ablation_frame(url: str, sweep: str, metrics: tuple[str, ...]) -> pl.DataFrame:
+    """db.ablation_table: one row per seed group, per metric n/mean/std/Δ/CI/verdict."""
+    return open_db(url).ablation_table(sweep, metrics)
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def ablation_table(url: str, sweep: str, kind: str, with_paper: bool) -> Any:
     """One paper-layout table of the sweep (dashboard/ablation.py), cached."""
+    from dashboard import ablation
+
     names = ablation.metric_names(kind, summary_names(url, sweep))
-    msl = max_stable_lr(url, sweep)[0] if kind == "stability" else None
-    return ablation.build(kind, runs(url, sweep), summaries(url, sweep, tuple(names)),
-                          with_paper=with_paper, max_stable_lr=msl)
+    frame = ablation_frame(url, sweep, tuple(names))
+    msl = max_stable_lr(url, sweep) if kind == "stability" else None
+    return ablation.build(kind, frame, names, with_paper=with_paper, max_stable_lr=msl)
 
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)
 def metrics(url: str, run_ids: tuple[int, ...], names: tuple[str, ...],
             max_points: int) -> pl.DataFrame:
-    """Time series (run_id, name, step, value), downsampled in the DB to ``max_points`` each."""
-    if not run_ids:
+    """Time series (run_id, name, step, value), downsampled in the DB to ``max_points`` each
+    (from the metric rollup where its blocks fit: results_db/downsample.py)."""
+    if not run_ids or not names:
         return pl.DataFrame(schema={"run_id": pl.Int64, "name": pl.String, "step": pl.Int64,
                                     "value": pl.Float64})
-    return open_db(url).metrics(run_ids=list(run_ids), names=list(names), max_points=max_points)
+    return open_db(url).curves(list(run_ids), list(names), max_points)
 
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)
-def max_stable_lr(url: str, sweep: str) -> tuple[pl.DataFrame | None, str | None]:
-    """(db.max_stable_lr(sweep), None), or (None, why not): the stability table still renders
-    (without that column) when the derivation is unavailable or fails."""
-    db = open_db(url)
-    if not hasattr(db, "max_stable_lr"):
-        return None, "this results_db has no max_stable_lr"
-    try:
-        return db.max_stable_lr(sweep), None
-    except Exception as exc:  # noqa: BLE001 - shown on the page; the rest of the table stands
-        return None, f"{type(exc).__name__}: {exc}"
+def tokens_per_step(url: str, sweep: str) -> dict[int, int]:
+    """{run id: tokens per optimizer step}: the curves' token axis."""
+    return open_db(url).tokens_per_step(sweep)
+
+
+@st.cache_data(ttl=LIVE_TTL_S, show_spinner=False)
+def live_runs(url: str, sweep: str | None) -> pl.DataFrame:
+    """db.live_runs: per live run its step, last loss, tokens/s, ETA and heartbeat age."""
+    return open_db(url).live_runs(sweep)
 
 
 @st.cache_data(ttl=LIVE_TTL_S, show_spinner=False)

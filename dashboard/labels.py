@@ -10,26 +10,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from results_db.vocab import DIMENSIONS, GATE_DEFAULTS, GATE_DIMENSIONS
+
 # The runs table's gate dimension columns (results_db derives them from the RunSpec JSON).
-DIM_COLUMNS: tuple[str, ...] = (
-    "gate_position", "gate_granularity", "gate_sharing", "gate_combine",
-    "gate_activation", "gate_input_dependent", "nonlinearity",
-)
+DIM_COLUMNS: tuple[str, ...] = GATE_DIMENSIONS
 # Columns the leaderboard may show and filter on, when the runs frame has them.
-FILTER_COLUMNS: tuple[str, ...] = DIM_COLUMNS + ("lr", "n_kv_head", "n_head", "moe_experts",
-                                                 "norm_style", "switch_head", "clip_residual")
+FILTER_COLUMNS: tuple[str, ...] = DIMENSIONS
 
 _SITE = {"G1": "SDPA", "G2": "v", "G3": "k", "G4": "q", "G5": "Dense Output"}
 _HEADS = {"G1": "q", "G2": "k", "G3": "k", "G4": "q"}  # whose heads the gated tensor has
 _ACT = {"sigmoid": "sigmoid", "silu": "SiLU", "ns_sigmoid": "NS-sigmoid", "identity": "identity"}
 _NONLIN = {"rmsnorm": "RMSNorm", "silu": "SiLU"}
 
-# The paper's defaults; a missing/NULL dimension means the default.
-DEFAULTS: dict[str, Any] = {
-    "gate_granularity": "elementwise", "gate_sharing": "head_specific",
-    "gate_combine": "multiplicative", "gate_activation": "sigmoid",
-    "gate_input_dependent": True, "nonlinearity": "none",
-}
+# The paper's defaults (the RunSpec contract's); a missing/NULL dimension means the default.
+DEFAULTS: dict[str, Any] = GATE_DEFAULTS
 
 
 def normalize_dims(row: Mapping[str, Any]) -> dict[str, Any]:

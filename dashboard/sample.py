@@ -155,8 +155,66 @@ def _one_run(db: Any, rid: int, vi: int, v: Variant, seed: int, ppl: float | Non
     db.finish_attempt(att.id, end)
 
 
+# The LR ladder (sweep "demo-lr"): baseline vs G1 elementwise, 4 learning rates x 2 seeds.
+# Final val/loss per (variant, lr) and seed: the baseline degrades at 4e-3 and diverges at
+# 8e-3 (seed 1), the gated model stays within 5 % of its best up to 8e-3 -- the paper's
+# Table 2 picture. Max activation grows with LR, much faster without the gate.
+LR_SWEEP = "demo-lr"
+LRS: tuple[float, ...] = (1e-3, 2e-3, 4e-3, 8e-3)
+LR_LOSS: dict[str, tuple[tuple[float | None, float | None], ...]] = {
+    "baseline": ((2.40, 2.42), (2.30, 2.33), (2.55, 2.60), (3.40, None)),
+    "sdpa_elementwise": ((2.35, 2.36), (2.25, 2.27), (2.22, 2.24), (2.28, 2.31)),
+}
+LR_MAX_ACT: dict[str, tuple[float, ...]] = {"baseline": (300.0, 900.0, 4000.0, 120000.0),
+                                            "sdpa_elementwise": (40.0, 60.0, 90.0, 150.0)}
+
+
+def lr_config(variant: str, lr: float, seed: int) -> dict[str, Any]:
+    v = next(x for x in SAMPLE if x.name == variant)
+    cfg = config(v, seed)
+    cfg.update(name=f"{variant}-lr{lr:g}-s{seed}", sweep=LR_SWEEP)
+    cfg["train"] = {**cfg["train"], "lr": lr}
+    return cfg
+
+
+def fill_lr(db: Any) -> dict[str, int]:
+    """Write the LR ladder (LR_SWEEP) through the writer API; returns {run name: run id}."""
+    from results_db import NewRun
+
+    sweep_id = db.ensure_sweep(LR_SWEEP, "# LR ladder written by dashboard.sample", "LR ladder")
+    news = [NewRun(name=c["name"], fingerprint=_fingerprint(c), variant=v, seed=seed, config=c)
+            for v in LR_LOSS for lr in LRS for seed in (0, 1)
+            for c in (lr_config(v, lr, seed),)]
+    res = db.register_runs(sweep_id, news)
+    ids = {r.name: r.id for r in res.to_run + res.cached}
+    for vi, (v, losses) in enumerate(LR_LOSS.items()):
+        for li, lr in enumerate(LRS):
+            for seed in (0, 1):
+                rid = ids[f"{v}-lr{lr:g}-s{seed}"]
+                _one_lr_run(db, rid, vi, v, li, seed, losses[li][seed])
+    return ids
+
+
+def _one_lr_run(db: Any, rid: int, vi: int, variant: str, li: int, seed: int,
+                loss: float | None) -> None:
+    att = db.start_attempt(rid, host="sample-host")
+    final = math.inf if loss is None else loss
+    pts = [(step, "train/loss", (5.0 - final) * math.exp(-step / 30) + final + 0.01 * seed)
+           for step in range(1, STEPS + 1)]
+    db.log_metrics(rid, att.id, pts + [(STEPS, "val/loss", final)])
+    mact = LR_MAX_ACT[variant][li] * (1 + 0.1 * seed)
+    summ = {"val/loss": final, "val/ppl": math.exp(final) if loss is not None else math.inf,
+            "probe/max_activation": mact, "stability/loss_spikes": float(li >= 2 and vi == 0),
+            "stability/max_grad_norm": 1.0 + li, "stability/diverged": float(loss is None)}
+    for layer in range(N_LAYER):
+        summ[f"probe/max_activation/layer_{layer}"] = mact * (layer + 1) / N_LAYER
+    db.log_summaries(rid, att.id, summ)
+    db.finish_attempt(att.id, "diverged" if loss is None else "succeeded")
+
+
 if __name__ == "__main__":
     import results_db
 
     url = sys.argv[1] if len(sys.argv) > 1 else None
-    print(fill(results_db.open(url)))
+    db = results_db.open(url)
+    print(fill(db), fill_lr(db))

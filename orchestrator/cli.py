@@ -14,53 +14,27 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
+# The command modules register on `app` when imported; cli_app holds what they share.
+from orchestrator import cli_read, cli_results, evaluate  # noqa: F401
+from orchestrator.cli_app import (DbOpt, StaleOpt, StorageOpt, app, db_app, db_url, err,
+                                  open_read, out, split_csv, stale_after)
 from orchestrator.errors import SpecError, UserError
-
-DEFAULT_DB = "sqlite:///results.db"
-STALE_ENV = "GATESWEEP_STALE_AFTER"
-
-app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
-                  help="Declarative attention-gate ablation sweeps: YAML -> Ray Tune -> "
-                       "DeepSpeed -> SQL -> Streamlit.")
-db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
-app.add_typer(db_app, name="db")
-
-# Wide when piped (logs, tests): run names must not be truncated.
-out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
-
-DbOpt = Annotated[str | None, typer.Option("--db", help="Results DB URL [default: "
-                                           "$GATESWEEP_DB or sqlite:///results.db]")]
-StaleOpt = Annotated[float | None, typer.Option(
-    "--stale-after", help="Seconds without a heartbeat before a running run counts as lost "
-                          "[default: $GATESWEEP_STALE_AFTER or 120]")]
-StorageOpt = Annotated[Path, typer.Option("--storage", help="Checkpoints and Tune state")]
-
-
-def db_url(db: str | None) -> str:
-    from orchestrator.env import absolute_db_url
-
-    return absolute_db_url(db or os.environ.get("GATESWEEP_DB") or DEFAULT_DB)
-
-
-def stale_after(value: float | None) -> float:
-    from orchestrator.env import float_env
-
-    return value if value is not None else float_env(STALE_ENV, 120.0)
-
 
 @app.command()
 def validate(file: Path, db: DbOpt = None, params: Annotated[bool, typer.Option(
-        help="Count parameters (imports torch)")] = True) -> None:
-    """Validate a sweep file and print its expanded run table (with each run's DB state when
-    the DB exists; nothing is written)."""
-    from orchestrator.submit import make_plan
+        help="Count parameters (analytic, per distinct model)")] = True,
+             data: Annotated[bool, typer.Option(help="Check data files and tokenizers")] = True
+             ) -> None:
+    """Validate a sweep file (and its data files) and print its expanded run table (with each
+    run's DB state when the DB exists; nothing is ever written)."""
+    from orchestrator.plan import check_data, make_plan
     from orchestrator.table import print_runs
 
     plan = make_plan(file)
-    status = _known_status(db_url(db), [r.fingerprint for r in plan.runs])
+    if data:
+        check_data(plan)
+    status = _known_status(db, [r.fingerprint for r in plan.runs])
     print_runs(out, f"{plan.spec.name}: {len(plan.runs)} runs", plan.runs, with_params=params,
                status={r.name: status.get(r.fingerprint, "new") for r in plan.runs}
                if status else None)
@@ -78,9 +52,10 @@ def submit(file: Path, db: DbOpt = None,
            params: Annotated[bool, typer.Option(help="Count parameters in --dry-run")] = True
            ) -> None:
     """Expand a sweep, skip what already succeeded, run the rest on Ray Tune."""
-    from orchestrator.submit import make_plan, run_submit
+    from orchestrator.plan import check_data, make_plan
 
     plan = make_plan(file)  # invalid files stop here: nothing written, nothing scheduled
+    check_data(plan)
     if detach and not dry_run:
         from orchestrator.jobs import follow_hint, submit_detached
 
@@ -88,18 +63,20 @@ def submit(file: Path, db: DbOpt = None,
         out.print(follow_hint(job, db_url(db)))
         return
     if dry_run:
-        _dry_run(db_url(db), plan, params)
+        _dry_run(db, plan, params)
         return
+    from orchestrator.submit import run_submit
+
     code = run_submit(db_url(db), plan, force=force, storage=storage, address=address,
                       max_concurrent=max_concurrent, stale_after=stale_after(stale),
                       console=out)
     raise typer.Exit(code)
 
 
-def _dry_run(url: str, plan: object, params: bool) -> None:
+def _dry_run(db: str | None, plan: object, params: bool) -> None:
     from orchestrator.table import print_runs
 
-    status = _known_status(url, [r.fingerprint for r in plan.runs])  # type: ignore[attr-defined]
+    status = _known_status(db, [r.fingerprint for r in plan.runs])  # type: ignore[attr-defined]
     by_name = {r.name: status.get(r.fingerprint, "new") for r in plan.runs}  # type: ignore
     print_runs(out, f"{plan.spec.name} (dry run)", plan.runs, status=by_name,  # type: ignore
                with_params=params)
@@ -108,16 +85,14 @@ def _dry_run(url: str, plan: object, params: bool) -> None:
               "nothing was written or scheduled")
 
 
-def _known_status(url: str, fingerprints: list[str]) -> dict[str, str]:
-    """Fingerprint -> status from an existing DB; a dry run never creates one."""
-    from sqlalchemy import make_url
-
-    u = make_url(url)
-    if u.get_backend_name() == "sqlite" and (not u.database or not Path(u.database).exists()):
-        return {}
+def _known_status(db: str | None, fingerprints: list[str]) -> dict[str, str]:
+    """Fingerprint -> status from an existing DB, opened read-only (no DB: nothing known)."""
     import results_db
 
-    frame = results_db.open(url).runs()
+    try:
+        frame = open_read(db).runs(columns=["fingerprint", "status"])
+    except results_db.DBNotFound:
+        return {}
     if frame.height == 0:
         return {}
     known = dict(zip(frame["fingerprint"].to_list(), frame["status"].to_list()))
@@ -142,7 +117,7 @@ def rerun(runs: Annotated[list[str] | None, typer.Argument(help="Run ids or name
     if not refs:
         if sweep is None:
             raise UserError("rerun: give run ids/names, or --sweep S [--status failed,lost]")
-        frame = results_db.open(url).runs(sweep=sweep, status=_split(status or "failed,lost"))
+        frame = results_db.open(url).runs(sweep=sweep, status=split_csv(status or "failed,lost"))
         refs = [int(i) for i in frame["id"].to_list()] if frame.height else []
         if not refs:
             out.print(f"rerun: no runs of sweep {sweep} with status {status or 'failed,lost'}")
@@ -210,16 +185,8 @@ def db_upgrade(db: DbOpt = None) -> None:
     out.print(f"database at revision {rev}")
 
 
-def _split(value: str | None) -> list[str] | None:
-    if value is None:
-        return None
-    return [v.strip() for v in value.split(",") if v.strip()]
-
-
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point: user errors become one line on stderr."""
-    from orchestrator.scheduler import Interrupted
-
     try:  # typer >= 0.20 vendors click; its exceptions are not click's
         from typer._click.exceptions import ClickException
     except ImportError:  # pragma: no cover - older typer
@@ -231,9 +198,6 @@ def main(argv: list[str] | None = None) -> int:
     except SpecError as exc:
         err.print(f"error: {exc}")
         return 2
-    except Interrupted as exc:
-        err.print(f"error: {exc}")
-        return 130
     except UserError as exc:
         err.print(f"error: {exc}")
         return 2
@@ -248,17 +212,25 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, KeyError, PermissionError, FileNotFoundError) as exc:
         err.print(f"error: {_one_line(exc)}")
         return 2
+    except Exception as exc:
+        if not _interrupted(exc):
+            raise
+        err.print(f"error: {exc}")
+        return 130
     return rv if isinstance(rv, int) else 0
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """scheduler.Interrupted, without importing the scheduler (Ray) for every command: when
+    it was never imported, nothing could have raised it."""
+    sched = sys.modules.get("orchestrator.scheduler")
+    return sched is not None and isinstance(exc, sched.Interrupted)
 
 
 def _one_line(exc: BaseException) -> str:
     text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
     return text or type(exc).__name__
 
-
-# The read-side commands register themselves on `app` (kept in their own file for size).
-from orchestrator import cli_read  # noqa: E402,F401
-from orchestrator import evaluate as _evaluate  # noqa: E402,F401  (orchestrator evaluate)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,10 +1,13 @@
-"""Read-side commands: status, runs, show, query, export (all through results_db)."""
+"""Read-side commands: status, runs, show, query, export (all through results_db's API).
+
+Every one opens the DB read-only (``open_read``: SQLite ``mode=ro``): it is never created,
+migrated or switched to WAL, and its bytes never change; a missing DB is an error (exit 2).
+"""
 
 from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -12,7 +15,7 @@ import typer
 import yaml
 from rich.table import Table
 
-from orchestrator.cli import DbOpt, StaleOpt, _split, app, db_url, out, stale_after
+from orchestrator.cli_app import DbOpt, StaleOpt, app, open_read, out, split_csv, stale_after
 from orchestrator.errors import UserError
 
 RUN_COLS = ("id", "name", "sweep", "variant", "seed", "status", "gate_position",
@@ -34,50 +37,65 @@ def print_frame(frame: Any, title: str | None = None, columns: tuple[str, ...] |
 @app.command()
 def status(sweep: Annotated[str | None, typer.Argument()] = None, db: DbOpt = None,
            stale: StaleOpt = None) -> None:
-    """Counts by state per sweep, with an ETA; stale running runs become lost first."""
-    import results_db
+    """Counts by state per sweep (grouped done-ok / done-bad / live / waiting), with an ETA;
+    the running runs with the age of their last heartbeat, flagging stale ones (read-only:
+    `submit`/`rerun` are what mark them lost)."""
+    import os
 
-    d = results_db.open(db_url(db))
-    lost = d.reconcile(stale_after_s=stale_after(stale))
+    import polars as pl
+
+    from orchestrator.cli_app import STALE_ENV
+    from results_db.states import STATUS_GROUPS
+
+    d = open_read(db)
     frame = d.sweep_status(sweep)
     if sweep is not None and frame.height == 0:
         raise UserError(f"no sweep named {sweep!r} in {d.url}")
-    etas = {name: eta_seconds(d, name) for name in frame["sweep"].to_list()}
+    live = d.live_runs(sweep)
+    etas = [_fmt_eta(sweep_eta(live.filter(pl.col("sweep") == s))) for s in frame["sweep"]]
+    groups = [pl.sum_horizontal([pl.col(st.value) for st in members if st.value in frame.columns]
+                                or [pl.lit(0)]).alias(name)
+              for name, members in STATUS_GROUPS.items()]
+    print_frame(frame.with_columns(*groups, pl.Series("eta", etas, dtype=pl.Utf8)), "sweeps")
+    running = live.filter(pl.col("status") == "running")
+    # an explicit --stale-after / $GATESWEEP_STALE_AFTER wins; else each attempt's own
+    # threshold (a few of its heartbeat intervals: results_db.states.stale_after_s)
+    explicit = stale if stale is not None else (
+        stale_after(None) if os.environ.get(STALE_ENV) else None)
+    flag = (pl.col("heartbeat_age_s") > explicit) if explicit is not None else pl.col("stale")
+    running = running.with_columns(flag.fill_null(False).alias("stale"))
+    if running.height:
+        print_frame(running.with_columns(pl.format("{}/{}", "step", "steps_total").alias("step")),
+                    "live runs", ("run_id", "name", "step", "last_loss", "heartbeat_age_s",
+                                  "eta_s", "owner", "stale"))
+    stale_runs = running.filter(pl.col("stale"))
+    if stale_runs.height:
+        limit = f"{explicit:g} s" if explicit is not None else "a few heartbeat intervals"
+        out.print(f"{stale_runs.height} running run(s) sent no heartbeat for more than "
+                  f"{limit} (probably lost; the next `orchestrator submit` or `rerun` "
+                  "marks them lost): ids " + ", ".join(map(str, stale_runs["run_id"])))
+
+
+def sweep_eta(live: Any) -> float | None:
+    """Seconds until a sweep's runs in flight and queued are done (None: unknown), from
+    db.live_runs(): the slowest running run's own ETA, plus the queue at the mean run length
+    (elapsed + ETA of the running ones) spread over the runs in flight."""
     import polars as pl
 
-    frame = frame.with_columns(pl.Series("eta", [_fmt_eta(etas[s]) for s in frame["sweep"]]))
-    print_frame(frame, "sweeps")
-    if lost:
-        out.print(f"{len(lost)} run(s) had no heartbeat and are now lost: ids "
-                  + ", ".join(map(str, lost)))
-
-
-def eta_seconds(d: Any, sweep: str) -> float | None:
-    """Remaining runs x mean finished-attempt duration / runs in flight (None: unknown)."""
-    rows = d.query(
-        "SELECT r.status, a.started, a.ended FROM runs r JOIN sweeps w ON w.id = r.sweep_id "
-        "LEFT JOIN attempts a ON a.run_id = r.id "
-        f"WHERE w.name = '{sweep.replace(chr(39), chr(39) * 2)}'")
-    if rows.height == 0:
-        return None
-    todo = rows.filter(rows["status"].is_in(["pending", "running"]))["status"]
-    remaining = todo.len()
-    if remaining == 0:
+    running = live.filter(pl.col("status") == "running")
+    pending = live.filter(pl.col("status") == "pending").height
+    if running.height == 0 and pending == 0:
         return 0.0
-    durations = [(_ts(e) - _ts(s)).total_seconds()
-                 for st, s, e in rows.iter_rows() if s is not None and e is not None
-                 and st in ("succeeded", "diverged")]
-    if not durations:
+    known = running.filter(pl.col("eta_s").is_not_null() & pl.col("started").is_not_null())
+    if known.height == 0:
         return None
-    in_flight = max(1, int((todo == "running").sum()))
-    return sum(durations) / len(durations) * remaining / in_flight
+    from datetime import datetime, timezone
 
-
-def _ts(v: Any) -> datetime:
-    if isinstance(v, datetime):
-        return v if v.tzinfo else v.replace(tzinfo=timezone.utc)
-    dt = datetime.fromisoformat(str(v))
-    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+    now = datetime.now(timezone.utc)
+    lengths = [(now - st).total_seconds() + eta for st, eta in
+               zip(known["started"], known["eta_s"])]
+    return float(max(known["eta_s"])) + pending * (sum(lengths) / len(lengths)) \
+        / max(1, running.height)
 
 
 def _fmt_eta(s: float | None) -> str:
@@ -92,22 +110,18 @@ def runs(db: DbOpt = None, sweep: Annotated[str | None, typer.Option()] = None,
          gate_position: Annotated[str | None, typer.Option()] = None,
          variant: Annotated[str | None, typer.Option()] = None) -> None:
     """List runs with their gate dimensions."""
-    import results_db
-
     dims = {k: v for k, v in (("gate_position", gate_position), ("variant", variant)) if v}
-    frame = results_db.open(db_url(db)).runs(sweep=sweep, status=_split(status), **dims)
+    frame = open_read(db).runs(sweep=sweep, status=split_csv(status), **dims)
     print_frame(frame, f"{frame.height} runs", RUN_COLS)
 
 
 @app.command()
 def show(run: str, db: DbOpt = None) -> None:
     """One run: config, attempts, last metrics, summaries, error and traceback."""
-    import results_db
-
-    from orchestrator.rerun import resolve_runs
-
-    d = results_db.open(db_url(db))
-    row = resolve_runs(d, [run])[0]
+    d = open_read(db)
+    row = d.run(run)
+    if row is None:
+        raise UserError(f"no run with id or name {run!r} in {d.url}")
     out.print(f"run {row.id} {row.name}  status={row.status}  variant={row.variant}  "
               f"seed={row.seed}  fingerprint={row.fingerprint[:16]}")
     out.print(yaml.safe_dump(row.config, sort_keys=False).rstrip())
@@ -119,10 +133,7 @@ def show(run: str, db: DbOpt = None) -> None:
         t.add_row(str(a.number), a.status, str(a.started)[:19], str(a.ended or "")[:19],
                   a.host or "", str(a.pid or ""), (a.error or "")[:120])
     out.print(t)
-    last = d.query(
-        "SELECT m.name, m.step, m.value FROM metrics m JOIN (SELECT name, MAX(step) AS s FROM "
-        f"metrics WHERE run_id = {row.id} GROUP BY name) x ON m.name = x.name AND m.step = x.s "
-        f"WHERE m.run_id = {row.id} ORDER BY m.name")
+    last = last_metrics(d, row.id)
     if last.height:
         print_frame(last, "last metrics")
     summ = d.summaries(run_ids=[row.id])
@@ -131,6 +142,18 @@ def show(run: str, db: DbOpt = None) -> None:
     failed = [a for a in attempts if a.traceback]
     if failed:
         out.print(f"traceback of attempt {failed[-1].number}:\n{failed[-1].traceback}")
+
+
+def last_metrics(d: Any, run_id: int) -> Any:
+    """name, step, value of each metric's newest point; downsampled reads keep every series'
+    last point (results_db/downsample.py), so a run of 100k steps is not read in full."""
+    import polars as pl
+
+    m = d.metrics(run_ids=[run_id], max_points=64)
+    if m.height == 0:
+        return m
+    return (m.sort("step").group_by("name", maintain_order=True).last()
+            .select("name", "step", "value").sort("name"))
 
 
 @app.command()
@@ -146,7 +169,7 @@ def query(sql: str, db: DbOpt = None,
     if format == "parquet" and out_file is None:
         raise UserError("--format parquet needs --out FILE (it is a binary format)")
     try:
-        frame = results_db.open(db_url(db)).query(sql)
+        frame = open_read(db).query(sql)
     except results_db.ReadOnlyQueryError as exc:
         raise UserError(str(exc)) from None
     write_frame(frame, format, out_file)
@@ -172,9 +195,7 @@ def export(out_dir: Annotated[Path, typer.Option("--out", help="Directory for th
                                                   "files")],
            db: DbOpt = None, sweep: Annotated[str | None, typer.Option()] = None) -> None:
     """Write runs, summaries and metrics (optionally of one sweep) as Parquet files."""
-    import results_db
-
-    d = results_db.open(db_url(db))
+    d = open_read(db)
     runs_f = d.runs(sweep=sweep)
     if sweep is not None and runs_f.height == 0:
         raise UserError(f"no runs for sweep {sweep!r} in {d.url}")

@@ -29,7 +29,7 @@ from typing import Annotated, Any
 
 import typer
 
-from orchestrator.cli import DbOpt, _split, app, db_url, out
+from orchestrator.cli_app import DbOpt, app, db_url, out, split_csv
 from orchestrator.errors import UserError
 
 
@@ -74,7 +74,7 @@ def build_benchmarks(tasks: str | None, limit: int | None, fewshot: int | None,
     (with ``--limit``/``--fewshot`` applied to them when given)."""
     from trainer.config import BenchmarkSpec
 
-    names = _split(tasks)
+    names = split_csv(tasks)
     if tasks is not None and not names:
         raise UserError("--tasks: expected a comma-separated list of lm-eval task names")
     over: dict[str, Any] = {}

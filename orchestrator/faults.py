@@ -9,6 +9,8 @@ The retry policy of issue 6:
 | oom           | ``torch.OutOfMemoryError``, ``MemoryError``, OOM kill | yes                 |
 | worker_died   | a rank killed, gloo/NCCL peer gone, actor died       | yes                 |
 | node_lost     | Ray node died / unreachable                          | yes                 |
+| preempted     | SIGTERM: checkpointed at a step boundary, stopped     | yes (resumes)       |
+| no_heartbeat  | silent attempt (reconciler)                           | yes                 |
 | injected      | ``train.fail_at_step`` (test-only transient fault)   | yes                 |
 | code_error    | any other exception (bad data path, a bug)           | only when asked     |
 
@@ -23,23 +25,18 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from enum import StrEnum
+
+from results_db.states import FaultClass
 
 RETRY_CODE_ERRORS_ENV = "GATESWEEP_RETRY_CODE_ERRORS"
 
 
-class Fault(StrEnum):
-    DIVERGED = "diverged"
-    CANCELLED = "cancelled"
-    OOM = "oom"
-    WORKER_DIED = "worker_died"
-    NODE_LOST = "node_lost"
-    INJECTED = "injected"
-    CODE_ERROR = "code_error"
-
+# The vocabulary lives with the DB column it fills (results_db.states.FaultClass); the retry
+# policy over it lives here.
+Fault = FaultClass
 
 TRANSIENT: frozenset[Fault] = frozenset({Fault.OOM, Fault.WORKER_DIED, Fault.NODE_LOST,
-                                         Fault.INJECTED})
+                                         Fault.INJECTED, Fault.PREEMPTED, Fault.NO_HEARTBEAT})
 
 # Exception class names (matched along the MRO, so subclasses count) -> fault. Names, not
 # imports: classifying must not import ray or torch.cuda in a process that lacks them.
@@ -57,6 +54,7 @@ _TYPE_NAMES: dict[str, Fault] = {
     "DistBackendError": Fault.WORKER_DIED,  # a collective whose peer is gone
     "DistNetworkError": Fault.WORKER_DIED,
     "RunCancelled": Fault.CANCELLED,
+    "Preempted": Fault.PREEMPTED,  # trainer.Preempted: SIGTERM / superseded, checkpointed
     "KeyboardInterrupt": Fault.CANCELLED,
 }
 
@@ -64,6 +62,8 @@ _TYPE_NAMES: dict[str, Fault] = {
 # "node ... died" must beat the generic "died").
 _TEXT_RULES: tuple[tuple[str, Fault], ...] = (
     ("injected failure", Fault.INJECTED),
+    ("preempted", Fault.PREEMPTED),
+    ("sigterm", Fault.PREEMPTED),  # a worker that died of SIGTERM before checkpointing
     ("was cancelled", Fault.CANCELLED),
     ("out of memory", Fault.OOM),
     ("outofmemoryerror", Fault.OOM),

@@ -6,16 +6,18 @@ it holds ``{CPU: 0.01}`` (orchestrator/cluster.py), builds a ``TorchTrainer`` wh
 calls ``fit()``. Each worker calls ``trainer.train``; ``deepspeed.initialize`` reuses Train's
 gloo/NCCL group, ZeRO shards across the workers, MoE experts split into ``ep_size`` groups.
 
-- Rank 0 owns the DB: one attempt row per worker-group start (host = ``hostname/node id``),
-  a ``workers`` artifact with every rank's node and pid, metrics via the DB reporter.
+- Rank 0 owns the DB: it claims the run for each worker-group start (``db.claim_run``: one
+  attempt row, host = ``hostname/node id``), writes a ``workers`` artifact with every rank's
+  node and pid, metrics via the DB reporter; attempt ends go through ``finish_attempt`` with
+  their fault class -- never around the results_db API.
 - Every rank saves its part of each DeepSpeed checkpoint into the run's checkpoint dir (a path
   all nodes reach), so a restarted group resumes from the last complete checkpoint.
 - Failures: ``RunConfig(failure_config=FailureConfig(max_failures=retries))`` restarts the
   whole worker group after a worker or node dies; metric writes are upserts per (run, name,
   step), so the steps the new attempt re-trains replace, never duplicate, the old points.
-  Before training, rank 0 decides go/no-go from the DB and broadcasts it: a run that was
-  cancelled, or whose last failure is not worth retrying (orchestrator/faults.py), stops on
-  every rank instead of training again.
+  Before training, rank 0 claims the run and broadcasts go/no-go: a run that was cancelled,
+  whose last failure is not worth retrying (its attempt's fault class, orchestrator/faults.py),
+  or that another driver holds, stops on every rank instead of training.
 """
 
 from __future__ import annotations
@@ -23,13 +25,14 @@ from __future__ import annotations
 import os
 import time
 import traceback
-from pathlib import Path
+import uuid
+from dataclasses import replace
 from typing import Any
 
-from orchestrator.env import float_env, prepare_trial_env
+from orchestrator.env import prepare_trial_env
 from orchestrator.faults import Fault, RetryPolicy, classify, describe
+from orchestrator.trial_job import TrialJob
 
-NOT_RETRIED = "not retried]"
 TRAIN_DIR = "_train"  # Ray Train's own run state, under the sweep's storage
 
 
@@ -38,14 +41,10 @@ class _Abort(RuntimeError):
     ranks may be inside a collective and can only be stopped by Train."""
 
 
-def _is_multi(job: dict[str, Any]) -> bool:
-    return int(job["spec"].get("resources", {}).get("workers", 1)) > 1
-
-
 def dispatch_trial(config: dict[str, Any]) -> None:
     """The Tune function trainable for every run: in-process for one worker (runner.py),
     a TorchTrainer for several. The scheduler's one-line hook."""
-    if not _is_multi(config["job"]):
+    if not config["job"].is_multiworker:
         from orchestrator.runner import run_trial
 
         run_trial(config)
@@ -53,31 +52,29 @@ def dispatch_trial(config: dict[str, Any]) -> None:
     run_multiworker_trial(config)
 
 
-def trial_placement(job: dict[str, Any]) -> Any:
+def trial_placement(job: TrialJob) -> Any:
     """Tune's PlacementGroupFactory for ``job`` (the scheduler's resources hook)."""
     from ray.tune import PlacementGroupFactory
 
     from orchestrator.cluster import trial_bundles
-    from trainer.config import Resources
 
-    return PlacementGroupFactory(trial_bundles(Resources.model_validate(
-        job["spec"].get("resources", {}))))
+    return PlacementGroupFactory(trial_bundles(job.spec.resources))
 
 
 def run_multiworker_trial(config: dict[str, Any]) -> None:
     prepare_trial_env()
     from ray import tune
 
-    job = config["job"]
+    job: TrialJob = config["job"]
     ctx = tune.get_context()
-    storage = job.get("train_storage") or str(Path(job["checkpoint_dir"]).parent / TRAIN_DIR)
-    result = fit_run(job, storage, retries=int(job.get("retries", 0)),
-                     trial_id=ctx.get_trial_id(), in_tune=True)
+    storage = job.train_storage or str(job.checkpoint_dir.parent / TRAIN_DIR)
+    result = fit_run(job, storage, retries=job.retries, trial_id=ctx.get_trial_id(),
+                     in_tune=True)
     if result.get("status") != "succeeded":
         tune.report(result)  # success already reached Tune through TuneReportCallback
 
 
-def fit_run(job: dict[str, Any], storage: str, retries: int = 0, trial_id: str | None = None,
+def fit_run(job: TrialJob, storage: str, retries: int = 0, trial_id: str | None = None,
             in_tune: bool = False) -> dict[str, Any]:
     """Train ``job`` on a Ray Train worker group (``ray.init`` must have run); returns rank 0's
     final result ({"status", "steps", ...}). Never raises for a training failure: the DB
@@ -86,9 +83,8 @@ def fit_run(job: dict[str, Any], storage: str, retries: int = 0, trial_id: str |
     from ray.train.torch import TorchTrainer
 
     from orchestrator.cluster import check_parallelism, live_nodes, scaling_kwargs
-    from trainer.config import RunSpec
 
-    spec = RunSpec.model_validate(job["spec"])
+    spec = job.spec
     check_parallelism(spec)
     gpus = sum(n.gpus for n in live_nodes())
     callbacks = []
@@ -96,10 +92,12 @@ def fit_run(job: dict[str, Any], storage: str, retries: int = 0, trial_id: str |
         from ray.tune.integration.ray_train import TuneReportCallback
 
         callbacks.append(TuneReportCallback())
+    job = replace(job, retries=retries)
+    trial_id = trial_id or f"fit-{uuid.uuid4().hex[:8]}"  # a group restart = the same trial
     trainer = TorchTrainer(
-        worker_loop, train_loop_config={"job": job, "trial_id": trial_id, "retries": retries},
+        worker_loop, train_loop_config={"job": job, "trial_id": trial_id},
         scaling_config=ScalingConfig(**scaling_kwargs(spec.resources, gpus)),
-        run_config=RunConfig(name=f"{job['name']}-{time.strftime('%Y%m%d-%H%M%S')}-"
+        run_config=RunConfig(name=f"{job.name}-{time.strftime('%Y%m%d-%H%M%S')}-"
                                   f"{os.getpid()}", storage_path=storage,
                              failure_config=FailureConfig(max_failures=retries),
                              callbacks=callbacks))
@@ -110,34 +108,33 @@ def fit_run(job: dict[str, Any], storage: str, retries: int = 0, trial_id: str |
     return _final_result(job)
 
 
-def _final_result(job: dict[str, Any]) -> dict[str, Any]:
+def _final_result(job: TrialJob) -> dict[str, Any]:
     """The run's outcome as the DB has it (rank 0 wrote it; Train's Result may carry none)."""
     import results_db
 
-    db = results_db.open(job["db_url"])
+    db = results_db.open(job.db_url, migrate=False)
     try:
-        row = db.run(int(job["run_id"]))
-        attempts = db.attempts(int(job["run_id"]))
+        row = db.run(job.run_id)
+        attempts = db.attempts(job.run_id)
         return {"status": row.status if row else "failed", "attempts": len(attempts)}
     finally:
         db.close()
 
 
-def _record_group_failure(job: dict[str, Any], exc: BaseException) -> dict[str, Any]:
-    """Train gave up: close an attempt the dead workers left running, say why."""
+def _record_group_failure(job: TrialJob, exc: BaseException) -> dict[str, Any]:
+    """Train gave up: close an attempt of this driver the dead workers left running."""
     import results_db
 
     text = "".join(traceback.format_exception(exc))[-20000:]
     fault = classify(exc, text)
-    db = results_db.open(job["db_url"])
+    db = results_db.open(job.db_url, migrate=False)
     try:
-        run_id = int(job["run_id"])
-        attempts = db.attempts(run_id)
-        if attempts and attempts[-1].status in ("running", "lost"):
+        attempts = db.attempts(job.run_id)
+        if attempts and attempts[-1].status == "running" and attempts[-1].owner == job.owner:
             db.finish_attempt(attempts[-1].id, "failed",
                               error=f"worker group failed: {str(exc).splitlines()[0][:500]}"
-                                    + describe(fault, False), traceback=text)
-        row = db.run(run_id)
+                                    + describe(fault, False), traceback=text, fault=fault)
+        row = db.run(job.run_id)
         return {"status": row.status if row else "failed", "fault": fault.value}
     finally:
         db.close()
@@ -166,36 +163,44 @@ def worker_loop(config: dict[str, Any]) -> None:
 
     ctx = ray.train.get_context()
     _launcher_env(ctx)
-    job, rank = config["job"], ctx.get_world_rank()
-    decision = [_go_no_go(job) if rank == 0 else None]
+    job: TrialJob = config["job"]
+    rank = ctx.get_world_rank()
+    policy = RetryPolicy.from_env(job.retries)
+    decision = [_rank0_decide(job, config["trial_id"], policy) if rank == 0 else None]
     tdist.broadcast_object_list(decision, src=0)
-    if decision[0] != "go":
-        ray.train.report({"status": str(decision[0]), "steps": 0, "first_step": -1})
+    status, attempt_id, holder = decision[0]
+    if status != "go":
+        ray.train.report({"status": status, "steps": 0, "first_step": -1, "holder": holder})
         return
-    policy = RetryPolicy.from_env(int(config.get("retries", 0)))
     workers = _gather_workers()  # a collective: every rank, in the same order
     if rank == 0:
-        result = _rank0_attempt(job, config.get("trial_id"), policy, workers)
+        result = _rank0_attempt(job, attempt_id, workers)
     else:
         result = _other_rank(job, policy)
     ray.train.report(result)
 
 
-def _go_no_go(job: dict[str, Any]) -> str:
-    """'go', or the status the run keeps: cancelled, or failed with a non-retryable fault."""
+def _rank0_decide(job: TrialJob, trial_id: str, policy: RetryPolicy
+                  ) -> tuple[str, int | None, str]:
+    """("go", attempt id, "") after claiming the run, or the status the run keeps: cancelled,
+    failed (this trial's last failure is not worth retrying), skipped (another holder)."""
     import results_db
+    from orchestrator.cluster import host_label
 
-    db = results_db.open(job["db_url"])
+    db = results_db.open(job.db_url, migrate=False)
     try:
-        row = db.run(int(job["run_id"]))
-        if row is not None and row.status == "cancelled":
-            return "cancelled"
-        attempts = db.attempts(int(job["run_id"]))
-        last = attempts[-1] if attempts else None
-        if last is not None and last.status == "failed" and (last.error or "").endswith(
-                NOT_RETRIED) and row is not None and row.status == "failed":
-            return "failed"
-        return "go"
+        row = db.run(job.run_id)
+        if row is None or row.status == "cancelled":
+            return "cancelled", None, ""
+        last = db.current_attempt(job.run_id)
+        if (row.status == "failed" and last is not None and last.trial_id == trial_id
+                and last.fault and not policy.should_retry(Fault(last.fault))):
+            return "failed", None, ""
+        att = db.claim_run(job.run_id, job.owner, host_label(), trial_id=trial_id,
+                           heartbeat_s=job.heartbeat_s)
+        if att is None:
+            return "skipped", None, str(db.claim_refusal(job.run_id))
+        return "go", att.id, ""
     finally:
         db.close()
 
@@ -214,55 +219,33 @@ def _gather_workers() -> list[dict[str, Any]]:
     return out
 
 
-def _rank0_attempt(job: dict[str, Any], trial_id: str | None, policy: RetryPolicy,
-                   workers: list[dict[str, Any]]) -> dict[str, Any]:
+def _rank0_attempt(job: TrialJob, attempt_id: int, workers: list[dict[str, Any]]
+                   ) -> dict[str, Any]:
     import results_db
-    from orchestrator.cluster import host_label
     from orchestrator.reporter import DBReporter
-    from orchestrator.runner import FLUSH_S_ENV, HEARTBEAT_S_ENV, _train_attempt
+    from orchestrator.runner import train_attempt
 
-    db = results_db.open(job["db_url"])
-    run_id = int(job["run_id"])
-    attempt = db.start_attempt(run_id, host=host_label(), trial_id=trial_id)
-    db.add_artifact(run_id, attempt.id, "workers", data={"workers": workers})
-    reporter = DBReporter(db, run_id, attempt.id, heartbeat_s=float_env(HEARTBEAT_S_ENV, 5.0),
-                          flush_s=float_env(FLUSH_S_ENV, 5.0))
+    db = results_db.open(job.db_url, migrate=False)
+    db.add_artifact(job.run_id, attempt_id, "workers", data={"workers": workers})
+    reporter = DBReporter(db, job.run_id, attempt_id, heartbeat_s=job.heartbeat_s,
+                          flush_s=job.flush_s)
     try:
-        result = _train_attempt(db, job, run_id, attempt.id, reporter)
-    except BaseException as exc:  # _train_attempt recorded it as failed
-        fault = classify(exc, traceback.format_exc())
-        retry = policy.should_retry(fault)
-        _tag_error(db, attempt.id, fault, retry)
-        if not retry and fault is Fault.CODE_ERROR:
-            return {"status": "failed", "fault": fault.value}  # every rank fails alike
+        result = train_attempt(db, job, attempt_id, reporter)  # records failures itself
+    except BaseException as exc:  # recorded, and worth another attempt: restart the group
         raise _Abort(f"rank 0: {type(exc).__name__}: {exc}") from exc
     finally:
         db.close()
-    if result["status"] == "cancelled":
-        raise _Abort("run cancelled")  # the other ranks may wait in a collective: tear down
-    return result
+    if result["status"] in ("cancelled", "superseded"):
+        raise _Abort(f"run {result['status']}")  # the other ranks may wait in a collective
+    return result  # succeeded / diverged, or failed with a fault every rank shares
 
 
-def _tag_error(db: Any, attempt_id: int, fault: Fault, retried: bool) -> None:
-    from sqlalchemy import update
-
-    from results_db.schema import Attempt
-
-    with db.engine.begin() as conn:  # append the classification to the recorded error
-        row = conn.execute(Attempt.__table__.select().where(Attempt.id == attempt_id)).first()
-        if row is not None and row.error and "[" not in row.error[-40:]:
-            conn.execute(update(Attempt).where(Attempt.id == attempt_id)
-                         .values(error=row.error + describe(fault, retried)))
-
-
-def _other_rank(job: dict[str, Any], policy: RetryPolicy) -> dict[str, Any]:
+def _other_rank(job: TrialJob, policy: RetryPolicy) -> dict[str, Any]:
     from trainer import train
-    from trainer.config import RunSpec
     from trainer.reporter import MemoryReporter
 
-    spec = RunSpec.model_validate(job["spec"])
     try:
-        res = train(spec, MemoryReporter(), Path(job["checkpoint_dir"]))  # reports nothing
+        res = train(job.spec, MemoryReporter(), job.checkpoint_dir)  # reports nothing
     except BaseException as exc:
         fault = classify(exc, traceback.format_exc())
         if fault is Fault.CODE_ERROR and not policy.should_retry(fault):

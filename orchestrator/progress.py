@@ -14,6 +14,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from results_db.states import status_group
+
 STYLE = {"pending": "dim", "running": "cyan", "succeeded": "green", "failed": "red",
          "diverged": "yellow", "cancelled": "magenta", "lost": "red"}
 
@@ -52,11 +54,11 @@ class Progress:
                 continue
 
     def snapshot(self) -> list[dict[str, Any]]:
-        rows = [self.db.run(i) for i in self.ids]
-        last = latest_points(self.db, self.ids, "train/loss")
-        return [{"id": r.id, "name": r.name, "status": r.status,
-                 "step": last.get(r.id, (None, None))[0], "loss": last.get(r.id, (None, None))[1]}
-                for r in rows if r is not None]
+        """One dict per run: id, name, status, step, loss, heartbeat age (db.live_runs)."""
+        live = self.db.live_runs(run_ids=self.ids, statuses=None)
+        return [{"id": r["run_id"], "name": r["name"], "status": r["status"], "step": r["step"],
+                 "loss": r["last_loss"], "age": r["heartbeat_age_s"]}
+                for r in live.iter_rows(named=True)]
 
     def _tick(self) -> None:
         rows = self.snapshot()
@@ -73,27 +75,15 @@ class Progress:
                                    highlight=False)
 
     def _table(self, rows: list[dict[str, Any]]) -> Table:
-        done = sum(r["status"] not in ("pending", "running") for r in rows)
+        done = sum(status_group(r["status"]).startswith("done") for r in rows)
         t = Table(title=f"{done}/{len(rows)} runs finished - "
                         f"{time.monotonic() - self.t0:.0f}s elapsed")
-        for c in ("run", "state", "step", "train/loss"):
-            t.add_column(c, justify="right" if c in ("step", "train/loss") else "left")
+        for c in ("run", "state", "step", "train/loss", "heartbeat"):
+            t.add_column(c, justify="left" if c in ("run", "state") else "right")
         for r in rows:
             st = r["status"]
             t.add_row(r["name"], f"[{STYLE.get(st, '')}]{st}[/]",
                       "" if r["step"] is None else str(r["step"]),
-                      "" if r["loss"] is None else f"{r['loss']:.4g}")
+                      "" if r["loss"] is None else f"{r['loss']:.4g}",
+                      "" if r["age"] is None else f"{r['age']:.0f} s ago")
         return t
-
-
-def latest_points(db: Any, run_ids: list[int], name: str) -> dict[int, tuple[int, float]]:
-    """{run_id: (step, value)} of the newest point of metric ``name``."""
-    if not run_ids:
-        return {}
-    ids = ",".join(str(int(i)) for i in run_ids)
-    frame = db.query(
-        "SELECT m.run_id, m.step, m.value FROM metrics m JOIN (SELECT run_id, MAX(step) AS s "
-        f"FROM metrics WHERE name = '{name}' AND run_id IN ({ids}) GROUP BY run_id) x "
-        f"ON m.run_id = x.run_id AND m.step = x.s WHERE m.name = '{name}'")
-    return {int(r[0]): (int(r[1]), float(r[2]) if r[2] is not None else float("nan"))
-            for r in frame.iter_rows()}

@@ -6,6 +6,12 @@ tiny model's step time. Liveness does not depend on the training loop: a daemon 
 heartbeats the attempt every ``heartbeat_s`` seconds (DeepSpeed's first init can take a
 minute without a single trainer call) and watches for ``orchestrator cancel``; the next
 ``log``/``heartbeat`` call then raises RunCancelled so the trial ends cleanly.
+
+``db.heartbeat`` answers whether the attempt is still the run's current one. Once it is not
+(its lease ran out and another attempt claimed the run, or the reconciler marked it lost),
+``heartbeat()`` returns False -- the trainer then stops at its next step boundary, checkpoints
+and raises ``trainer.Preempted`` -- and buffered points are dropped, never written over the
+current attempt's.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ class DBReporter:
         self._last_flush = time.monotonic()
         self._lock = threading.Lock()
         self._cancelled = threading.Event()
+        self._superseded = threading.Event()
         self._stop = threading.Event()
         self.first_step: int | None = None  # the first step this attempt logged (resume proof)
         self._beat = threading.Thread(target=self._beat_loop, args=(heartbeat_s,),
@@ -57,9 +64,11 @@ class DBReporter:
         with self._lock:
             self._summaries.update({k: float(v) for k, v in metrics.items()})
 
-    def heartbeat(self) -> None:
-        # The thread does the writing; the trainer's call is where cancellation surfaces.
+    def heartbeat(self) -> bool:
+        """False once the attempt is no longer the run's current one: the caller must stop.
+        (The thread does the writing; the trainer's call is where the news surfaces.)"""
         self._raise_if_cancelled()
+        return not self._superseded.is_set()
 
     def artifact(self, kind: str, payload: str | Path | Mapping[str, Any]) -> None:
         if isinstance(payload, (str, Path)):
@@ -73,6 +82,8 @@ class DBReporter:
             points, self._points = self._points, []
             summaries, self._summaries = self._summaries, {}
             self._last_flush = time.monotonic()
+        if self._superseded.is_set():
+            return  # another attempt holds the run: its points are the truth now
         if points:
             self.db.log_metrics(self.run_id, self.attempt_id, points)
         if summaries:
@@ -88,6 +99,10 @@ class DBReporter:
     def cancelled(self) -> bool:
         return self._cancelled.is_set()
 
+    @property
+    def superseded(self) -> bool:
+        return self._superseded.is_set()
+
     def _raise_if_cancelled(self) -> None:
         if self._cancelled.is_set():
             raise RunCancelled(f"run {self.run_id} was cancelled")
@@ -95,9 +110,12 @@ class DBReporter:
     def _beat_loop(self, interval: float) -> None:
         while not self._stop.wait(interval):
             try:
-                self.db.heartbeat(self.attempt_id)
+                current = self.db.heartbeat(self.attempt_id)
                 row = self.db.run(self.run_id)
                 if row is not None and row.status == "cancelled":
                     self._cancelled.set()
+                elif not current:
+                    self._superseded.set()
+                    return  # nothing more to say to a run we no longer hold
             except Exception:  # noqa: BLE001 - a DB hiccup must not kill training; next beat
                 continue

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +57,8 @@ def rerun_runs(db_url: str, run_ids: list[int | str], fresh: bool = False,
     ``detach`` spawns one background ``orchestrator rerun`` per run and returns at once.
     """
     import results_db
-    from trainer.config import RunSpec
+
+    from orchestrator.trial_job import TrialJob, driver_owner
 
     db = results_db.open(db_url)
     rows = resolve_runs(db, list(run_ids))
@@ -70,13 +72,10 @@ def rerun_runs(db_url: str, run_ids: list[int | str], fresh: bool = False,
                         "(orchestrator cancel ...)")
     jobs = []
     for r in rows:
-        spec = RunSpec.model_validate(r.config)
         ckpt = run_checkpoint_dir(db, r, storage)
         if fresh and ckpt.exists():
             shutil.rmtree(ckpt)
-        jobs.append(scheduler.Job(run_id=r.id, name=r.name, spec=r.config, checkpoint_dir=ckpt,
-                                  cpus=spec.resources.cpus, gpus=spec.resources.gpus,
-                                  workers=spec.resources.workers))
+        jobs.append(TrialJob.of(r.id, r.name, r.config, ckpt, db_url))  # validated once
     db.set_status([r.id for r in rows], "pending", strict=True)
     root = storage or jobs[0].checkpoint_dir.parent.parent.parent
     progress = None
@@ -84,10 +83,52 @@ def rerun_runs(db_url: str, run_ids: list[int | str], fresh: bool = False,
         from orchestrator.progress import Progress
 
         progress = lambda d, ids: Progress(d, ids, console)  # noqa: E731
+    say = print if console is None else (lambda m: console.print(m, highlight=False))
     opts = scheduler.Options(db_url=db_url, storage=root, address=address,
                              experiment=f"rerun-{time.strftime('%Y%m%d-%H%M%S')}",
-                             max_concurrent=max_concurrent, progress=progress)
+                             max_concurrent=max_concurrent, progress=progress,
+                             owner=driver_owner("rerun"), say=say)
     return scheduler.execute(jobs, opts)
+
+
+@dataclass(frozen=True)
+class SweepRerun:
+    """What ``rerun --sweep S`` takes and what it leaves alone, each with the reason."""
+
+    take: list[int]
+    left: list[tuple[int, str]]  # (run id, why it is left alone)
+
+
+DEFAULT_RERUN = ("failed", "lost")
+
+
+def sweep_rerun_plan(db: Any, sweep: str, statuses: list[str] | None = None) -> SweepRerun:
+    """Runs of ``sweep`` to rerun: those in ``statuses`` (default failed, lost) plus pending
+    runs nobody will start -- their driver's lease ran out (it died before starting them).
+    Everything else is left alone with its reason: live runs (holder and heartbeat age),
+    pending runs a live driver still holds, finished results."""
+    from results_db.states import DONE_OK
+
+    wanted = set(statuses or DEFAULT_RERUN)
+    take: list[int] = []
+    left: list[tuple[int, str]] = []
+    for r in db.live_runs(sweep, statuses=None).iter_rows(named=True):
+        rid, st, owner = int(r["run_id"]), r["status"], r["owner"] or "a driver"
+        lease = r["lease_s_left"]
+        held = lease is not None and lease > 0
+        if st in wanted or (st == "pending" and not held):
+            take.append(rid)
+        elif st == "pending":
+            left.append((rid, f"pending, queued by {owner} (alive: its lease runs "
+                              f"{lease:.0f} s more)"))
+        elif st == "running":
+            left.append((rid, f"running under {owner}, last heartbeat "
+                              f"{r['heartbeat_age_s'] or 0:.0f} s ago"))
+        elif st in DONE_OK:
+            left.append((rid, f"{st}: a result (rerun it by id to redo it)"))
+        else:
+            left.append((rid, f"{st}: not in --status {','.join(sorted(wanted))}"))
+    return SweepRerun(take=take, left=left)
 
 
 def spawn_rerun(db_url: str, run_id: int, fresh: bool = False,

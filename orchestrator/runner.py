@@ -1,95 +1,99 @@
-"""The Tune trial function: one run = one attempt row, trained in the trial process.
+"""The Tune trial function: claim the run, train one attempt, record how it ended.
 
-DB and Tune agree on failures: an exception is recorded (failed + traceback) and re-raised,
-so Tune's FailureConfig retries it (each retry is a new attempt that resumes from the run's
-checkpoint dir). Divergence is a result, not an error. A cancelled run ends quietly (no
-retry). Imports of torch/deepspeed happen here, after the environment is prepared.
+- The attempt starts with ``db.claim_run`` (an atomic compare-and-set in the DB): a trial that
+  loses the race -- another driver's trial holds the run, or it already finished -- trains
+  nothing and reports ``skipped`` with the holder ("run 7 is running under submit 3f2a ...").
+- Every end is recorded with its fault class (results_db.states.FaultClass): an exception is
+  recorded ``failed`` + traceback + fault and re-raised when the policy retries it, so Tune's
+  FailureConfig and the DB agree (each retry claims again and resumes from the checkpoint).
+- ``trainer.Preempted`` (SIGTERM, or the heartbeat said the attempt is no longer current) is
+  recorded ``failed``/``preempted``: the run becomes ``lost`` (resumable). Divergence is a
+  result, not an error; a cancelled run ends quietly.
 """
 
 from __future__ import annotations
 
 import os
 import traceback
-from pathlib import Path
 from typing import Any
 
-from orchestrator.env import float_env, prepare_trial_env
+from orchestrator.env import prepare_trial_env
+from orchestrator.faults import Fault, RetryPolicy, classify, describe
+from orchestrator.trial_job import TrialJob
 
-HEARTBEAT_S_ENV = "GATESWEEP_HEARTBEAT_S"
-FLUSH_S_ENV = "GATESWEEP_FLUSH_S"
-
-
-def job_config(run_id: int, name: str, spec_json: dict[str, Any], db_url: str,
-               checkpoint_dir: Path) -> dict[str, Any]:
-    """What one trial needs; JSON-able so it survives Ray's serialisation and Tune's state."""
-    return {"run_id": run_id, "name": name, "spec": spec_json, "db_url": db_url,
-            "checkpoint_dir": str(checkpoint_dir.resolve())}
+SKIPPED = "skipped"
+SUPERSEDED = "superseded"
 
 
 def run_trial(config: dict[str, Any]) -> None:
-    """Tune function trainable: config = {"job": job_config(...)}."""
+    """Tune function trainable: config = {"job": TrialJob}."""
     prepare_trial_env()
     from ray import tune
 
-    job = config["job"]
-    ctx = tune.get_context()
-    result = execute_job(job, trial_id=ctx.get_trial_id())
+    job: TrialJob = config["job"]
+    result = execute_job(job, trial_id=tune.get_context().get_trial_id())
     tune.report(result)
 
 
-def execute_job(job: dict[str, Any], trial_id: str | None = None) -> dict[str, Any]:
-    """Run one attempt of ``job`` and record it; returns {"status", "steps", "first_step"}."""
+def execute_job(job: TrialJob, trial_id: str | None = None) -> dict[str, Any]:
+    """Claim and run one attempt of ``job``; returns {"status", "steps", "first_step", ...}."""
     import results_db
+    from orchestrator.cluster import host_label
     from orchestrator.reporter import DBReporter
 
-    db = results_db.open(job["db_url"])
-    run_id = int(job["run_id"])
-    row = db.run(run_id)
-    if row is not None and row.status == "cancelled":  # cancelled while it was queued
-        return {"status": "cancelled", "steps": 0, "first_step": -1}
-    from orchestrator.cluster import host_label
-
-    attempt = db.start_attempt(run_id, host=host_label(), trial_id=trial_id)
-    # trainer.train flushes it before every checkpoint: a killed attempt leaves no hole
-    reporter = DBReporter(db, run_id, attempt.id, heartbeat_s=float_env(HEARTBEAT_S_ENV, 5.0),
-                          flush_s=float_env(FLUSH_S_ENV, 5.0))
+    db = results_db.open(job.db_url, migrate=False)
     try:
-        return _train_attempt(db, job, run_id, attempt.id, reporter)
+        attempt = db.claim_run(job.run_id, job.owner, host_label(), trial_id=trial_id,
+                               heartbeat_s=job.heartbeat_s)
+        if attempt is None:
+            return {"status": SKIPPED, "steps": 0, "first_step": -1,
+                    "holder": str(db.claim_refusal(job.run_id))}
+        # trainer.train flushes it before every checkpoint: a killed attempt leaves no hole
+        reporter = DBReporter(db, job.run_id, attempt.id, heartbeat_s=job.heartbeat_s,
+                              flush_s=job.flush_s)
+        return train_attempt(db, job, attempt.id, reporter)
     finally:
         db.close()  # a reused trial actor must not accumulate engines
 
 
-def _train_attempt(db: Any, job: dict[str, Any], run_id: int, attempt_id: int,
-                   reporter: Any) -> dict[str, Any]:
+def train_attempt(db: Any, job: TrialJob, attempt_id: int, reporter: Any) -> dict[str, Any]:
+    """Train one claimed attempt with ``reporter`` and record its end (rank 0 of a group too)."""
     from orchestrator.reporter import RunCancelled
     from trainer import train
-    from trainer.config import RunSpec
 
-    ckpt = Path(job["checkpoint_dir"])
     try:
-        spec = RunSpec.model_validate(job["spec"])
-        ckpt.mkdir(parents=True, exist_ok=True)
-        db.add_artifact(run_id, attempt_id, "checkpoint_dir", path=str(ckpt))
-        res = train(spec, reporter, ckpt)
+        job.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+        db.add_artifact(job.run_id, attempt_id, "checkpoint_dir", path=str(job.checkpoint_dir))
+        res = train(job.spec, reporter, job.checkpoint_dir)
     except RunCancelled:
         reporter.close()
-        db.finish_attempt(attempt_id, "cancelled", error="cancelled by the user")
+        db.finish_attempt(attempt_id, "cancelled", error="cancelled by the user",
+                          fault=Fault.CANCELLED)
         return {"status": "cancelled", "steps": -1, "first_step": reporter.first_step or -1}
     except BaseException as exc:
-        from orchestrator.faults import RetryPolicy, classify, describe
-
         reporter.close()
-        tb = traceback.format_exc()
-        fault = classify(exc, tb)
-        retry = RetryPolicy.from_env(int(job.get("retries", 0))).should_retry(fault)
-        db.finish_attempt(attempt_id, "failed", error=f"{type(exc).__name__}: {exc}"
-                          + describe(fault, retry), traceback=tb)
-        if not retry and not isinstance(exc, KeyboardInterrupt):
-            return {"status": "failed", "steps": -1, "fault": fault.value,
-                    "first_step": reporter.first_step or -1}
-        raise
+        return record_failure(db, job, attempt_id, exc, traceback.format_exc(),
+                              superseded=reporter.superseded, first_step=reporter.first_step)
     reporter.close()
     db.finish_attempt(attempt_id, res.status)
     return {"status": res.status, "steps": res.steps,
             "first_step": -1 if reporter.first_step is None else reporter.first_step,
             "pid": os.getpid()}
+
+
+def record_failure(db: Any, job: TrialJob, attempt_id: int, exc: BaseException, tb: str, *,
+                   superseded: bool = False, first_step: int | None = None) -> dict[str, Any]:
+    """Record ``exc`` as the attempt's end (failed + fault + traceback); re-raise it when the
+    retry policy wants another attempt, else return the result Tune gets."""
+    fault = classify(exc, tb)
+    if superseded:  # the DB took the run from us: stop quietly, nothing to retry from here
+        db.finish_attempt(attempt_id, "failed", error="stopped: the attempt was superseded",
+                          traceback=tb, fault=Fault.SUPERSEDED)
+        return {"status": SUPERSEDED, "steps": -1, "first_step": first_step or -1}
+    retry = RetryPolicy.from_env(job.retries).should_retry(fault)
+    db.finish_attempt(attempt_id, "failed", error=f"{type(exc).__name__}: {exc}"
+                      + describe(fault, retry), traceback=tb, fault=fault)
+    if retry or isinstance(exc, KeyboardInterrupt):
+        raise exc
+    return {"status": "failed", "steps": -1, "fault": fault.value,
+            "first_step": first_step or -1}

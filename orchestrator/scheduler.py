@@ -1,9 +1,13 @@
 """Run pending runs as Ray Tune trials (one trial per run) and keep the DB consistent.
 
-Ray only executes; the DB holds the truth. The trial function (orchestrator/runner.py) writes
-its own attempt rows; ``DBSyncCallback`` covers the deaths it cannot report itself (worker
-killed, import error before its try block); on Ctrl-C/SIGTERM the driver marks the runs it
-was executing ``cancelled`` before stopping Ray.
+Ray only executes; the DB holds the truth. Each trial claims its run (orchestrator/runner.py,
+``db.claim_run``) and records its own end; ``DBSyncCallback`` records the deaths it cannot
+report itself (worker killed, node lost, crash before its try block) with their fault class,
+whether Tune retries them (``on_trial_recover``) or not (``on_trial_error``); the driver's
+LeaseKeeper (orchestrator/leases.py) records silent deaths within a few heartbeats. A trial
+that loses the claim (another driver holds the run) trains nothing; the driver says who holds
+it and waits for that run to end, so its summary covers every run it was given. On
+Ctrl-C/SIGTERM the driver marks the runs it was executing ``cancelled`` before stopping Ray.
 """
 
 from __future__ import annotations
@@ -15,8 +19,8 @@ import signal
 import socket
 import tempfile
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,21 +28,11 @@ from ray.tune import Callback
 
 from orchestrator.env import absolute_db_url, driver_defaults, worker_env_vars
 from orchestrator.errors import UserError
+from orchestrator.faults import Fault, RetryPolicy, classify, describe
+from orchestrator.trial_job import TrialJob, driver_owner, heartbeat_interval
 
 ACTIVE = ("pending", "running")
-
-
-@dataclass(frozen=True)
-class Job:
-    """One run to execute: its DB id, name, RunSpec JSON and checkpoint directory."""
-
-    run_id: int
-    name: str
-    spec: dict[str, Any]
-    checkpoint_dir: Path
-    cpus: float = 1.0
-    gpus: float = 0.0
-    workers: int = 1
+WAIT_POLL_S = 1.0
 
 
 @dataclass
@@ -50,6 +44,8 @@ class Options:
     max_concurrent: int | None = None
     address: str | None = None
     progress: Any = None  # a callable(db, run_ids) -> context manager, or None
+    owner: str = field(default_factory=driver_owner)  # this driver's lease id
+    say: Callable[[str], None] = print  # one line to the user (skips, deaths, waits)
     # Reusing trial processes skips worker start + torch/DeepSpeed import per trial (smoke
     # sweep: 34 s instead of 60 s on 2 cores). GATESWEEP_REUSE_ACTORS=0 turns it off.
     reuse_actors: bool = field(
@@ -115,7 +111,7 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, old)
 
 
-def concurrency(jobs: list[Job], requested: int | None) -> int:
+def concurrency(jobs: list[TrialJob], requested: int | None) -> int:
     """max_concurrent_trials: the request, else what the cluster's CPUs/GPUs allow."""
     import ray
 
@@ -139,20 +135,27 @@ def concurrency(jobs: list[Job], requested: int | None) -> int:
     return max(1, min(n, len(jobs)))
 
 
-def execute(jobs: list[Job], opts: Options) -> dict[int, str]:
-    """Run ``jobs`` to completion; returns {run_id: final DB status}. Raises Interrupted after
-    marking the unfinished runs cancelled when the user stops it."""
+def execute(jobs: list[TrialJob], opts: Options) -> dict[int, str]:
+    """Run ``jobs`` to completion; returns {run_id: final DB status}. Runs another driver
+    holds are waited for (their final status counts). Raises Interrupted after marking the
+    unfinished runs cancelled when the user stops it."""
     import results_db
+    from orchestrator.leases import LeaseKeeper
 
     if not jobs:
         return {}
     opts.db_url = absolute_db_url(opts.db_url)
+    hb = heartbeat_interval()
+    jobs = [replace(j, db_url=opts.db_url, owner=opts.owner, retries=opts.retries,
+                    heartbeat_s=hb) for j in jobs]
     db = results_db.open(opts.db_url)
     ids = [j.run_id for j in jobs]
     progress = opts.progress(db, ids) if opts.progress else contextlib.nullcontext()
     try:
-        with ray_session(opts.address, opts.extra_env), _sigterm_as_interrupt(), progress:
-            _fit(jobs, opts)
+        with ray_session(opts.address, opts.extra_env), _sigterm_as_interrupt(), \
+                LeaseKeeper(db, ids, opts.owner, hb, opts.say), progress:
+            skipped = _fit(jobs, opts)
+            wait_for_holders(db, list(skipped), opts.say)
     except KeyboardInterrupt:
         cancelled = _cancel_unfinished(db, ids)
         raise Interrupted(f"interrupted: {len(cancelled)} run(s) marked cancelled") from None
@@ -164,22 +167,19 @@ def _cancel_unfinished(db: Any, ids: list[int]) -> list[int]:
     return db.set_status(active, "cancelled")
 
 
-def _fit(jobs: list[Job], opts: Options) -> None:
+def _fit(jobs: list[TrialJob], opts: Options) -> dict[int, str]:
+    """Tune over ``jobs``; returns {run_id: holder message} of the runs another driver held."""
     from ray import tune
     from ray.tune import PlacementGroupFactory
 
     from orchestrator.multiworker import dispatch_trial, trial_placement
-    from orchestrator.runner import job_config
-
-    configs = [{**job_config(j.run_id, j.name, j.spec, opts.db_url, j.checkpoint_dir),
-                "retries": opts.retries} for j in jobs]
 
     def resources(config: dict[str, Any]) -> PlacementGroupFactory:
         return trial_placement(config["job"])  # {CPU: 0.01} for a multi-worker coordinator
 
     tuner = tune.Tuner(
         tune.with_resources(dispatch_trial, resources),
-        param_space={"job": tune.grid_search(configs)},
+        param_space={"job": tune.grid_search(jobs)},
         tune_config=tune.TuneConfig(
             max_concurrent_trials=concurrency(jobs, opts.max_concurrent),
             reuse_actors=opts.reuse_actors,
@@ -187,13 +187,34 @@ def _fit(jobs: list[Job], opts: Options) -> None:
         run_config=tune.RunConfig(
             name=opts.experiment, storage_path=str((opts.storage / "_tune").resolve()),
             failure_config=tune.FailureConfig(max_failures=opts.retries),
-            callbacks=[DBSyncCallback(opts.db_url)], verbose=0),
+            callbacks=[DBSyncCallback(opts.db_url, opts.owner, opts.retries)], verbose=0),
     )
-    tuner.fit()  # trial errors do not raise here; the DB has the per-run outcome
+    grid = tuner.fit()  # trial errors do not raise here; the DB has the per-run outcome
+    skipped: dict[int, str] = {}
+    for res in grid:
+        metrics = res.metrics or {}
+        if metrics.get("status") == "skipped":
+            job: TrialJob = res.config["job"]
+            skipped[job.run_id] = str(metrics.get("holder", ""))
+            opts.say(f"{skipped[job.run_id]}: not started here")
+    return skipped
+
+
+def wait_for_holders(db: Any, run_ids: list[int], say: Callable[[str], None]) -> None:
+    """Runs another live driver holds: wait until they leave ``running`` (a silent holder is
+    turned ``lost`` by the reconciler after its own heartbeat interval)."""
+    waiting = [i for i in run_ids if (r := db.run(i)) is not None and r.status == "running"]
+    if waiting:
+        say(f"waiting for {len(waiting)} run(s) held by another driver: ids "
+            + ", ".join(map(str, waiting)))
+    while waiting:
+        time.sleep(WAIT_POLL_S)
+        db.reconcile()
+        waiting = [i for i in waiting if db.run(i).status == "running"]
 
 
 def _trial_name(trial: Any) -> str:
-    return str(trial.config["job"]["name"])
+    return str(trial.config["job"].name)
 
 
 def experiment_name(sweep: str) -> str:
@@ -201,35 +222,50 @@ def experiment_name(sweep: str) -> str:
 
 
 class DBSyncCallback(Callback):  # type: ignore[misc]
-    """Driver-side: a trial that errored without recording it (worker killed, crash before
-    its try block) still ends as ``failed`` in the DB, with Tune's error text."""
+    """Driver-side: a trial that died without recording it (worker killed, node lost, crash
+    before its try block) still ends its attempt ``failed`` with a fault class and Tune's
+    error text -- at once, whether Tune retries it (``on_trial_recover``) or not."""
 
-    def __init__(self, db_url: str) -> None:
-        self.db_url = db_url
+    def __init__(self, db_url: str, owner: str = "", retries: int = 0) -> None:
+        self.db_url, self.owner, self.retries = db_url, owner, retries
+
+    def on_trial_recover(self, iteration: int, trials: list[Any], trial: Any,
+                         **info: Any) -> None:
+        self._record(trial, retried=True)
 
     def on_trial_error(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        self._record(trial, retried=False)
+
+    def _record(self, trial: Any, retried: bool) -> None:
         import results_db
 
-        db = results_db.open(self.db_url)
-        run_id = int(trial.config["job"]["run_id"])
-        row = db.run(run_id)
-        if row is None or row.status not in ACTIVE:
-            return  # the trial recorded its own end (the normal case)
-        text = _trial_error_text(trial)
-        if row.status == "pending":  # died before start_attempt: give the error a home
-            attempt_id: int | None = db.start_attempt(run_id, host=socket.gethostname(),
-                                                      trial_id=trial.trial_id).id
-        else:
-            attempt_id = _latest_attempt(db, run_id)
-        if attempt_id is not None:
+        from orchestrator.leases import node_fault
+
+        job: TrialJob = trial.config["job"]
+        db = results_db.open(self.db_url, migrate=False)
+        try:
+            att = _attempt_of_trial(db, job.run_id, trial.trial_id)
+            if att is None:  # died before its claim: give the error a home, if ours to give
+                att = db.claim_run(job.run_id, self.owner, socket.gethostname(),
+                                   trial_id=trial.trial_id)
+            if att is None or att.status != "running":
+                return  # the trial recorded its own end, or another driver holds the run
+            text = _trial_error_text(trial)
+            fault = classify(None, text)
+            if fault is Fault.WORKER_DIED:  # a dead node kills its workers: say which
+                fault = node_fault(att.host)
+            retry = retried and RetryPolicy.from_env(self.retries).should_retry(fault)
             first = text.strip().splitlines()[-1] if text.strip() else "?"
-            db.finish_attempt(attempt_id, "failed", error=f"trial died: {first}",
-                              traceback=text or None)
+            db.finish_attempt(att.id, "failed", error=f"trial died: {first}"
+                              + describe(fault, retry), traceback=text or None, fault=fault)
+        finally:
+            db.close()
 
 
-def _latest_attempt(db: Any, run_id: int) -> int | None:
-    attempts = db.attempts(run_id)  # ordered by number
-    return attempts[-1].id if attempts else None
+def _attempt_of_trial(db: Any, run_id: int, trial_id: str) -> Any:
+    """The newest attempt this Tune trial claimed (other drivers' attempts are not ours)."""
+    mine = [a for a in db.attempts(run_id) if a.trial_id == trial_id]
+    return mine[-1] if mine else None
 
 
 def _trial_error_text(trial: Any) -> str:

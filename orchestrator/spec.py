@@ -27,31 +27,45 @@ import math
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator,
+                      model_validator)
 
 from orchestrator import keys
 from orchestrator.errors import SpecError, SpecIssue
 from orchestrator.yamlsrc import Source, load_file, load_text
-from trainer.config import Resources
+from trainer.config import INT64_MAX, Resources
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 MAX_AXIS_VALUES = 1000
+MAX_LR = 10.0  # beyond this no optimiser setting trains: a typo (1e2 for 1e-2), not a ladder
+MAX_LR_DECADES = 6  # lr_ladder.max / lr_ladder.min at most 1e6
+# A seed is stored in the DB's 64-bit integer column; YAML booleans are not seeds.
+Seed = Annotated[StrictInt, Field(ge=0, le=INT64_MAX)]
 _BASE_KEYS = ("model", "train", "data", "eval", "resources")
 
 
 class LrLadder(BaseModel):
     """``steps`` learning rates spaced geometrically from ``min`` to ``max`` (inclusive)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    min: float = Field(gt=0)
-    max: float = Field(gt=0)
-    steps: int = Field(ge=2, le=MAX_AXIS_VALUES)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    min: float = Field(gt=0, le=MAX_LR)
+    max: float = Field(gt=0, le=MAX_LR)
+    steps: StrictInt = Field(ge=2, le=MAX_AXIS_VALUES)
 
     @model_validator(mode="after")
     def _order(self) -> LrLadder:
         if self.min >= self.max:
             raise ValueError(f"lr_ladder.min ({self.min}) must be below lr_ladder.max "
                              f"({self.max})")
+        if self.max / self.min > 10 ** MAX_LR_DECADES:
+            raise ValueError(f"lr_ladder spans {math.log10(self.max / self.min):.0f} decades "
+                             f"({self.min:g} to {self.max:g}); expected at most "
+                             f"{MAX_LR_DECADES}")
+        distinct = len(set(self.values()))
+        if distinct < self.steps:
+            raise ValueError(f"lr_ladder.steps: {self.steps} steps from {self.min:g} to "
+                             f"{self.max:g} give only {distinct} distinct learning rates at 4 "
+                             "significant digits; use fewer steps or a wider range")
         return self
 
     def values(self) -> list[float]:
@@ -61,7 +75,7 @@ class LrLadder(BaseModel):
 
 
 class SweepSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     name: str = Field(pattern=NAME_PATTERN, max_length=100)
     description: str = ""
@@ -70,12 +84,12 @@ class SweepSpec(BaseModel):
     axes: dict[str, Annotated[list[Any], Field(min_length=1, max_length=MAX_AXIS_VALUES)]] = \
         Field(default_factory=dict)
     lr_ladder: LrLadder | None = None
-    seeds: list[int] | None = None
+    seeds: list[Seed] | None = Field(default=None, max_length=MAX_AXIS_VALUES)
     include: list[dict[str, Any]] = Field(default_factory=list)
     exclude: list[dict[str, Any]] = Field(default_factory=list)
     resources: Resources | None = None
-    retries: int = Field(default=0, ge=0, le=100)
-    max_concurrent: int | None = Field(default=None, ge=1)
+    retries: StrictInt = Field(default=0, ge=0, le=100)
+    max_concurrent: StrictInt | None = Field(default=None, ge=1, le=100_000)
 
     @field_validator("base")
     @classmethod
@@ -148,6 +162,7 @@ def _check_keys(src: Source, spec: SweepSpec) -> None:
                                                                          key)), msg))
     for key in spec.axes:
         if key in ("seed", "seeds"):
+            issues.extend(_seed_axis_issues(src, key, spec.axes[key]))
             continue
         if (msg := keys.check_key(key)) is not None:
             issues.append(src.issue(("axes", key), msg))
@@ -163,6 +178,18 @@ def _check_keys(src: Source, spec: SweepSpec) -> None:
     _check_conflicts(src, spec, issues)
     if issues:
         raise SpecError(issues)
+
+
+def _seed_axis_issues(src: Source, key: str, values: list[Any]) -> list[SpecIssue]:
+    """axes.seed values obey the same rule as ``seeds``: distinct 64-bit integers >= 0."""
+    out = []
+    for i, v in enumerate(values):
+        if type(v) is not int or not 0 <= v <= INT64_MAX:
+            out.append(src.issue(("axes", key, i), f"expected an integer seed from 0 to "
+                                                   f"{INT64_MAX} (got {v!r})"))
+    if not out and len(set(values)) != len(values):
+        out.append(src.issue(("axes", key), "seeds must be distinct"))
+    return out
 
 
 def _yaml_path(src: Source, prefix: tuple[str | int, ...], dotted: str) -> tuple[str, ...]:

@@ -17,9 +17,11 @@ from orchestrator.expand import ExpandedRun, expand
 from orchestrator.progress import Progress
 from orchestrator.spec import SweepSpec, load_spec
 from orchestrator.table import param_counts
+from orchestrator.trial_job import TrialJob
+from results_db.states import DONE_OK
 from orchestrator.yamlsrc import Source
 
-OK_STATES = ("succeeded", "diverged")
+OK_STATES = tuple(sorted(s.value for s in DONE_OK))  # succeeded, diverged
 
 
 @dataclass
@@ -53,22 +55,24 @@ def register(db: Any, plan: Plan, force: bool) -> Any:
     return db.register_runs(sweep_id, new, force=force)
 
 
-def jobs_for(rows: list[Any], plan: Plan, storage: Path) -> list[scheduler.Job]:
+def jobs_for(rows: list[Any], plan: Plan, storage: Path, db_url: str) -> list[TrialJob]:
+    """One TrialJob per registered row (the RunSpec was validated by expand: no re-parse)."""
     by_fp = {r.fingerprint: r for r in plan.runs}
-    jobs = []
-    for row in rows:
-        run = by_fp[row.fingerprint]
-        jobs.append(scheduler.Job(
-            run_id=row.id, name=run.name, spec=run.spec.model_dump(mode="json"),
-            checkpoint_dir=scheduler.checkpoint_dir(storage, plan.spec.name, run.name),
-            cpus=run.spec.resources.cpus, gpus=run.spec.resources.gpus,
-            workers=run.spec.resources.workers))
-    return jobs
+    return [TrialJob(run_id=row.id, name=by_fp[row.fingerprint].name,
+                     spec=by_fp[row.fingerprint].spec, db_url=db_url,
+                     checkpoint_dir=scheduler.checkpoint_dir(storage, plan.spec.name,
+                                                             by_fp[row.fingerprint].name))
+            for row in rows]
 
 
 def run_submit(db_url: str, plan: Plan, *, force: bool, storage: Path, address: str | None,
-               max_concurrent: int | None, stale_after: float, console: Console) -> int:
-    """Returns the process exit code: 0 when every run of the sweep succeeded or diverged."""
+               max_concurrent: int | None, stale_after: float | None, console: Console) -> int:
+    """Returns the process exit code: 0 when every run of the sweep succeeded or diverged.
+
+    A crashed earlier submit's runs are resumed: its silent attempts become lost (after
+    ``stale_after`` seconds, or each attempt's own heartbeat-derived threshold when None),
+    and pending/lost/failed runs are registered to run again. Runs another live driver holds
+    are left to it and waited for, so the summary and exit code cover the whole sweep."""
     import results_db
 
     db = results_db.open(db_url)
@@ -79,13 +83,18 @@ def run_submit(db_url: str, plan: Plan, *, force: bool, storage: Path, address: 
     if res.running:
         msg += f", {len(res.running)} already running elsewhere (left alone)"
     console.print(msg, highlight=False)
-    if not res.to_run:
+    for row in res.running:
+        console.print(f"  {db.claim_refusal(row.id)}", highlight=False)
+    if not res.to_run and not res.running:
         return 0
+    say = lambda m: console.print(m, highlight=False)  # noqa: E731
     opts = scheduler.Options(
         db_url=db_url, storage=storage, experiment=scheduler.experiment_name(plan.spec.name),
         retries=plan.spec.retries, max_concurrent=max_concurrent or plan.spec.max_concurrent,
-        address=address, progress=lambda d, ids: Progress(d, ids, console))
-    final = scheduler.execute(jobs_for(res.to_run, plan, storage), opts)
+        address=address, progress=lambda d, ids: Progress(d, ids, console), say=say)
+    final = scheduler.execute(jobs_for(res.to_run, plan, storage, db_url), opts)
+    scheduler.wait_for_holders(db, [r.id for r in res.running], say)
+    final.update({r.id: db.run(r.id).status for r in res.running})
     return summarise(db, final, console)
 
 
@@ -100,7 +109,10 @@ def summarise(db: Any, final: dict[int, str], console: Console) -> int:
     for i in bad:
         row = db.run(i)
         attempts = db.attempts(i)
-        err = attempts[-1].error if attempts else None
-        console.print(f"  {row.name} (id {i}): {row.status}" + (f" - {err}" if err else "")
+        last = attempts[-1] if attempts else None
+        err = last.error if last else None
+        why = f" [{last.fault}]" if last is not None and last.fault and (
+            f"[{last.fault};" not in (err or "")) else ""
+        console.print(f"  {row.name} (id {i}): {row.status}{why}" + (f" - {err}" if err else "")
                       + f"  [see: orchestrator show {i}]", highlight=False)
     return 1 if bad else 0

@@ -21,22 +21,17 @@ def gate_label(run: ExpandedRun) -> str:
 
 
 def param_counts(runs: Sequence[ExpandedRun]) -> dict[str, tuple[int, int] | None]:
-    """(total, gates) per run name, counted on the meta device (no memory, no init).
+    """(total, gates) per run name: trainer.params.count (arithmetic, no torch), computed
+    once per distinct model shape (a 5,000-run grid has a handful)."""
+    from trainer.params import count
 
-    torch is imported lazily: validating a file should not pay for it unless asked.
-    """
-    try:
-        from trainer.params import count_params
-    except ImportError:
-        return {r.name: None for r in runs}
-    cache: dict[str, tuple[int, int]] = {}
+    cache: dict[ModelConfig, tuple[int, int]] = {}
     out: dict[str, tuple[int, int] | None] = {}
     for r in runs:
-        key = r.spec.model.model_dump_json()
-        if key not in cache:
-            c = count_params(r.spec.model)
-            cache[key] = (c.total, c.gates)
-        out[r.name] = cache[key]
+        m = r.spec.model
+        if m not in cache:
+            cache[m] = count(m)
+        out[r.name] = cache[m]
     return out
 
 
@@ -61,24 +56,45 @@ def run_rows(runs: Sequence[ExpandedRun], counts: dict[str, Any]) -> list[dict[s
     return rows
 
 
+RICH_MAX_ROWS = 200  # rich lays out ~1 ms per row: bigger tables print as plain columns
+_RIGHT = ("lr", "seed", "steps", "params", "gate params", "tokens")
+
+
 def print_runs(console: Console, title: str, runs: Sequence[ExpandedRun],
                status: dict[str, str] | None = None, with_params: bool = True) -> None:
     counts = param_counts(runs) if with_params else {}
-    table = Table(title=title, show_lines=False)
     cols = ["name", "variant", "gates", "lr", "seed", "steps", "params", "gate params", "tokens"]
     if status is not None:
         cols.append("db")
-    for c in cols:
-        table.add_column(c, justify="right" if c in ("lr", "seed", "steps", "params",
-                                                      "gate params", "tokens") else "left")
+    body = []
     for row in run_rows(runs, counts):
         cells = [row["name"], row["variant"], row["gates"], f"{row['lr']:.3g}", str(row["seed"]),
                  str(row["steps"]), _opt(row["params"]), _opt(row["gate_params"]),
                  human(row["tokens"])]
         if status is not None:
             cells.append(status.get(row["name"], "new"))
+        body.append(cells)
+    if len(body) > RICH_MAX_ROWS:
+        console.print(title, markup=False)
+        console.out(plain_table(cols, body), highlight=False)
+        return
+    table = Table(title=title, show_lines=False)
+    for c in cols:
+        table.add_column(c, justify="right" if c in _RIGHT else "left")
+    for cells in body:
         table.add_row(*cells)
     console.print(table)
+
+
+def plain_table(cols: list[str], body: list[list[str]]) -> str:
+    """Space-aligned columns (a 5,000-run grid prints in milliseconds, not seconds)."""
+    widths = [max(len(c), *(len(r[i]) for r in body)) for i, c in enumerate(cols)]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(v.rjust(w) if c in _RIGHT else v.ljust(w)
+                         for c, v, w in zip(cols, cells, widths)).rstrip()
+
+    return "\n".join([line(cols), "  ".join("-" * w for w in widths), *map(line, body)])
 
 
 def _opt(n: int | None) -> str:

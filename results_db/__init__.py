@@ -17,23 +17,27 @@ from __future__ import annotations
 from sqlalchemy import URL
 
 from results_db.db import ReadOnlyQueryError, ResultsDB
-from results_db.engine import DEFAULT_URL, resolve_url
+from results_db.engine import DEFAULT_URL, DBNotFound, DBOutdated, resolve_url
 from results_db.rows import AttemptRow, NewRun, RegisterResult, RunRow
 from results_db.states import TERMINAL, InvalidTransition, RunStatus
 from results_db.store import NotFound
 
-__all__ = ["DEFAULT_URL", "AttemptRow", "InvalidTransition", "NewRun", "NotFound",
-           "ReadOnlyQueryError", "RegisterResult", "ResultsDB", "RunRow", "RunStatus",
+__all__ = ["DEFAULT_URL", "AttemptRow", "DBNotFound", "DBOutdated", "InvalidTransition",
+           "NewRun", "NotFound", "ReadOnlyQueryError", "RegisterResult", "ResultsDB", "RunRow", "RunStatus",
            "TERMINAL", "open", "upgrade"]
 
 
-def open(url: str | URL | None = None, migrate: bool = True) -> ResultsDB:  # noqa: A001
+def open(url: str | URL | None = None, migrate: bool = True,  # noqa: A001
+         readonly: bool = False) -> ResultsDB:
     """Open (and create/upgrade, unless ``migrate=False``) the results DB at ``url``.
 
     ``url`` None -> ``$GATESWEEP_DB`` or ``sqlite:///results.db``. Open it in each process
     (after a fork, not before): engines hold connections that must not cross processes.
+    ``readonly=True`` (every read-only surface: CLI reads, the dashboard): the DB must exist
+    (``DBNotFound`` otherwise) and be at the current schema (``DBOutdated``); it is never
+    created, migrated or switched to WAL, and its bytes never change (SQLite ``mode=ro``).
     """
-    return ResultsDB(resolve_url(url), migrate=migrate)
+    return ResultsDB(resolve_url(url), migrate=migrate and not readonly, readonly=readonly)
 
 
 def upgrade(url: str | URL | None = None, revision: str = "head") -> str:

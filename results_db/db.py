@@ -5,8 +5,9 @@ from __future__ import annotations
 from sqlalchemy import URL, Engine
 
 from results_db.analysis.api import AnalysisMixin
-from results_db.engine import reader_engine, writer_engine
+from results_db.engine import check_revision, reader_engine, readonly_engine, writer_engine
 from results_db.live import LiveMixin
+from results_db.migrate import HEAD_REVISION, ensure_head
 from results_db.query import ReaderMixin, ReadOnlyQueryError
 from results_db.store import WriterMixin
 
@@ -17,14 +18,18 @@ class ResultsDB(WriterMixin, ReaderMixin, AnalysisMixin, LiveMixin):
     """Writes (WriterMixin, store.py), polars reads (ReaderMixin, query.py), conclusions
     (AnalysisMixin, analysis/api.py) and live-run reads (LiveMixin, live.py)."""
 
-    def __init__(self, url: URL, migrate: bool = True) -> None:
+    def __init__(self, url: URL, migrate: bool = True, readonly: bool = False) -> None:
         self.url: URL = url
-        self.engine: Engine = writer_engine(url)
-        if migrate:
-            from results_db.migrate import ensure_head
-
-            ensure_head(self.engine)
+        self.readonly = readonly
         self._reader: Engine | None = None
+        if readonly:  # one read-only engine for everything: writes fail, nothing migrates
+            self._reader = readonly_engine(url)
+            self.engine: Engine = self._reader
+            check_revision(self._reader, url, HEAD_REVISION)
+            return
+        self.engine = writer_engine(url)
+        if migrate:
+            ensure_head(self.engine)
 
     @property
     def reader(self) -> Engine:
@@ -35,7 +40,7 @@ class ResultsDB(WriterMixin, ReaderMixin, AnalysisMixin, LiveMixin):
 
     def close(self) -> None:
         self.engine.dispose()
-        if self._reader is not None:
+        if self._reader is not None and self._reader is not self.engine:
             self._reader.dispose()
 
     def __enter__(self) -> ResultsDB:

@@ -17,27 +17,35 @@ import hashlib
 import json
 from typing import Any
 
+from results_db.vocab import DEFAULT_POSITION, DEFAULT_SWITCH_TARGETS, GATE_DEFAULTS
+
 _POS_ORDER = {f"G{i}": i for i in range(1, 6)}
 
 
-def _joined(gates: list[dict[str, Any]], key: str, default: str) -> str | None:
-    """One value when all gates agree, else the per-gate values in position order, '+'-joined."""
+def _joined(gates: list[dict[str, Any]], key: str) -> str | None:
+    """One value when all gates agree, else the per-gate values in position order, '+'-joined.
+    An unset field is the RunSpec default (GateSpec, via results_db.vocab.GATE_DEFAULTS)."""
     if not gates:
         return None
+    default = GATE_DEFAULTS[f"gate_{key}"]
     values = [str(g.get(key, default)) for g in gates]
     return values[0] if len(set(values)) == 1 else "+".join(values)
 
 
 def gate_dims(gates: list[dict[str, Any]]) -> dict[str, Any]:
-    gates = sorted(gates, key=lambda g: _POS_ORDER.get(str(g.get("position", "G1")), 9))
+    def position(g: dict[str, Any]) -> str:
+        return str(g.get("position", DEFAULT_POSITION))
+
+    gates = sorted(gates, key=lambda g: _POS_ORDER.get(position(g), 9))
+    independent = GATE_DEFAULTS["gate_input_dependent"]
     return {
-        "gate_position": "+".join(str(g.get("position", "G1")) for g in gates) or None,
-        "gate_granularity": _joined(gates, "granularity", "elementwise"),
-        "gate_sharing": _joined(gates, "sharing", "head_specific"),
-        "gate_combine": _joined(gates, "combine", "multiplicative"),
-        "gate_activation": _joined(gates, "activation", "sigmoid"),
-        "gate_input_dependent": (all(bool(g.get("input_dependent", True)) for g in gates)
-                                 if gates else None),
+        "gate_position": "+".join(position(g) for g in gates) or None,
+        "gate_granularity": _joined(gates, "granularity"),
+        "gate_sharing": _joined(gates, "sharing"),
+        "gate_combine": _joined(gates, "combine"),
+        "gate_activation": _joined(gates, "activation"),
+        "gate_input_dependent": (all(bool(g.get("input_dependent", independent))
+                                     for g in gates) if gates else None),
         "n_gates": len(gates),
     }
 
@@ -76,7 +84,8 @@ def derive_dims(config: dict[str, Any]) -> dict[str, Any]:
         "n_kv_head": model.get("n_kv_head"),
         "moe_experts": moe.get("n_experts") if isinstance(moe, dict) else None,
         "norm_style": model.get("norm_style"),
-        "switch_head": switch.get("targets", "v") if isinstance(switch, dict) else None,
+        "switch_head": (switch.get("targets", DEFAULT_SWITCH_TARGETS)
+                        if isinstance(switch, dict) else None),
         "qk_norm": model.get("qk_norm"),
         "clip_residual": model.get("clip_residual"),
         "steps": train.get("steps"),

@@ -24,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from results_db.rollup import BLOCK, TABLE
+
 # The (run, name) step range of the current bucket ``b`` (bucket rows: run_id, name, lo, hi).
 _RANGE = "m.run_id = b.run_id AND m.name = b.name AND m.step BETWEEN b.lo AND b.hi"
 
@@ -127,7 +129,8 @@ UNION SELECT run_id, name, snan, CAST(NULL AS DOUBLE PRECISION) FROM agg
 
 def downsample_sql(run_ids: Sequence[int] | None, names: Sequence[str] | None,
                    max_points: int, dialect: str) -> tuple[str, dict[str, Any]]:
-    """The downsampling query (module docstring); ``dialect``: "sqlite" or "postgresql"."""
+    """The downsampling query over raw points (module docstring); ``dialect``: "sqlite" or
+    "postgresql"."""
     params: dict[str, Any] = {}
     maxp, nb = int(max_points), int(max_points) // 4
     body = _sqlite_body(nb) if dialect == "sqlite" else _pg_body(nb)
@@ -150,6 +153,70 @@ ORDER BY 1, 2, 3"""
     return sql, params
 
 
+def _coarse_sqlite() -> str:
+    """Rollup blocks ``rb`` (with their query bucket ``qb``) -> the kept points: one GROUP BY
+    per kind (SQLite's bare-column rule reads the step/value off the MIN/MAX row)."""
+    g = "GROUP BY run_id, name, qb"
+    return f"""SELECT run_id, name, min_step, MIN(min_value) FROM rb
+  WHERE min_value IS NOT NULL {g}
+UNION SELECT run_id, name, max_step, MAX(max_value) FROM rb WHERE max_value IS NOT NULL {g}
+UNION SELECT run_id, name, ls, lv FROM (SELECT run_id, name, MAX(last_step) AS ls,
+  last_value AS lv FROM rb {g}) q WHERE lv IS NOT NULL
+UNION SELECT run_id, name, MIN(nan_step), NULL FROM rb WHERE nan_step IS NOT NULL {g}"""
+
+
+def _coarse_pg() -> str:
+    """PostgreSQL: the same from one aggregate pass (arg-min/-max as arrays, as _pg_body)."""
+    return """SELECT run_id, name, CAST(amin[2] AS INTEGER), amin[1] FROM cagg
+  WHERE amin IS NOT NULL
+UNION SELECT run_id, name, CAST(-amax[2] AS INTEGER), amax[1] FROM cagg WHERE amax IS NOT NULL
+UNION SELECT run_id, name, CAST(alast[1] AS INTEGER), alast[2] FROM cagg
+  WHERE alast[2] IS NOT NULL
+UNION SELECT run_id, name, snan, CAST(NULL AS DOUBLE PRECISION) FROM cagg
+  WHERE snan IS NOT NULL"""
+
+
+_PG_CAGG = """cagg AS MATERIALIZED (SELECT run_id, name, qb,
+    MIN(ARRAY[min_value, min_step]) FILTER (WHERE min_value IS NOT NULL) AS amin,
+    MAX(ARRAY[max_value, -max_step]) FILTER (WHERE max_value IS NOT NULL) AS amax,
+    MAX(ARRAY[last_step, last_value]) AS alast, MIN(nan_step) AS snan
+  FROM rb GROUP BY run_id, name, qb),"""
+
+
+def rollup_sql(run_ids: Sequence[int] | None, names: Sequence[str] | None, max_points: int,
+               dialect: str, block: int = BLOCK) -> tuple[str, dict[str, Any]]:
+    """Downsampling with the rollup table (results_db/rollup.py): a series' bounds and point
+    count come from its rollup rows; a long series whose buckets span >= ``block`` steps is
+    bucketed by whole rollup blocks (a block belongs to the bucket of its first step) and
+    read from the rollup alone; other long series take the exact raw-point path; short ones
+    come back whole. Same kept points per bucket: min, max, last number, first NULL."""
+    params: dict[str, Any] = {}
+    maxp, nb = int(max_points), int(max_points) // 4
+    where = _filters(run_ids, names, params)
+    fine = _sqlite_body(nb) if dialect == "sqlite" else _pg_body(nb)
+    coarse = _coarse_sqlite() if dialect == "sqlite" else _coarse_pg()
+    sql = f"""WITH span AS MATERIALIZED (
+  SELECT run_id, name, MIN(first_step) AS s0, MAX(last_step) AS s1, SUM(n) AS cnt
+  FROM {TABLE} {where} GROUP BY run_id, name),
+long AS (SELECT run_id, name, s0, CAST(s1 - s0 + 1 AS BIGINT) AS w FROM span
+         WHERE cnt > {maxp} AND s1 - s0 + 1 < {block * nb}),
+wide AS (SELECT run_id, name, s0, CAST(s1 - s0 + 1 AS BIGINT) AS w FROM span
+         WHERE cnt > {maxp} AND s1 - s0 + 1 >= {block * nb}),
+rb AS MATERIALIZED (SELECT r.run_id, r.name, r.min_step, r.min_value, r.max_step,
+    r.max_value, r.last_step, r.last_value, r.nan_step,
+    (CAST(r.first_step - c.s0 AS BIGINT) * {nb}) / c.w AS qb
+  FROM wide c JOIN {TABLE} r ON r.run_id = c.run_id AND r.name = c.name),
+{_PG_CAGG if dialect != "sqlite" else ""}
+{fine}
+UNION {coarse}
+UNION ALL
+SELECT m.run_id, m.name, m.step, m.value FROM span s
+  JOIN metrics m ON m.run_id = s.run_id AND m.name = s.name
+WHERE s.cnt <= {maxp}
+ORDER BY 1, 2, 3"""
+    return ("WITH RECURSIVE" + sql[4:] if dialect == "sqlite" else sql), params
+
+
 def metrics_sql(run_ids: Sequence[int] | None, names: Sequence[str] | None,
                 max_points: int | None, dialect: str = "sqlite") -> tuple[str, dict[str, Any]]:
     """SQL and bind parameters for ``db.metrics`` (rows: run_id, name, step, value, ordered)."""
@@ -164,3 +231,22 @@ def metrics_sql(run_ids: Sequence[int] | None, names: Sequence[str] | None,
                          f"got {max_points}")
     return downsample_sql(None if run_ids is None else list(run_ids),
                           None if names is None else list(names), max_points, dialect)
+
+
+def read_metrics(engine: Any, run_ids: Sequence[int] | None, names: Sequence[str] | None,
+                 max_points: int | None) -> Any:
+    """``db.metrics`` as a DataFrame (run_id, name, step, value): downsampled reads use the
+    rollup when this DB has it (a read-only DB may predate migration 0003_rollup)."""
+    from results_db.query import frame
+    from results_db.rollup import has_rollup
+
+    if max_points and max_points >= 4:
+        with engine.connect() as conn:
+            use = has_rollup(conn)
+        if use:
+            sql, params = rollup_sql(None if run_ids is None else list(run_ids),
+                                     None if names is None else list(names), max_points,
+                                     engine.dialect.name)
+            return frame(engine, sql, params)
+    sql, params = metrics_sql(run_ids, names, max_points, engine.dialect.name)
+    return frame(engine, sql, params)

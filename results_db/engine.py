@@ -8,6 +8,11 @@ The reader opens ``file:...?mode=ro`` with ``query_only`` and an authorizer that
 anything but reading, so ``db.query`` cannot write even through ``ATTACH`` or a ``PRAGMA``.
 
 PostgreSQL: the reader's sessions have ``default_transaction_read_only=on``.
+
+``readonly_engine`` is what ``results_db.open(readonly=True)`` uses for everything: the SQLite
+file must exist (``DBNotFound`` otherwise: a mistyped path is an error, not a new empty DB), and
+nothing on that connection switches the journal mode, migrates or writes, so the file's bytes
+never change (tests hash it before and after every read command).
 """
 
 from __future__ import annotations
@@ -21,7 +26,17 @@ from urllib.parse import quote
 
 from sqlalchemy import URL, Engine, create_engine, event, make_url
 
+from results_db.migrate import _REV, MIGRATIONS_DIR
+
 DEFAULT_URL = "sqlite:///results.db"
+
+
+class DBNotFound(FileNotFoundError):
+    """A read-only open found no results DB (no file, not SQLite, or no gatesweep schema)."""
+
+
+class DBOutdated(ValueError):
+    """A read-only open found a DB whose schema is older than this code (no migration runs)."""
 BUSY_TIMEOUT_MS = 30_000
 
 
@@ -108,3 +123,56 @@ def reader_engine(url: URL) -> Engine:
         dbapi_conn.set_authorizer(_read_only_authorizer)
 
     return eng
+
+
+def readonly_engine(url: URL) -> Engine:
+    """The reader engine of an *existing* DB; raises DBNotFound with the path otherwise."""
+    if is_sqlite(url):
+        path = Path(url.database or "")
+        if not path.is_file():
+            what = "is not a file" if path.exists() else "does not exist"
+            raise DBNotFound(f"results DB {path} {what}; check --db (or $GATESWEEP_DB). "
+                             "Read-only commands never create one: `orchestrator submit` or "
+                             "`orchestrator db upgrade` does")
+    eng = reader_engine(url)
+    try:
+        with eng.connect() as conn:
+            found = conn.exec_driver_sql(
+                "SELECT 1 FROM alembic_version LIMIT 1" if not is_sqlite(url) else
+                "SELECT name FROM sqlite_master WHERE name = 'alembic_version'").first()
+    except Exception as exc:  # noqa: BLE001 -- not a database at all, or unreachable
+        eng.dispose()
+        raise DBNotFound(f"results DB {_show(url)} cannot be read: "
+                         f"{str(getattr(exc, 'orig', exc)).splitlines()[0]}") from None
+    if found is None:
+        eng.dispose()
+        raise DBNotFound(f"{_show(url)} is not a gatesweep results DB (no alembic_version "
+                         "table)")
+    return eng
+
+
+def check_revision(eng: Engine, url: URL, head: str) -> None:
+    """Refuse a DB behind ``head`` (read-only: we cannot migrate it) with what to run."""
+    with eng.connect() as conn:
+        rev = conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
+    if head and rev != head and rev in _older_revisions(head):
+        raise DBOutdated(f"results DB {_show(url)} is at schema revision {rev}, older than "
+                         f"this gatesweep's {head}; run `orchestrator db upgrade --db "
+                         f"{_show(url)}` first (read-only commands never migrate)")
+
+
+def _older_revisions(head: str) -> set[str]:
+    downs: dict[str, str] = {}
+    for path in (MIGRATIONS_DIR / "versions").glob("*.py"):
+        found = dict(_REV.findall(path.read_text(encoding="utf-8")))
+        if "revision" in found:
+            downs[found["revision"]] = found.get("down_revision", "None")
+    older, cur = set(), downs.get(head)
+    while cur and cur != "None" and cur not in older:
+        older.add(cur)
+        cur = downs.get(cur)
+    return older
+
+
+def _show(url: URL) -> str:
+    return url.database if is_sqlite(url) else url.render_as_string(hide_password=True)

@@ -5,14 +5,32 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from sqlalchemy import Engine, inspect, text
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
-# The newest revision in migrations/versions (a test checks it against Alembic's head):
-# open() skips Alembic entirely when the DB is already there, so trial processes open fast.
-HEAD_REVISION = "0001"
+_REV = re.compile(r'^(down_revision|revision)\s*=\s*["\']?([\w.-]+|None)["\']?', re.M)
+
+
+def _scan_head() -> str:
+    """The newest revision in migrations/versions, read from the files' ``revision`` /
+    ``down_revision`` lines without importing Alembic (a test checks it against Alembic's
+    head). A new revision file is picked up by itself: no constant to bump."""
+    revs: set[str] = set()
+    downs: set[str] = set()
+    for path in (MIGRATIONS_DIR / "versions").glob("*.py"):
+        found = dict(_REV.findall(path.read_text(encoding="utf-8")))
+        if "revision" in found:
+            revs.add(found["revision"])
+            downs.add(found.get("down_revision", "None"))
+    heads = sorted(revs - downs)
+    return heads[0] if len(heads) == 1 else ""  # "" (several heads): let Alembic decide
+
+
+# open() skips Alembic entirely when the DB is already at head, so trial processes open fast.
+HEAD_REVISION = _scan_head()
 
 
 def _alembic_config(connection: object) -> "object":
@@ -40,7 +58,7 @@ def current_revision(engine: Engine) -> str | None:
 def ensure_head(engine: Engine) -> None:
     """Upgrade to head unless the DB is already there (one cheap SELECT in that case)."""
     try:
-        if current_revision(engine) == HEAD_REVISION:
+        if HEAD_REVISION and current_revision(engine) == HEAD_REVISION:
             return
     except Exception:  # noqa: BLE001 -- e.g. a half-created DB: let Alembic decide
         pass

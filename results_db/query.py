@@ -9,11 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, Select, Text, and_, cast, select, text
+from sqlalchemy import Engine, Select, Text, and_, cast, select
 from sqlalchemy.exc import DBAPIError, ResourceClosedError
 
 from results_db.rows import AttemptRow, RunRow
 from results_db.schema import DIM_COLUMNS, Artifact, Attempt, Run, Summary, Sweep
+from results_db.sqlread import frame, rows_to_frame
 from results_db.states import RunStatus, parse_status
 
 if TYPE_CHECKING:
@@ -59,32 +60,6 @@ def _pg_user_query(engine: Engine, sql: str) -> pl.DataFrame:
         finally:
             raw.rollback()
     return rows_to_frame(cols, rows)
-
-
-def frame(engine: Engine, stmt: Any, params: dict[str, Any] | None = None) -> pl.DataFrame:
-    """Execute ``stmt`` (a Select or SQL text) and return its rows as a DataFrame.
-
-    SQL text has no result types, so its rows are read straight off the DBAPI cursor (no
-    per-row Row objects: ~2x faster on 100k rows); a Select keeps SQLAlchemy's type
-    processing (aware UTC datetimes, booleans, JSON)."""
-    raw = isinstance(stmt, str)
-    with engine.connect() as conn:
-        result = conn.execute(text(stmt) if raw else stmt, params or {})
-        cols = list(result.keys())
-        rows = result.cursor.fetchall() if raw and result.cursor is not None \
-            else result.fetchall()
-    return rows_to_frame(cols, rows)
-
-
-def rows_to_frame(cols: list[str], rows: Sequence[Any]) -> pl.DataFrame:
-    import polars as pl
-
-    if not rows:
-        return pl.DataFrame({c: [] for c in cols})
-    if len(set(cols)) == len(cols):  # column-wise build: faster than orient="row"
-        return pl.DataFrame(dict(zip(cols, map(list, zip(*rows)), strict=True)), strict=False)
-    return pl.DataFrame([tuple(r) for r in rows], schema=cols, orient="row",
-                        infer_schema_length=None)
 
 
 class ReaderMixin:
@@ -213,11 +188,45 @@ class ReaderMixin:
                 max_points: int | None = None) -> pl.DataFrame:
         """Points (run_id, name, step, value), ordered. ``max_points`` downsamples in SQL per
         (run, name) keeping each step bucket's min, max, last point and one NaN (its first)
-        (downsample.py); a series of at most ``max_points`` points comes back whole."""
-        from results_db.downsample import metrics_sql
+        (downsample.py, which reads the rollup table where the DB has one); a series of at
+        most ``max_points`` points comes back whole."""
+        from results_db.downsample import read_metrics
 
-        sql, params = metrics_sql(run_ids, names, max_points, self.reader.dialect.name)
-        return frame(self.reader, sql, params)
+        return read_metrics(self.reader, run_ids, names, max_points)
+
+    def curves(self, run_ids: Sequence[int], names: Sequence[str],
+               max_points: int | None = None) -> pl.DataFrame:
+        """Training curves for display: ``metrics`` of those runs and names, downsampled to
+        ``max_points`` per series (run_id, name, step, value)."""
+        return self.metrics(run_ids=list(run_ids), names=list(names), max_points=max_points)
+
+    def summary_names(self, sweep: str | None = None) -> list[str]:
+        """The distinct summary names of the sweep's runs (all sweeps: None), sorted."""
+        stmt = select(Summary.name).distinct()
+        if sweep is not None:
+            stmt = (stmt.join(Run, Run.id == Summary.run_id)
+                    .join(Sweep, Sweep.id == Run.sweep_id).where(Sweep.name == sweep))
+        df = frame(self.reader, stmt)
+        return sorted(df["name"].to_list()) if df.height else []
+
+    def tokens_per_step(self, sweep: str) -> dict[int, int]:
+        """{run id: tokens per optimizer step} (RunSpec.tokens_per_step of its config; runs
+        whose stored config is not a valid RunSpec are left out)."""
+        import json
+
+        from pydantic import ValidationError
+
+        from trainer.config import RunSpec
+
+        df = frame(self.reader, select(Run.id, cast(Run.config, Text).label("config"))
+                   .join(Sweep, Sweep.id == Run.sweep_id).where(Sweep.name == sweep))
+        out: dict[int, int] = {}
+        for run_id, config in df.iter_rows():
+            try:
+                out[int(run_id)] = RunSpec.model_validate(json.loads(config)).tokens_per_step
+            except (ValidationError, ValueError, TypeError):
+                continue
+        return out
 
     def query(self, sql: str) -> pl.DataFrame:
         """Run one user SQL statement on the read-only connection and return its rows.
@@ -235,22 +244,5 @@ class ReaderMixin:
             raise ValueError("query: the statement returned no rows; db.query is for "
                              "SELECT-like statements") from None
 
-    # leaderboard / ablation_table / max_stable_lr: results_db/frames.py and derive.py
-    def leaderboard(self, sweep: str | None = None, metric: str = "val/ppl",
-                    ascending: bool = True) -> pl.DataFrame:
-        from results_db.frames import leaderboard
-
-        return leaderboard(self.reader, sweep, metric, ascending)
-
-    def ablation_table(self, sweep: str, metrics: Sequence[str] = (
-            "val/ppl", "val/loss", "probe/first_token_attention", "probe/max_activation",
-            "probe/gate_score_mean", "stability/loss_spikes")) -> pl.DataFrame:
-        from results_db.frames import ablation_table
-
-        return ablation_table(self.reader, sweep, metrics)
-
-    def max_stable_lr(self, sweep: str, tolerance: float = 0.05,
-                      metric: str = "val/loss") -> pl.DataFrame:
-        from results_db.derive import max_stable_lr
-
-        return max_stable_lr(self.reader, sweep, tolerance=tolerance, metric=metric)
+    # leaderboard, ablation_table, effects, stability, max_stable_lr: AnalysisMixin
+    # (results_db/analysis/api.py)

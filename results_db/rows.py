@@ -38,6 +38,8 @@ class RunRow:
     created: datetime
     updated: datetime
     dims: dict[str, Any] = field(default_factory=dict)  # gate_position, lr, ... (DIM_COLUMNS)
+    owner: str | None = None  # the driver that queued/holds it ("submit 3f2a on host x")
+    lease_until: datetime | None = None  # that driver's lease (renewed while it lives)
 
     @classmethod
     def of(cls, r: Run) -> RunRow:
@@ -45,7 +47,8 @@ class RunRow:
                    variant=r.variant, seed=r.seed, status=r.status, config=dict(r.config),
                    params_total=r.params_total, params_gates=r.params_gates,
                    created=r.created, updated=r.updated,
-                   dims={c: getattr(r, c) for c in DIM_COLUMNS})
+                   dims={c: getattr(r, c) for c in DIM_COLUMNS}, owner=r.owner,
+                   lease_until=r.lease_until)
 
 
 @dataclass(frozen=True)
@@ -62,12 +65,16 @@ class AttemptRow:
     trial_id: str | None
     error: str | None
     traceback: str | None
+    owner: str | None = None  # who claimed the run ("submit 3f2a on host x")
+    fault: str | None = None  # states.FaultClass value when it ended badly
+    heartbeat_s: float | None = None  # the interval it promised (staleness derives from it)
 
     @classmethod
     def of(cls, a: Attempt) -> AttemptRow:
         return cls(id=a.id, run_id=a.run_id, number=a.number, status=a.status,
                    started=a.started, ended=a.ended, heartbeat=a.heartbeat, host=a.host,
-                   pid=a.pid, trial_id=a.trial_id, error=a.error, traceback=a.traceback)
+                   pid=a.pid, trial_id=a.trial_id, error=a.error, traceback=a.traceback,
+                   owner=a.owner, fault=a.fault, heartbeat_s=a.heartbeat_s)
 
 
 @dataclass(frozen=True)

@@ -95,6 +95,10 @@ class Run(Base):
     params_gates: Mapped[int | None] = mapped_column(BigInteger)
     created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # The driver that queued/holds the run and until when (renewed each heartbeat interval):
+    # a pending run whose lease ran out belongs to a dead driver (migration 0002_claims).
+    owner: Mapped[str | None] = mapped_column(String(255))
+    lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
     __table_args__ = (Index("ix_runs_sweep_variant", "sweep_id", "variant"),)
 
 
@@ -112,7 +116,13 @@ class Attempt(Base):
     trial_id: Mapped[str | None] = mapped_column(String(255))
     error: Mapped[str | None] = mapped_column(Text)
     traceback: Mapped[str | None] = mapped_column(Text)
-    __table_args__ = (UniqueConstraint("run_id", "number", name="uq_attempts_run_number"),)
+    # Who claimed the run ("submit 3f2a on host x"), what ended it (states.FaultClass), and the
+    # heartbeat interval it promised (staleness = states.stale_after_s of it). 0002_claims.
+    owner: Mapped[str | None] = mapped_column(String(255))
+    fault: Mapped[str | None] = mapped_column(String(32))
+    heartbeat_s: Mapped[float | None] = mapped_column(Float)
+    __table_args__ = (UniqueConstraint("run_id", "number", name="uq_attempts_run_number"),
+                      Index("ix_attempts_status", "status"))
 
 
 class Metric(Base):

@@ -26,19 +26,92 @@ CACHED: frozenset[RunStatus] = frozenset({S.SUCCEEDED, S.DIVERGED})
 # What an attempt may end as (finish_attempt); `lost` is the reconciler's, not the worker's.
 ATTEMPT_END: frozenset[RunStatus] = frozenset({S.SUCCEEDED, S.FAILED, S.DIVERGED, S.CANCELLED,
                                                S.LOST})
+# What claim_run may take (compare-and-set to running): never started, or ended resumably.
+CLAIMABLE: frozenset[RunStatus] = frozenset({S.PENDING, S.FAILED, S.LOST})
+
+# The groupings `status` and the dashboard show (one owner: here).
+DONE_OK: frozenset[RunStatus] = CACHED  # a result: succeeded or diverged
+DONE_BAD: frozenset[RunStatus] = frozenset({S.FAILED, S.CANCELLED})  # ended without a result
+LIVE: frozenset[RunStatus] = frozenset({S.RUNNING})  # an attempt holds it (fresh heartbeat)
+WAITING: frozenset[RunStatus] = frozenset({S.PENDING, S.LOST})  # needs a driver: submit/rerun
+STATUS_GROUPS: dict[str, frozenset[RunStatus]] = {
+    "done-ok": DONE_OK, "done-bad": DONE_BAD, "live": LIVE, "waiting": WAITING}
+
+
+def status_group(status: str | RunStatus) -> str:
+    """'done-ok' | 'done-bad' | 'live' | 'waiting' for a run status."""
+    st = parse_status(status)
+    return next(name for name, members in STATUS_GROUPS.items() if st in members)
+
+
+class FaultClass(StrEnum):
+    """What ended an attempt badly (attempts.fault). The retry policy over these lives in
+    orchestrator/faults.py; the vocabulary lives here, below both the orchestrator and the DB."""
+
+    DIVERGED = "diverged"
+    CANCELLED = "cancelled"
+    OOM = "oom"
+    WORKER_DIED = "worker_died"  # the trial process / a rank died (kill -9, segfault, actor died)
+    NODE_LOST = "node_lost"  # the Ray node under the attempt is gone
+    PREEMPTED = "preempted"  # SIGTERM / lost lease: checkpointed at a step boundary and stopped
+    NO_HEARTBEAT = "no_heartbeat"  # silent: the reconciler saw no heartbeat (driver gone too)
+    SUPERSEDED = "superseded"  # another attempt took the run over (stale lease)
+    INJECTED = "injected"  # train.fail_at_step (tests)
+    CODE_ERROR = "code_error"  # any other exception
+
+
+def parse_fault(value: str | FaultClass | None) -> FaultClass | None:
+    if value is None:
+        return None
+    try:
+        return FaultClass(value)
+    except ValueError:
+        allowed = ", ".join(f.value for f in FaultClass)
+        raise ValueError(f"fault: {value!r} is not a fault class; expected one of {allowed}") \
+            from None
+
+
+# A failed attempt with one of these faults leaves the run `lost` (unfinished, resumable by
+# submit/rerun from its checkpoint) rather than `failed`: nothing is wrong with the run itself.
+RESUMABLE_FAULTS: frozenset[FaultClass] = frozenset({FaultClass.PREEMPTED,
+                                                     FaultClass.NO_HEARTBEAT,
+                                                     FaultClass.SUPERSEDED})
+
+
+def run_status_after(attempt_status: str | RunStatus, fault: FaultClass | None) -> RunStatus:
+    """The run's status when its current attempt ends as ``attempt_status`` with ``fault``."""
+    st = parse_status(attempt_status)
+    if st is S.FAILED and fault in RESUMABLE_FAULTS:
+        return S.LOST
+    return st
+
+
+# Heartbeats and staleness: an attempt promises a heartbeat every ``heartbeat_s`` seconds
+# (stored on its row); it is stale after STALE_BEATS missed beats plus a little slack for a
+# busy machine. Seconds, not minutes: a silent death is seen within a few intervals.
+DEFAULT_HEARTBEAT_S = 5.0
+STALE_BEATS = 3
+STALE_SLACK_S = 2.0
+
+
+def stale_after_s(heartbeat_s: float | None) -> float:
+    """Seconds without a heartbeat after which an attempt (or a driver's lease) is stale."""
+    hb = DEFAULT_HEARTBEAT_S if heartbeat_s is None or heartbeat_s <= 0 else heartbeat_s
+    return STALE_BEATS * hb + STALE_SLACK_S
+
 
 _ALLOWED: dict[RunStatus, frozenset[RunStatus]] = {
     S.PENDING: frozenset({S.RUNNING, S.CANCELLED, S.PENDING}),
-    # running -> running: a retry started while the old attempt never reported its end (the
-    # old attempt is closed as lost by start_attempt).
-    S.RUNNING: frozenset(TERMINAL | {S.RUNNING}),
+    # Never running -> running: a second attempt must win claim_run's compare-and-set, which
+    # only takes CLAIMABLE runs (or a running one whose attempt's lease ran out).
+    S.RUNNING: TERMINAL,
     S.SUCCEEDED: frozenset({S.PENDING}),  # rerun / --force
     S.DIVERGED: frozenset({S.PENDING}),
     S.CANCELLED: frozenset({S.PENDING}),
-    # Ray retries a failed trial in place (FailureConfig): failed/lost -> running directly.
+    # Ray retries a failed trial in place (FailureConfig): failed/lost -> running by a claim.
     S.FAILED: frozenset({S.PENDING, S.RUNNING}),
-    # A run marked lost whose attempt later reports its end: the worker's word wins.
-    S.LOST: frozenset({S.PENDING, S.RUNNING, S.SUCCEEDED, S.FAILED, S.DIVERGED, S.CANCELLED}),
+    # A lost attempt never comes back: its worker's late report does not move the run.
+    S.LOST: frozenset({S.PENDING, S.RUNNING, S.CANCELLED}),
 }
 
 

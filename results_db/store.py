@@ -8,24 +8,24 @@ go through states.check_transition. Metric and summary writes are idempotent ups
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import Engine, func, select, update
+from sqlalchemy import Engine, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
+from results_db import rollup
+from results_db.claims import ClaimMixin, NotFound, close_attempts
 from results_db.dims import derive_dims
-from results_db.rows import AttemptRow, NewRun, RegisterResult, RunRow
-from results_db.schema import Artifact, Attempt, Run, Summary, Sweep, utcnow
-from results_db.states import (ATTEMPT_END, CACHED, RunStatus, allowed, check_transition,
-                               parse_status)
+from results_db.rows import NewRun, RegisterResult, RunRow
+from results_db.schema import Artifact, Run, Summary, Sweep, utcnow
+from results_db.states import CACHED, RunStatus, allowed, check_transition, parse_status
 
 Point = tuple[int, str, float | None]
+__all__ = ["NotFound", "WriterMixin", "clean_value"]
 _PG_CHUNK = 1000  # rows per multi-VALUES statement on PostgreSQL (5 params each, < 65535)
 
 
@@ -37,14 +37,9 @@ def clean_value(value: Any) -> float | None:
     return None if math.isnan(v) else v
 
 
-class NotFound(KeyError):
-    """A run/attempt/sweep id that is not in the database (the message names it)."""
+class WriterMixin(ClaimMixin):
+    """Sweeps, runs, values; attempts and claims come from ClaimMixin (claims.py)."""
 
-    def __str__(self) -> str:
-        return str(self.args[0])
-
-
-class WriterMixin:
     engine: Engine
 
     @contextmanager
@@ -125,90 +120,9 @@ class WriterMixin:
                     continue
                 run.status, run.updated = dst, utcnow()
                 if dst in (RunStatus.CANCELLED, RunStatus.PENDING):
-                    _close_attempts(s, run.id, RunStatus.CANCELLED, f"run set to {dst}")
+                    close_attempts(s, run.id, RunStatus.CANCELLED, f"run set to {dst}")
                 changed.append(run.id)
         return sorted(changed)
-
-    # --- attempts ------------------------------------------------------------------------
-    def start_attempt(self, run_id: int, host: str, trial_id: str | None = None,
-                      pid: int | None = None) -> AttemptRow:
-        """A new execution of the run: attempt number n+1, run -> running.
-
-        An older attempt still marked running (its worker died unseen) is closed as lost.
-        ``pid`` defaults to this process's pid.
-        """
-        with self._tx() as s:
-            run = s.get(Run, run_id, with_for_update=True)  # serialises attempt numbering
-            if run is None:
-                raise NotFound(f"start_attempt: run id {run_id} does not exist")
-            run.status = check_transition(run_id, run.status, RunStatus.RUNNING)
-            _close_attempts(s, run_id, RunStatus.LOST, "superseded by a new attempt")
-            n = s.scalar(select(func.max(Attempt.number)).where(Attempt.run_id == run_id)) or 0
-            now = utcnow()
-            att = Attempt(run_id=run_id, number=n + 1, status=RunStatus.RUNNING, started=now,
-                          heartbeat=now, host=host, pid=os.getpid() if pid is None else pid,
-                          trial_id=trial_id)
-            s.add(att)
-            run.updated = now
-            s.flush()
-            return AttemptRow.of(att)
-
-    def heartbeat(self, attempt_id: int) -> None:
-        """Liveness. An attempt the reconciler had marked lost comes back to running."""
-        with self._tx() as s:
-            att = s.get(Attempt, attempt_id)
-            if att is None:
-                raise NotFound(f"heartbeat: attempt id {attempt_id} does not exist")
-            if att.status == RunStatus.LOST:
-                run = _lock_run_then_attempt(s, att)
-                if run is not None and run.status == RunStatus.LOST and _is_latest(s, att):
-                    run.status = check_transition(run.id, run.status, RunStatus.RUNNING)
-                    att.status, att.ended, run.updated = RunStatus.RUNNING, None, utcnow()
-            att.heartbeat = utcnow()
-
-    def finish_attempt(self, attempt_id: int, status: str | RunStatus, error: str | None = None,
-                       traceback: str | None = None) -> AttemptRow:
-        """End an attempt; the run follows when this is its latest attempt and the state
-        machine allows it (a run cancelled meanwhile stays cancelled). Finishing an attempt
-        that already ended (other than as lost) changes nothing: the first report wins."""
-        dst = parse_status(status)
-        if dst not in ATTEMPT_END:
-            raise ValueError(f"finish_attempt: status {dst.value!r} does not end an attempt; "
-                             f"expected one of {sorted(s.value for s in ATTEMPT_END)}")
-        with self._tx() as s:
-            att = s.get(Attempt, attempt_id)
-            if att is None:
-                raise NotFound(f"finish_attempt: attempt id {attempt_id} does not exist")
-            run = _lock_run_then_attempt(s, att)
-            if att.status not in (RunStatus.RUNNING, RunStatus.LOST):
-                return AttemptRow.of(att)
-            now = utcnow()
-            att.status, att.ended, att.error, att.traceback = dst, now, error, traceback
-            if run is not None and _is_latest(s, att) and allowed(run.status, dst):
-                run.status, run.updated = dst, now
-            s.flush()
-            return AttemptRow.of(att)
-
-    def reconcile(self, stale_after_s: float = 300.0) -> list[int]:
-        """Running runs whose latest attempt's heartbeat is older than the threshold -> lost."""
-        cutoff = utcnow() - timedelta(seconds=stale_after_s)
-        lost: list[int] = []
-        with self._tx() as s:
-            for run in s.scalars(select(Run).where(Run.status == RunStatus.RUNNING)
-                                 .with_for_update()):
-                att = s.scalar(select(Attempt).where(Attempt.run_id == run.id)
-                               .order_by(Attempt.number.desc()).limit(1))
-                last = None if att is None else (att.heartbeat or att.started)
-                if last is not None and last > cutoff:
-                    continue
-                if att is not None:
-                    att.status, att.ended = RunStatus.LOST, utcnow()
-                    att.error = att.error or (f"lost: no heartbeat for more than "
-                                              f"{stale_after_s:g} s (last {last})")
-                run.status = check_transition(run.id, run.status, RunStatus.LOST)
-                run.updated = utcnow()
-                lost.append(run.id)
-        return sorted(lost)
 
     # --- values --------------------------------------------------------------------------
     def log_metrics(self, run_id: int, attempt_id: int | None,
@@ -229,13 +143,14 @@ class WriterMixin:
         with self.engine.begin() as conn:
             if conn.dialect.name == "sqlite":
                 conn.exec_driver_sql(_SQLITE_METRIC_UPSERT, rows)
-                return len(rows)
-            dedup = list({(r[3], r[2]): r for r in rows}.values())
-            for i in range(0, len(dedup), _PG_CHUNK):
-                chunk = dedup[i:i + _PG_CHUNK]
-                sql = _PG_METRIC_UPSERT.format(values=",".join(["(%s,%s,%s,%s,%s)"] *
-                                                               len(chunk)))
-                conn.exec_driver_sql(sql, tuple(x for row in chunk for x in row))
+            else:
+                dedup = list({(r[3], r[2]): r for r in rows}.values())
+                for i in range(0, len(dedup), _PG_CHUNK):
+                    chunk = dedup[i:i + _PG_CHUNK]
+                    sql = _PG_METRIC_UPSERT.format(values=",".join(["(%s,%s,%s,%s,%s)"] *
+                                                                   len(chunk)))
+                    conn.exec_driver_sql(sql, tuple(x for row in chunk for x in row))
+            rollup.update(conn, run_id, rows)  # the curves' rollup, in the same transaction
         return len(rows)
 
     def log_summaries(self, run_id: int, attempt_id: int | None,
@@ -295,23 +210,3 @@ def _runs_by_fingerprint(s: Session, fps: list[str], chunk: int = 5000) -> dict[
         out.update((r.fingerprint, r) for r in s.scalars(
             select(Run).where(Run.fingerprint.in_(fps[i:i + chunk]))))
     return out
-
-
-def _lock_run_then_attempt(s: Session, att: Attempt) -> Run | None:
-    """Row locks in the one order every writer uses -- run, then its attempts -- so two
-    writers of one run on PostgreSQL wait for each other instead of deadlocking. (SQLite: no
-    row locks; BEGIN IMMEDIATE already serialises.) Re-reads the attempt under its lock."""
-    run = s.get(Run, att.run_id, with_for_update=True)
-    s.refresh(att, with_for_update=True)
-    return run
-
-
-def _is_latest(s: Session, att: Attempt) -> bool:
-    top = s.scalar(select(func.max(Attempt.number)).where(Attempt.run_id == att.run_id))
-    return top == att.number
-
-
-def _close_attempts(s: Session, run_id: int, status: RunStatus, why: str) -> None:
-    s.execute(update(Attempt)
-              .where(Attempt.run_id == run_id, Attempt.status == RunStatus.RUNNING)
-              .values(status=status, ended=utcnow(), error=why))

@@ -1,25 +1,29 @@
 """Each dashboard page under streamlit's AppTest, against a DB written by results_db's real
 writer API (dashboard/sample.py: ensure_sweep, register_runs, start_attempt, log_metrics,
-log_summaries, add_artifact, finish_attempt). Expected numbers are worked out by hand from
-dashboard.sample.SAMPLE:
+log_summaries, add_artifact, finish_attempt). Statistics come from results_db (db.leaderboard
+& co., tested in tests/test_analysis_*.py); these tests check that the pages show them, and
+compare the page with the API on the same DB. Means worked out by hand from sample.SAMPLE:
 
     baseline          10.0 10.2 10.4 -> 10.200 ± 0.200 (n 3)
-    sdpa_elementwise   9.0  9.1  9.2 ->  9.100 ± 0.100 (n 3), Δ -1.100 (-10.8%)
-    sdpa_headwise      9.5  9.7  9.9 ->  9.700 ± 0.200 (n 3), Δ -0.500 (-4.9%)
-    value_elementwise  9.8 10.0 fail ->  9.900 ± 0.141 (n 2), Δ -0.300 (-2.9%)
-    sdpa_ns_sigmoid   div. 11.0 11.4 -> 11.200 ± 0.283 (n 2), Δ +1.000 (+9.8%)
+    sdpa_elementwise   9.0  9.1  9.2 ->  9.100 ± 0.100 (n 3), Δ -10.8 %
+    sdpa_headwise      9.5  9.7  9.9 ->  9.700 ± 0.200 (n 3), Δ  -4.9 %
+    value_elementwise  9.8 10.0 fail ->  9.900 ± 0.141 (n 2), Δ  -2.9 %
+    sdpa_ns_sigmoid   div. 11.0 11.4 -> 11.200 ± 0.283 (n 2), Δ  +9.8 %
     key_elementwise   running, pending (no results)
+
+The LR ladder (sample.fill_lr, sweep demo-lr): baseline vs G1 at 4 LRs x 2 seeds.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 import results_db
-from dashboard import sample
+from dashboard import palette, sample
 
 APP = str(Path(__file__).resolve().parents[1] / "dashboard" / "app.py")
 
@@ -29,6 +33,7 @@ def db_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     url = f"sqlite:///{tmp_path_factory.mktemp('dash') / 'results.db'}"
     db = results_db.open(url)
     sample.fill(db)
+    sample.fill_lr(db)
     db.close()
     return url
 
@@ -37,66 +42,140 @@ def db_url(tmp_path_factory: pytest.TempPathFactory) -> str:
 def app(db_url: str, monkeypatch: pytest.MonkeyPatch) -> AppTest:
     monkeypatch.setenv("GATESWEEP_DB", db_url)
     at = AppTest.from_file(APP, default_timeout=30)
+    at.query_params["sweep"] = "demo"
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
 
 
-def goto(at: AppTest, page: str) -> AppTest:
+def goto(at: AppTest, page: str, sweep: str | None = None) -> AppTest:
+    if sweep is not None:
+        at.sidebar.selectbox(key="sweep").set_value(sweep).run()
     at.sidebar.radio(key="page").set_value(page).run()
     assert not at.exception, [e.value for e in at.exception]
     return at
 
 
-def test_overview_counts_and_progress(app: AppTest) -> None:
+def chart_specs(at: AppTest) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
+
+
+def variant_colors(spec: dict) -> dict[str, str]:
+    """{variant: colour} of every variant colour scale in a (layered/faceted) spec."""
+    out: dict[str, str] = {}
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            col = node.get("color")
+            if isinstance(col, dict) and col.get("field") == "variant" and "scale" in col:
+                sc = col["scale"]
+                out.update(zip(sc["domain"], sc["range"], strict=True))
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(spec)
+    return out
+
+
+def chart_rows(spec: dict) -> int:
+    """Data rows across the spec's datasets (an empty chart has none)."""
+    return sum(len(v) for v in spec.get("datasets", {}).values())
+
+
+def test_overview_counts_progress_and_live_runs(app: AppTest) -> None:
     frame = app.dataframe[0].value
     row = frame[frame["sweep"] == "demo"].iloc[0]
     assert (row["succeeded"], row["failed"], row["diverged"]) == (13, 1, 1)
     assert (row["running"], row["pending"], row["total"]) == (1, 1, 17)
     assert row["progress"] == pytest.approx(15 / 17)
+    live = app.dataframe[1].value.set_index("run")
+    assert set(live.index) == {"key_elementwise-s0", "key_elementwise-s1"}
+    running = live.loc["key_elementwise-s0"]
+    # sample.loss_curve: 100 steps of train/loss logged, v_index 5, seed 0
+    assert (running["status"], running["step"]) == ("running", "100/100")
+    assert running["last loss"] == f"{5.0 * 2.718281828 ** (-100 / 40) + 2.0 - 0.25:.4f}"
+    assert running["heartbeat age"].endswith("s")
+    assert live.loc["key_elementwise-s1", "status"] == "pending"
 
 
-def test_leaderboard_ranks_with_mean_std_and_delta(app: AppTest) -> None:
-    table = goto(app, "Leaderboard").table[0].value
-    assert list(table["variant"]) == ["sdpa_elementwise", "sdpa_headwise", "value_elementwise",
-                                      "baseline (baseline)", "sdpa_ns_sigmoid"]
-    assert list(table["rank"]) == ["1", "2", "3", "4", "5"]
-    assert list(table["mean ± std"]) == ["9.100 ± 0.100", "9.700 ± 0.200", "9.900 ± 0.141",
-                                         "10.200 ± 0.200", "11.200 ± 0.283"]
-    assert list(table["n"]) == ["3", "3", "2", "3", "2"]
-    assert list(table["Δ vs baseline"]) == ["-1.100 (-10.8%)", "-0.500 (-4.9%)",
-                                            "-0.300 (-2.9%)", "+0.000 (+0.0%)", "+1.000 (+9.8%)"]
-    assert list(table["gate_position"]) == ["G1", "G1", "G2", "–", "G1"]
-    assert list(table["gate_input_dependent"]) == ["True", "True", "True", "–", "True"]
-
-
-def test_leaderboard_other_metric_descending_and_filter(app: AppTest) -> None:
+def test_leaderboard_shows_verdicts_cis_and_the_summary(app: AppTest, db_url: str) -> None:
     at = goto(app, "Leaderboard")
+    db = results_db.open(db_url, readonly=True)
+    assert at.markdown[0].value == f"**{db.verdict_summary('demo')}**"
+    assert "beat the baseline" in at.markdown[0].value
+    table = at.dataframe[0].value
+    # sorted by verdict: better first, then the baseline, then the undecided
+    assert list(table["variant"]) == ["sdpa_elementwise", "sdpa_headwise", "baseline (baseline)",
+                                      "value_elementwise", "sdpa_ns_sigmoid"]
+    assert list(table["mean ± std"]) == ["9.100 ± 0.100", "9.700 ± 0.200", "10.200 ± 0.200",
+                                         "9.900 ± 0.141", "11.200 ± 0.283"]
+    assert list(table["n"]) == ["3", "3", "3", "2", "2"]
+    api = db.leaderboard("demo").to_pandas().set_index("variant")
+    for _, r in table.iterrows():  # the page shows the API's numbers, never its own
+        v = r["variant"].removesuffix(" (baseline)")
+        assert r["verdict"] == api.loc[v, "verdict"]
+        if v != "baseline":
+            lo, hi = api.loc[v, "ci_low_pct"], api.loc[v, "ci_high_pct"]
+            assert r["Δ% [95% CI]"] == f"{api.loc[v, 'delta_pct']:+.1f}% [{lo:+.1f}, {hi:+.1f}]"
+    assert table["runs"][0].startswith("?page=Run+detail&sweep=demo&run=")
+    # only the dimension columns that vary (no n_head, n_kv_head: constant in this sweep)
+    assert "gate_position" in table.columns and "n_head" not in table.columns
+    dots = chart_specs(at)[0]  # the Δ ± CI dot plot at the top
+    assert chart_rows(dots) >= 4
+    assert not at.warning  # every row has >= 2 seeds
+
+
+def test_leaderboard_rank_sort_other_metric_and_filter(app: AppTest) -> None:
+    at = goto(app, "Leaderboard")
+    at.radio(key="lb_sort").set_value("rank").run()
+    assert list(at.dataframe[0].value["rank"]) == ["1", "2", "3", "4", "5"]
     at.selectbox(key="lb_metric").set_value("bench/hellaswag").run()
     # benchmark accuracy: higher is better by default; hellaswag = 30 - ppl + seed
     assert at.toggle(key="lb_asc_bench/hellaswag").value is False
-    assert list(at.table[0].value["variant"])[0] == "sdpa_elementwise"
+    assert list(at.dataframe[0].value["variant"])[0] == "sdpa_elementwise"
     at.multiselect(key="lb_f_gate_granularity").set_value(["headwise"]).run()
-    table = at.table[0].value
-    assert list(table["variant"]) == ["sdpa_headwise"]
-    # the delta stays against the (now hidden) baseline: 21.3 - 20.8
-    assert list(table["Δ vs baseline"]) == ["+0.500 (+2.4%)"]
-    at.multiselect(key="lb_f_gate_granularity").set_value([]).run()
-    at.multiselect(key="lb_f_gate_position").set_value(["–", "G2"]).run()  # ungated + G2
-    assert list(at.table[0].value["variant"]) == ["baseline (baseline)", "value_elementwise"]
+    assert list(at.dataframe[0].value["variant"]) == ["sdpa_headwise"]
 
 
-def test_leaderboard_state_filter_includes_diverged(app: AppTest) -> None:
+def test_leaderboard_warns_about_single_seed_rows(app: AppTest) -> None:
+    at = goto(app, "Leaderboard", sweep="demo-lr")
+    # the baseline at 8e-3 has one finished seed (the other diverged)
+    assert any(w.value.startswith("n = 1: no error bar") and "baseline @ lr=8e-3" in w.value
+               for w in at.warning)
+    table = at.dataframe[0].value
+    assert "sdpa_elementwise @ lr=4e-3" in list(table["variant"])
+
+
+def test_effects_table_from_the_api(app: AppTest, db_url: str) -> None:
     at = goto(app, "Leaderboard")
-    at.multiselect(key="lb_states").set_value(["succeeded", "diverged"]).run()
-    table = at.table[0].value
-    # the diverged seed has no finite PPL (stored as NULL), so n stays 2
-    row = table[table["variant"] == "sdpa_ns_sigmoid"].iloc[0]
-    assert (row["mean ± std"], row["n"]) == ("11.200 ± 0.283", "2")
+    eff = at.dataframe[1].value
+    api = results_db.open(db_url, readonly=True).effects("demo")
+    assert list(eff["dimension"]) == api["dimension"].to_list()
+    assert list(eff["verdict"]) == api["verdict"].to_list()
 
 
-def test_ablation_quality_table_rows_and_paper_column(app: AppTest) -> None:
-    table = goto(app, "Ablation tables").table[0].value
+def test_lr_stability_page_only_for_lr_sweeps(app: AppTest, db_url: str) -> None:
+    assert "LR stability" not in app.sidebar.radio(key="page").options  # demo: one LR
+    at = goto(app, "LR stability", sweep="demo-lr")
+    stab = results_db.open(db_url, readonly=True).stability("demo-lr")
+    assert any(stab.rule in i.value and "tolerance 5%" in i.value for i in at.info)
+    summary = at.dataframe[0].value.set_index("variant")
+    # the baseline degrades past 2e-3 (> 5 % worse) and diverges at 8e-3; G1 holds to 8e-3
+    assert summary.loc["baseline", "max_stable_lr"] == "2e-3"
+    assert summary.loc["sdpa_elementwise", "max_stable_lr"] == "8e-3"
+    specs = chart_specs(at)
+    assert len(specs) == 3 and all(chart_rows(s) > 0 for s in specs)
+    at.select_slider(key="st_tol").set_value(0.2).run()  # a looser tolerance: stable further
+    assert at.dataframe[0].value.set_index("variant").loc["baseline", "max_stable_lr"] == "4e-3"
+
+
+def test_ablation_quality_table_with_paper_direction(app: AppTest) -> None:
+    at = goto(app, "Ablation tables")
+    assert any("Different scale" in w.value for w in at.warning)  # the caveat banner
+    table = at.dataframe[0].value
     assert list(table["Variant"]) == ["baseline", "sdpa_elementwise", "sdpa_headwise",
                                       "value_elementwise", "sdpa_ns_sigmoid"]
     assert list(table["Method"]) == ["Baseline", "SDPA Elementwise G1", "SDPA Headwise G1",
@@ -105,30 +184,40 @@ def test_ablation_quality_table_rows_and_paper_column(app: AppTest) -> None:
     assert list(table["Score shape"]) == ["–", "n×q×dk", "n×q", "n×k×dk", "n×q×dk"]
     assert list(table["Added"]) == ["0", "8.2K", "512", "4.1K", "8.2K"]
     assert list(table["PPL"])[:2] == ["10.200 ± 0.200", "9.100 ± 0.100"]
-    assert list(table["ΔPPL"])[1] == "-1.100 (-10.8%)"
-    # paper figures: Table 1 rows 1, 5, 10, 6 and Table 4 row 7 (NS-sigmoid)
+    assert list(table["ΔPPL [95% CI]"])[0] == "–"
+    assert list(table["ΔPPL [95% CI]"])[1].startswith("-10.8% [")
+    # paper figures: Table 1 rows 1, 5, 10, 6 and Table 4 row 7 (NS-sigmoid); the paper's Δ
+    # against its baseline 6.026 and whether ours points the same way
     assert list(table["Paper PPL"]) == ["6.026", "5.761", "5.792", "5.820", "5.900"]
+    assert list(table["Paper Δ%"]) == ["–", "-4.4%", "-3.9%", "-3.4%", "-2.1%"]
+    assert list(table["Agree"]) == ["–", "agree", "agree", "agree (noise)", "disagree (noise)"]
     assert list(table["Paper Added (M)"]) == ["0", "201", "1.6", "25", "–"]
+    at.toggle(key="ab_paper").set_value(False).run()
+    assert not at.warning and "Paper PPL" not in at.dataframe[0].value.columns
 
 
 def test_ablation_probes_and_stability_tables(app: AppTest) -> None:
     at = goto(app, "Ablation tables")
     at.radio(key="ab_kind").set_value("probes").run()
-    probes = at.table[0].value
+    probes = at.dataframe[0].value
     base = probes[probes["Variant"] == "baseline"].iloc[0]
-    assert (base["Gate score"], base["M-Act"], base["F-Attn"]) == \
-        ("–", "300 ± 0.000", "0.450 ± 0.000")
+    assert (base["Gate score"], base["M-Act"], base["F-Attn"]) == ("–", "300 ± 0", "0.450 ± 0.000")
     assert base["Paper M-Act"] == "1053"
     at.radio(key="ab_kind").set_value("stability").run()
-    stab = at.table[0].value
+    stab = at.dataframe[0].value
     assert dict(zip(stab["Variant"], stab["Diverged"], strict=True)) == {
         "baseline": "0/3", "sdpa_elementwise": "0/3", "sdpa_headwise": "0/3",
         "value_elementwise": "0/2", "sdpa_ns_sigmoid": "1/3"}
     assert stab[stab["Variant"] == "baseline"].iloc[0]["Loss spikes"] == "0.333 ± 0.577"
+    # one LR per variant: stable unless a seed diverged there (NS-sigmoid seed 0)
+    assert dict(zip(stab["Variant"], stab["Max stable LR"], strict=True)) == {
+        "baseline": "3e-3", "sdpa_elementwise": "3e-3", "sdpa_headwise": "3e-3",
+        "value_elementwise": "3e-3", "sdpa_ns_sigmoid": "–"}
+    assert not chart_specs(at)  # no stability view for a single-LR sweep
 
 
 def test_ablation_quality_shows_benchmark_main_metrics_only(app: AppTest) -> None:
-    table = goto(app, "Ablation tables").table[0].value
+    table = goto(app, "Ablation tables").dataframe[0].value
     assert {"hellaswag", "arc_easy"} <= set(table.columns)
     assert not [c for c in table.columns if "/" in c]  # bench/<task>/<metric>: not columns
     rows = table.set_index("Variant")
@@ -138,27 +227,14 @@ def test_ablation_quality_shows_benchmark_main_metrics_only(app: AppTest) -> Non
     assert rows.loc["value_elementwise", "arc_easy"] == "51.000 ± 1.414"  # seed 2 failed
 
 
-def test_ablation_stability_has_max_stable_lr(app: AppTest) -> None:
-    at = goto(app, "Ablation tables")
-    at.radio(key="ab_kind").set_value("stability").run()
-    assert not at.warning  # db.max_stable_lr answered
-    stab = at.table[0].value.set_index("Variant")
-    # one LR per variant: stable unless a seed diverged there (NS-sigmoid seed 0)
-    assert stab["Max stable LR"].to_dict() == {
-        "baseline": "3.00e-03", "sdpa_elementwise": "3.00e-03", "sdpa_headwise": "3.00e-03",
-        "value_elementwise": "3.00e-03", "sdpa_ns_sigmoid": "–"}
-
-
 def test_ablation_long_context_table(app: AppTest) -> None:
     at = goto(app, "Ablation tables")
     at.radio(key="ab_kind").set_value("longctx").run()
     assert not at.exception, [e.value for e in at.exception]
-    table = at.table[0].value
+    table = at.dataframe[0].value
     assert list(table.columns) == [
         "Variant", "Method", "Act", "Score shape", "none 1x PPL", "none 2x PPL", "none 4x PPL",
         "yarn 2x PPL", "yarn 4x PPL", "yarn 2x retrieval", "yarn 4x retrieval", "n"]
-    assert list(table["Variant"]) == ["baseline", "sdpa_elementwise", "sdpa_headwise",
-                                      "value_elementwise", "sdpa_ns_sigmoid"]
     rows = table.set_index("Variant")
     # sample.longctx_summaries: none = ppl * f, yarn = ppl * (1 + 0.25 (f - 1)),
     # retrieval = 1/f + 0.1 seed; baseline ppl 10.0 10.2 10.4
@@ -172,28 +248,66 @@ def test_ablation_long_context_table(app: AppTest) -> None:
     assert [b.proto.label for b in at.get("download_button")] == ["CSV", "Markdown", "LaTeX"]
 
 
-def test_ablation_downloads(app: AppTest) -> None:
-    at = goto(app, "Ablation tables")
-    labels = [b.proto.label for b in at.get("download_button")]
-    assert labels == ["CSV", "Markdown", "LaTeX"]
-
-
-def test_curves_page_charts_selected_runs(app: AppTest) -> None:
-    at = goto(app, "Curves")
-    assert len(at.multiselect(key="cv_runs").value) == 6
-    charts = at.get("vega_lite_chart")
-    assert len(charts) == 3  # loss, lr, grad norm
+def test_curves_page_defaults_bands_delta_and_single_points(app: AppTest) -> None:
+    at = goto(app, "Curves", sweep="demo-lr")
+    assert len(at.multiselect(key="cv_runs").value) == 16  # every started run, all LRs
     titles = [s.value for s in at.subheader]
-    assert "loss — 1 spike(s) marked" in titles  # baseline seed 0, step 50
+    assert titles == ["training loss", "validation loss"]
+    specs = chart_specs(at)
+    assert len(specs) == 4  # loss, its Δ curve, val/loss, its Δ curve
+    assert all(chart_rows(s) > 0 for s in specs)  # no empty chart
+    # val/loss has one point per run: drawn as points, not an (invisible) line
+    marks = json.dumps(specs[2])
+    assert '"point"' in marks
+    at.radio(key="cv_mode").set_value("each run").run()
+    at.toggle(key="cv_log").set_value(True).run()
+    spec = chart_specs(at)[0]
+    assert '"log"' in json.dumps(spec)
 
 
-def test_probes_page_per_layer_and_histograms(app: AppTest) -> None:
+def test_curves_marks_the_spike_and_tokens_axis(app: AppTest) -> None:
+    at = goto(app, "Curves")
+    assert "training loss — 1 spike(s) marked" in [s.value for s in at.subheader]
+    at.radio(key="cv_x").set_value("tokens").run()
+    spec = chart_specs(at)[0]
+    assert "tokens" in json.dumps(spec["layer"][0]["encoding"]["x"])
+    # sample configs: batch 16 x seq 128 (RunSpec defaults) = 2048 tokens per step
+    xs = [r["x"] for d in spec["datasets"].values() for r in d if "x" in r]
+    assert max(xs) == pytest.approx(100 * 2048, rel=0.02)
+
+
+def test_one_colour_per_variant_on_every_chart(app: AppTest, db_url: str) -> None:
+    """Every chart colouring by variant uses the same {variant: colour} map, whatever rows it
+    shows (curves, Δ curves, probes, stability panels, histograms)."""
+    db = results_db.open(db_url, readonly=True)
+    for sweep, pages in (("demo-lr", ("Curves", "Probes", "LR stability")),
+                         ("demo", ("Curves", "Probes"))):
+        order = [db.baseline(sweep)] + [v for v in dict.fromkeys(
+            db.runs(sweep=sweep, with_config=False, columns=["variant"])["variant"].to_list())
+            if v != db.baseline(sweep)]
+        want = palette.colors(order, db.baseline(sweep))
+        seen = 0
+        for page in pages:
+            at = goto(app, page, sweep=sweep)
+            for spec in chart_specs(at):
+                got = variant_colors(spec)
+                if got:
+                    assert got == want, (sweep, page)
+                    seen += 1
+        assert seen >= 3, (sweep, seen)
+    assert want["baseline"] == palette.BASELINE_COLOR
+
+
+def test_probes_page_error_bars_log_scale_and_small_multiples(app: AppTest) -> None:
     at = goto(app, "Probes")
     titles = [s.value for s in at.subheader]
     assert titles[:3] == ["first-token attention (attention sink)",
-                          "max |activation| (massive activations)", "mean gate score"]
-    # 3 per-layer charts + the gate histogram chart
-    assert len(at.get("vega_lite_chart")) == 4
+                          "max |activation| (massive activations, log scale)", "mean gate score"]
+    specs = chart_specs(at)
+    assert len(specs) == 4  # 3 per-layer charts + the histogram small multiples
+    assert '"errorbar"' in json.dumps(specs[0])
+    assert '"log"' in json.dumps(specs[1]) and '"log"' not in json.dumps(specs[0])
+    assert "facet" in specs[3]  # one panel per variant, not overlapping bars
 
 
 def test_run_detail_shows_failed_attempt_traceback_and_config_diff(app: AppTest) -> None:
@@ -207,6 +321,10 @@ def test_run_detail_shows_failed_attempt_traceback_and_config_diff(app: AppTest)
     diff = at.table[1].value
     assert list(diff["key"]) == ["model.gates.0.position"]
     assert list(diff["this run"]) == ['"G2"']
+    # its curve (train/loss up to the failure) is drawn; it recorded no checkpoint
+    specs = chart_specs(at)
+    assert len(specs) == 1 and chart_rows(specs[0]) == sample.STEPS
+    assert "No checkpoint recorded." in [c.value for c in at.caption]
 
 
 def _id(label: str) -> int:
@@ -240,9 +358,18 @@ def test_rerun_button_requeues_the_run_through_the_orchestrator(
     goto(at, "Run detail").selectbox(key="rd_run").set_value(failed_id).run()
     assert results_db.open(url).run(failed_id).status == "failed"
     at.button(key="rd_rerun").click().run()
+    # first a confirmation; nothing written yet
+    assert any("Start a new attempt" in w.value for w in at.warning)
+    assert results_db.open(url).run(failed_id).status == "failed" and not _FakePopen.calls
+    at.button(key="rd_rerun_no").click().run()
+    assert not any("Start a new attempt" in w.value for w in at.warning)
+    at.button(key="rd_rerun").click().run()
+    at.button(key="rd_rerun_yes").click().run()
     assert not at.exception, [e.value for e in at.exception]
+    # the same page, without a reload, shows the new state and disables the button
     assert [s.value for s in at.success] == [
-        f"Rerun of run {failed_id} (value_elementwise-s2) started."]
+        f"Rerun of run {failed_id} (value_elementwise-s2) started: status pending."]
+    assert at.button(key="rd_rerun").disabled
     assert results_db.open(url).run(failed_id).status == "pending"
     assert _FakePopen.calls == [[__import__("sys").executable, "-m", "orchestrator", "rerun",
                                  str(failed_id), "--db", url]]

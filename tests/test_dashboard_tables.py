@@ -13,21 +13,25 @@ import polars as pl
 import pytest
 
 import results_db
-from dashboard import ablation, charts, data, longctx, paper, sample
+from dashboard import ablation, charts, curvedata, data, longctx, palette, paper, sample
 from dashboard.configdiff import config_diff
 from dashboard.export import to_csv, to_latex, to_markdown
 from dashboard.labels import activation_label, human_count, method_label, score_shape
 from dashboard.status import status_table
-from dashboard.tables import fmt_delta, fmt_mean_std, fmt_num, leaderboard
+from dashboard.tables import fmt_delta_ci, fmt_lr, fmt_mean_std, fmt_num, fmt_pct, row_labels
 
 
 def test_number_formatting() -> None:
-    assert [fmt_num(x) for x in (1053.4, 5.7612, 0.0031, 0.0, None, math.nan, math.inf)] == \
-        ["1053", "5.761", "3.10e-03", "0.000", "–", "–", "inf"]
+    # one style per magnitude: no column mixes "5.34e-03" with "0.034" any more
+    assert [fmt_num(x) for x in (1053.4, 5.7612, 0.0053, 0.034, 0.0, None, math.nan,
+                                 math.inf, 3.1e-5)] == \
+        ["1053", "5.761", "0.00530", "0.034", "0.000", "–", "–", "inf", "3.10e-05"]
     assert fmt_mean_std(9.1, 0.1) == "9.100 ± 0.100"
     assert fmt_mean_std(9.1, None) == "9.100"  # one seed: no spread to show
-    assert fmt_delta(-1.1, -10.784) == "-1.100 (-10.8%)"
-    assert fmt_delta(None, None) == "–"
+    assert fmt_pct(-10.784) == "-10.8%" and fmt_pct(2.44) == "+2.4%" and fmt_pct(None) == "–"
+    assert fmt_delta_ci(-10.784, -12.06, -9.5) == "-10.8% [-12.1, -9.5]"
+    assert fmt_delta_ci(-10.784, None, None) == "-10.8% (no CI)"  # n = 1
+    assert [fmt_lr(x) for x in (3e-3, 4e-4, 1.5e-3, None)] == ["3e-3", "4e-4", "1.5e-3", "–"]
     assert human_count(201_326_592) == "201.3M" and human_count(512) == "512"
 
 
@@ -137,39 +141,39 @@ def test_overview_data_tracks_live_runs(tmp_path: Path) -> None:
     assert (after["pending"], after["running"], after["succeeded"]) == (0, 1, 14)
 
 
-def _lr_sweep(tmp_path: Path) -> results_db.ResultsDB:
-    """baseline and G1 at two LRs x two seeds; G1 at the high LR diverged once."""
-    db = results_db.open(f"sqlite:///{tmp_path / 'lr.db'}")
-    sid = db.ensure_sweep("lr", "")
-    news, ppl = [], {}
-    for variant, gates in (("baseline", []), ("sdpa", [{"position": "G1"}])):
-        for lr in (1e-3, 8e-3):
-            for seed in (0, 1):
-                cfg = {"sweep": "lr", "seed": seed, "model": {"gates": gates},
-                       "train": {"lr": lr}}
-                name = f"{variant}-lr{lr}-s{seed}"
-                news.append(results_db.NewRun(name, name, variant, seed, cfg))
-                ppl[name] = (10.0 if variant == "baseline" else 9.0) + lr * 100 + seed * 0.2
-    for row in db.register_runs(sid, news).to_run:
-        att = db.start_attempt(row.id, host="h")
-        bad = row.name == "sdpa-lr0.008-s1"
-        db.log_summaries(row.id, att.id, {"val/ppl": math.inf if bad else ppl[row.name]})
-        db.finish_attempt(att.id, "diverged" if bad else "succeeded")
-    return db
+def test_row_labels_name_the_lr_only_where_a_variant_has_several() -> None:
+    frame = pl.DataFrame({"variant": ["baseline", "baseline", "sdpa"],
+                          "lr": [1e-3, 8e-3, 1e-3]})
+    assert row_labels(frame).to_list() == ["baseline @ lr=1e-3", "baseline @ lr=8e-3", "sdpa"]
 
 
-def test_lr_axis_gives_one_row_per_lr_and_stability_per_variant(tmp_path: Path) -> None:
-    db = _lr_sweep(tmp_path)
-    runs, summ = db.runs(sweep="lr"), db.summaries(sweep="lr")
-    board = leaderboard(runs, summ)
-    assert board["row"].to_list() == ["sdpa @ lr=1.00e-03", "sdpa @ lr=8.00e-03",
-                                      "baseline @ lr=1.00e-03", "baseline @ lr=8.00e-03"]
-    assert board["n"].to_list() == [2, 1, 2, 2]
-    # each LR against the baseline at the same LR: 9.2 - 10.2 and 9.8 - 10.9
-    assert board["delta"].to_list() == pytest.approx([-1.0, -1.1, 0.0, 0.0])
-    stab = ablation.build("stability", runs, summ).display
-    assert stab["Diverged"].to_list() == ["0/4", "1/4"]
-    assert stab["LRs"].to_list() == ["1.00e-03, 8.00e-03"] * 2
+def test_palette_is_stable_per_variant_whatever_a_chart_shows() -> None:
+    variants = ["baseline", "sdpa", "value", "key"]
+    full = palette.colors(variants, "baseline")
+    assert full["baseline"] == palette.BASELINE_COLOR
+    assert len(set(full.values())) == 4
+    # a chart of a subset builds its scale from the whole list: same colours
+    scale = palette.scale(variants, "baseline").to_dict()
+    assert dict(zip(scale["domain"], scale["range"], strict=True)) == full
+    assert palette.verdict_color("needs >= 7 seeds") == palette.VERDICT_COLORS["needs"]
+
+
+def test_seed_mean_band_ema_and_delta_curve() -> None:
+    pts = pl.DataFrame({"run_id": [1, 1, 2, 2, 3, 3], "variant": ["b", "b", "b", "b", "g", "g"],
+                        "row": ["b", "b", "b", "b", "g", "g"], "x": [0.0, 10.0] * 3,
+                        "value": [4.0, 2.0, 6.0, 4.0, 3.0, 1.0]})
+    grouped = curvedata.seed_mean(pts, grid=2)
+    b = grouped.filter(pl.col("series") == "b").sort("x")
+    assert b["value"].to_list() == [5.0, 3.0]  # mean of the two seeds per bin
+    assert b["lo"].to_list() == pytest.approx([5 - math.sqrt(2), 3 - math.sqrt(2)])
+    g = grouped.filter(pl.col("series") == "g").sort("x")
+    assert g["lo"].to_list() == g["value"].to_list()  # one run: no band
+    diff = curvedata.delta_vs_baseline(grouped, {"g": "b"}).sort("x")
+    assert diff["value"].to_list() == [-2.0, -2.0]
+    smooth = curvedata.ema(pts.filter(pl.col("run_id") == 1), 0.5)
+    # adjusted EMA, alpha 0.5: (2 + 0.5 * 4) / 1.5
+    assert smooth.sort("x")["value"].to_list() == pytest.approx([4.0, 8 / 3])
+    assert curvedata.ema(pts, 0.0).equals(pts)
 
 
 def test_trainer_histogram_format_pools_layers() -> None:
@@ -179,23 +183,6 @@ def test_trainer_histogram_format_pools_layers() -> None:
     hists = charts.parse_histogram(art)
     assert [h[0] for h in hists] == ["layer_0", "layer_1"]
     assert charts.combine_layers(hists, "g1") == [("g1", [0.0, 0.5, 1.0], [0.5, 0.5])]
-
-
-def test_dashboard_leaderboard_agrees_with_results_db(tmp_path: Path) -> None:
-    """Two implementations of mean/std/n/delta over seeds (the page's, cached per filter, and
-    db.leaderboard): they must not drift apart."""
-    url = f"sqlite:///{tmp_path / 'agree.db'}"
-    db = results_db.open(url)
-    sample.fill(db)
-    ours = leaderboard(data.runs(url, "demo"), data.summaries(url, "demo", ("val/ppl",)))
-    theirs = db.leaderboard("demo")
-    cols = ["variant", "mean", "std", "n", "delta"]
-    a = ours.select(cols).sort("variant")
-    b = theirs.select(cols).sort("variant").cast({"n": a["n"].dtype})
-    assert a["variant"].to_list() == b["variant"].to_list()
-    for c in ("mean", "std", "delta"):
-        assert a[c].to_list() == pytest.approx(b[c].to_list(), nan_ok=True)
-    assert a["n"].to_list() == b["n"].to_list()
 
 
 def test_longctx_columns_order_and_parsing() -> None:
@@ -224,22 +211,19 @@ def test_runs_frame_comes_from_db_runs_without_config(tmp_path: Path) -> None:
     assert frame.equals(full.select(*data.RUN_COLUMNS, "sweep"))
     assert data.runs(url, "no-such-sweep").height == 0
     # a sweep without long-context summaries: the table has no metric columns
-    empty = ablation.build("longctx", frame, data.summaries(url, "demo", ("val/ppl",)))
+    empty = ablation.build("longctx", db.ablation_table("demo", ["val/ppl"]), ["val/ppl"])
     assert [c for c in empty.display.columns if c.endswith(("PPL", "retrieval"))] == []
 
 
 def test_added_params_of_a_non_gate_variant_is_its_extra_total() -> None:
     """kv_heads_x2 has no gate parameters but adds kv projections: the paper's +50M row."""
-    import polars as pl
-
-    from dashboard.tables import baseline_params_total, params_label
+    from dashboard.tables import params_label
 
     runs = pl.DataFrame({"id": [1, 2, 3], "variant": ["baseline", "kv_heads_x2", "sdpa"],
                          "gate_position": [None, None, "G1"], "nonlinearity": ["none"] * 3,
                          "params_total": [1_000_000, 1_050_000, 1_201_000],
                          "params_gates": [0, 0, 201_000]})
-    base = baseline_params_total(runs)
-    assert base == 1_000_000
+    base = 1_000_000  # the baseline's total
     rows = {r["variant"]: r for r in runs.iter_rows(named=True)}
     assert params_label(rows["kv_heads_x2"], base) == params_label({"params_gates": 50_000})
     assert params_label(rows["sdpa"], base) == params_label({"params_gates": 201_000})

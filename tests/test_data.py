@@ -82,6 +82,11 @@ def test_synthetic_needs_a_few_tokens() -> None:
 
 # ---- text ---------------------------------------------------------------------------------------
 
+def _all_tokens(d) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """Training then held-out tokens of a file-backed stream (the tail split joins them)."""
+    return np.concatenate([np.asarray(d.source.train), np.asarray(d.source.val)])
+
+
 def write_text(path: Path, n: int = 4000) -> bytes:
     text = "".join(f"línea {i}: the quick brown fox — jumps\n" for i in range(n // 30))
     path.write_text(text, encoding="utf-8")
@@ -91,7 +96,7 @@ def write_text(path: Path, n: int = 4000) -> bytes:
 def test_text_bytes_round_trip_and_cache(tmp_path: Path, _cache: Path) -> None:
     raw = write_text(tmp_path / "a.txt")
     d = build_data(spec({"source": "text", "path": str(tmp_path / "a.txt")}))
-    tokens = np.asarray(d.source.tokens)
+    tokens = _all_tokens(d)
     assert bytes(tokens.astype(np.uint8)) == raw  # the byte tokenizer is the identity
     cached = list((_cache / "tokens").glob("*.bin"))
     assert len(cached) == 1 and not list((_cache / "tokens").glob(".tmp-*"))
@@ -121,7 +126,7 @@ def test_text_windows_come_from_the_right_split(tmp_path: Path) -> None:
 def test_text_glob_concatenates_sorted_files(tmp_path: Path) -> None:
     a, b = write_text(tmp_path / "p1.txt"), write_text(tmp_path / "p2.txt", 2000)
     d = build_data(spec({"source": "text", "path": str(tmp_path / "p*.txt")}))
-    assert bytes(np.asarray(d.source.tokens).astype(np.uint8)) == a + b
+    assert bytes(_all_tokens(d).astype(np.uint8)) == a + b
 
 
 def test_text_with_a_local_tokenizer_json(tmp_path: Path) -> None:
@@ -139,7 +144,7 @@ def test_text_with_a_local_tokenizer_json(tmp_path: Path) -> None:
     data = {"source": "text", "path": str(tmp_path / "a.txt"),
             "tokenizer": str(tmp_path / "tokenizer.json")}
     d = build_data(spec(data, vocab=n_vocab))
-    tokens = np.asarray(d.source.tokens)
+    tokens = _all_tokens(d)
     assert tokens.max() < n_vocab and len(tokens) < len((tmp_path / "a.txt").read_bytes())
     with pytest.raises(ValueError, match=r"model.vocab_size: 256 .* tokenizer's"):
         build_data(spec(data, vocab=256))
@@ -181,7 +186,7 @@ def test_tokens_bin_round_trip(tmp_path: Path) -> None:
     arr = (np.arange(5000) * 7 % 1000).astype(np.uint16)
     arr.tofile(tmp_path / "t.bin")
     d = build_data(spec({"source": "tokens", "path": str(tmp_path / "t.bin")}, vocab=1000))
-    assert np.array_equal(np.asarray(d.source.tokens), arr)
+    assert np.array_equal(_all_tokens(d), arr)
     x, y = d.train_batch(0)
     start = int(np.where(arr == int(x[0, 0]))[0][0])  # values repeat every 1000 tokens
     assert np.array_equal(x[0].numpy(), arr[start:start + 16])
@@ -245,3 +250,94 @@ def test_small_vocabulary_chain_is_the_recorded_stream() -> None:
     g = _generator(_DATA_SEED, "chain", 256)
     expected = torch.stack([torch.randperm(256, generator=g)[:4] for _ in range(256)])
     assert torch.equal(SyntheticSource(256).successors, expected)
+
+
+# ---- check(): what validate can tell without training ------------------------------------------
+
+def _check(data: dict, seq_len: int = 16, **kw: object) -> list[str]:
+    from trainer.config import DataConfig, TrainConfig
+    from trainer.data import check
+
+    return check(DataConfig(**data), TrainConfig(seq_len=seq_len), **kw)
+
+
+def test_check_passes_usable_data(tmp_path: Path) -> None:
+    write_text(tmp_path / "a.txt")
+    np.arange(4000, dtype=np.uint16).tofile(tmp_path / "t.bin")
+    assert _check({}) == []
+    assert _check({"source": "text", "path": str(tmp_path / "*.txt")}) == []
+    assert _check({"source": "tokens", "path": str(tmp_path / "t.bin")}) == []
+    assert _check({"source": "python_code", "include": ["json/*.py"]}) == []
+    # every text problem this file can show is also one that build_data raises later
+    build_data(spec({"source": "text", "path": str(tmp_path / "*.txt")}))
+
+
+def test_check_finds_missing_non_regular_and_undecodable_files(tmp_path: Path) -> None:
+    import os
+
+    os.mkfifo(tmp_path / "fifo.txt")  # reading it would block forever
+    (tmp_path / "bad.txt").write_bytes(b"ok\xff\xfe" * 10)
+    assert _check({"source": "text", "path": str(tmp_path / "none*.txt")}) == [
+        f"data.path: no file matches {str(tmp_path / 'none*.txt')!r} (data.source: text)"]
+    assert _check({"source": "text", "path": str(tmp_path / "fifo.txt")}) == [
+        f"data.path: {str(tmp_path / 'fifo.txt')!r} is not a regular file"]
+    assert _check({"source": "text", "path": "/dev/zero"}) == [
+        "data.path: '/dev/zero' is not a regular file"]
+    assert _check({"source": "text", "path": str(tmp_path / "bad.txt")}) == [
+        f"data.path: {str(tmp_path / 'bad.txt')!r} is not UTF-8 text (invalid start byte "
+        f"at byte 2)"]
+
+
+def test_check_sample_tolerates_a_character_cut_at_the_sample_end(tmp_path: Path) -> None:
+    from trainer.datacheck import SAMPLE_BYTES
+
+    (tmp_path / "a.txt").write_bytes(b"a" * (SAMPLE_BYTES - 1) + "é".encode() * 10)
+    assert _check({"source": "text", "path": str(tmp_path / "a.txt")}) == []
+
+
+def test_check_tokens_files(tmp_path: Path) -> None:
+    (tmp_path / "odd.bin").write_bytes(b"\x01" * 3001)
+    np.arange(40, dtype=np.uint16).tofile(tmp_path / "few.bin")
+    assert _check({"source": "tokens", "path": str(tmp_path / "odd.bin")})[0].endswith(
+        "is 3001 bytes, not a whole number of uint16 tokens (data.token_dtype)")
+    assert _check({"source": "tokens", "path": str(tmp_path / "few.bin")}) == [
+        "data.path: 40 tokens are too few for train.seq_len 16 with data.val_fraction 0.05"]
+
+
+def test_check_tokenizer_files(tmp_path: Path) -> None:
+    write_text(tmp_path / "a.txt")
+    (tmp_path / "broken.json").write_text("{not json", encoding="utf-8")
+    text = {"source": "text", "path": str(tmp_path / "a.txt")}
+    missing = _check({**text, "tokenizer": str(tmp_path / "none.json")})
+    assert missing == [f"data.tokenizer: {str(tmp_path / 'none.json')!r} cannot be read "
+                       f"(No such file or directory)"]
+    broken = _check({**text, "tokenizer": str(tmp_path / "broken.json")})
+    assert len(broken) == 1 and broken[0].startswith("data.tokenizer: ") and \
+        "is not a valid tokenizer.json" in broken[0]
+    assert _check(text, vocab_size=100) == [
+        "model.vocab_size: 100 is smaller than the byte tokenizer's 256 tokens "
+        "(data.tokenizer: bytes)"]
+
+
+def test_check_python_code_roots_and_patterns(tmp_path: Path) -> None:
+    assert _check({"source": "python_code", "include": ["json/*.py", "no_such_pkg/**/*.py"],
+                   "exclude": ["**/tests/**"]}) == [
+        "data.include: 'no_such_pkg/**/*.py' matches no file under ['stdlib'] "
+        "(after data.exclude)"]
+    assert _check({"source": "python_code", "roots": [str(tmp_path / "nope")]},
+                  key="eval.ppl_sets.code") == [
+        f"eval.ppl_sets.code.roots: {str(tmp_path / 'nope')!r} is neither one of "
+        f"['stdlib', 'site-packages'] nor an existing directory"]
+
+
+def test_check_does_not_import_torch() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys; from trainer.config import DataConfig, TrainConfig; "
+            "from trainer.data import check; "
+            "print(check(DataConfig(source='python_code', include=['json/*.py'], "
+            "tokenizer={'train_bpe': 512}), TrainConfig()), 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, check=True, cwd=Path(__file__).resolve().parents[1])
+    assert out.stdout.strip() == "[] False"

@@ -14,7 +14,7 @@ import pytest
 
 import results_db
 from orchestrator.multiworker import fit_run
-from orchestrator.runner import job_config
+from orchestrator.trial_job import TrialJob
 from trainer.config import RunSpec
 from trainer.reporter import MemoryReporter
 
@@ -45,6 +45,10 @@ def _register(url: str, spec: dict[str, Any]) -> int:
     return res.to_run[0].id
 
 
+def _job(run_id: int, name: str, spec: dict[str, Any], url: str, ckpt: Path) -> TrialJob:
+    return TrialJob.of(run_id, name, spec, ckpt, url, owner="test driver")
+
+
 def _loss_by_step(db: Any, run_id: int) -> dict[int, float]:
     m = db.metrics(run_ids=[run_id], names=["train/loss"])
     return dict(zip(m["step"].to_list(), m["value"].to_list()))
@@ -61,7 +65,7 @@ def test_two_workers_zero2_match_one_worker_with_grad_accum(ray_local: None,
     url = f"sqlite:///{tmp_path / 'r.db'}"
     spec = _spec()
     run_id = _register(url, spec)
-    job = job_config(run_id, "mw", spec, url, tmp_path / "ckpt-2w")
+    job = _job(run_id, "mw", spec, url, tmp_path / "ckpt-2w")
     result = fit_run(job, str(tmp_path / "_train"))
     assert result["status"] == "succeeded", result
 
@@ -92,7 +96,7 @@ def test_killed_worker_resumes_from_checkpoint_without_metric_holes(ray_local: N
     url = f"sqlite:///{tmp_path / 'r.db'}"
     spec = _spec(steps=steps, checkpoint_every=10, warmup=5)
     run_id = _register(url, spec)
-    job = job_config(run_id, "mw-kill", spec, url, tmp_path / "ckpt")
+    job = _job(run_id, "mw-kill", spec, url, tmp_path / "ckpt")
     out: dict[str, Any] = {}
     th = threading.Thread(target=lambda: out.update(
         fit_run(job, str(tmp_path / "_train"), retries=1)), daemon=True)
@@ -106,7 +110,8 @@ def test_killed_worker_resumes_from_checkpoint_without_metric_holes(ray_local: N
     db = results_db.open(url)
     assert db.run(run_id).status == "succeeded"
     attempts = db.attempts(run_id)
-    assert len(attempts) == 2 and attempts[0].status in ("failed", "lost")
+    assert len(attempts) == 2 and attempts[0].status == "failed"
+    assert attempts[0].fault == "worker_died"  # the same trial's restarted group took over
     assert attempts[1].status == "succeeded"
     summ = db.summaries(run_ids=[run_id], names=["train/resumed_from_step"])
     resumed = int(summ["value"][0])
@@ -130,7 +135,7 @@ def test_code_error_is_not_retried(ray_local: None, tmp_path: Path) -> None:
     doc = spec.model_dump(mode="json")
     run_id = _register(url, doc)
     t0 = time.monotonic()
-    result = fit_run(job_config(run_id, "mw-bad", doc, url, tmp_path / "ckpt"),
+    result = fit_run(_job(run_id, "mw-bad", doc, url, tmp_path / "ckpt"),
                      str(tmp_path / "_train"), retries=2)
     assert result["status"] == "failed", result
     db = results_db.open(url)
@@ -150,7 +155,7 @@ def test_cancel_stops_every_rank(ray_local: None, tmp_path: Path) -> None:
     run_id = _register(url, spec)
     out: dict[str, Any] = {}
     th = threading.Thread(target=lambda: out.update(fit_run(
-        job_config(run_id, "mw-cancel", spec, url, tmp_path / "ckpt"),
+        _job(run_id, "mw-cancel", spec, url, tmp_path / "ckpt"),
         str(tmp_path / "_train"), retries=1)), daemon=True)
     th.start()
     db = results_db.open(url)

@@ -70,3 +70,25 @@ def test_cancel_in_the_db_surfaces_as_run_cancelled(started: tuple) -> None:
     with pytest.raises(RunCancelled):
         rep.log(5, {"train/loss": 1.0})
     rep.close()
+
+
+def test_a_superseded_attempt_is_told_to_stop_and_writes_nothing(tmp_path: Path) -> None:
+    """Another attempt took the run over (lease ran out): heartbeat() returns False -- the
+    trainer's cue to checkpoint and stop -- and the old attempt's buffered points are dropped
+    instead of overwriting the new holder's."""
+    db = results_db.open(f"sqlite:///{tmp_path / 'r.db'}")
+    run = register(db, make_plan(SMOKE), force=False).to_run[0]
+    old = db.claim_run(run.id, "driver A", "h", heartbeat_s=0.1)
+    time.sleep(2.5)  # stale: 3 x 0.1 s + 2 s
+    new = db.claim_run(run.id, "driver B", "h")
+    assert new is not None
+    rep = DBReporter(db, run.id, old.id, heartbeat_s=0.05, flush_s=3600)
+    assert rep.heartbeat() is True  # the thread has not asked yet
+    rep.log(7, {"train/loss": 9.9})
+    deadline = time.monotonic() + 5
+    while not rep.superseded and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert rep.heartbeat() is False
+    rep.close()
+    assert n_points(db, run.id) == 0
+    assert db.heartbeat(new.id) is True

@@ -22,7 +22,8 @@ def db_and_runs(tmp_path: Path) -> tuple[str, list[int]]:
 
 
 def fake_trial(run_id: int, error_file: Path | None) -> SimpleNamespace:
-    return SimpleNamespace(config={"job": {"run_id": run_id}}, trial_id=f"t{run_id}",
+    job = SimpleNamespace(run_id=run_id, name=f"r{run_id}")  # the TrialJob fields used
+    return SimpleNamespace(config={"job": job}, trial_id=f"t{run_id}",
                            error_file=None if error_file is None else str(error_file))
 
 
@@ -30,14 +31,40 @@ def test_worker_death_while_running_is_recorded_as_failed(db_and_runs: tuple, tm
                                                           ) -> None:
     url, ids = db_and_runs
     db = results_db.open(url)
-    db.start_attempt(ids[0], host="h")  # the worker died without finishing it
+    db.claim_run(ids[0], "submit 1 on h", "h", trial_id=f"t{ids[0]}")  # then it died
     err = tmp_path / "error.txt"
     err.write_text("Traceback (most recent call last):\nray.exceptions.ActorDiedError: died\n")
-    DBSyncCallback(url).on_trial_error(0, [], fake_trial(ids[0], err))
+    DBSyncCallback(url, "submit 1 on h").on_trial_error(0, [], fake_trial(ids[0], err))
     (att,) = db.attempts(ids[0])
     assert db.run(ids[0]).status == "failed" and att.status == "failed"
-    assert att.error == "trial died: ray.exceptions.ActorDiedError: died"
-    assert "Traceback" in att.traceback
+    assert att.error == "trial died: ray.exceptions.ActorDiedError: died [worker_died; not retried]"
+    assert att.fault == "worker_died" and "Traceback" in att.traceback
+
+
+def test_a_retried_death_is_recorded_before_the_retry_claims(db_and_runs: tuple,
+                                                              tmp_path: Path) -> None:
+    """Tune's on_trial_recover (it will retry): the dead attempt ends failed with its fault
+    at once, and the retry's claim (same trial) starts attempt 2 from a failed run."""
+    url, ids = db_and_runs
+    db = results_db.open(url)
+    db.claim_run(ids[0], "d", "h", trial_id=f"t{ids[0]}")
+    err = tmp_path / "error.txt"
+    err.write_text("ray.exceptions.NodeDiedError: the node died\n")
+    DBSyncCallback(url, "d", retries=1).on_trial_recover(0, [], fake_trial(ids[0], err))
+    (att,) = db.attempts(ids[0])
+    assert (att.status, att.fault) == ("failed", "node_lost")
+    assert att.error.endswith("[node_lost; retried]")
+    again = db.claim_run(ids[0], "d", "h", trial_id=f"t{ids[0]}")
+    assert again is not None and again.number == 2
+
+
+def test_another_drivers_attempt_is_not_touched(db_and_runs: tuple) -> None:
+    url, ids = db_and_runs
+    db = results_db.open(url)
+    other = db.claim_run(ids[0], "submit other", "h", trial_id="their-trial")
+    DBSyncCallback(url, "submit me").on_trial_error(0, [], fake_trial(ids[0], None))
+    assert db.attempts(ids[0]) == [db.attempts(ids[0])[0]]
+    assert db.attempts(ids[0])[0].status == "running" and other is not None
 
 
 def test_death_before_the_first_attempt_gets_an_attempt_row(db_and_runs: tuple) -> None:
@@ -52,7 +79,7 @@ def test_death_before_the_first_attempt_gets_an_attempt_row(db_and_runs: tuple) 
 def test_a_trial_that_recorded_its_own_end_is_left_alone(db_and_runs: tuple) -> None:
     url, ids = db_and_runs
     db = results_db.open(url)
-    a = db.start_attempt(ids[2], host="h")
+    a = db.claim_run(ids[2], "d", "h", trial_id=f"t{ids[2]}")
     db.finish_attempt(a.id, "failed", error="RuntimeError: own words", traceback="tb")
     DBSyncCallback(url).on_trial_error(0, [], fake_trial(ids[2], None))
     (att,) = db.attempts(ids[2])

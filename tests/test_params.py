@@ -1,16 +1,23 @@
-"""Parameter counts: the paper's "Added (M)" column, formulas, param matching."""
+"""Parameter counts: the paper's "Added (M)" column, formulas, param matching, and the
+analytic count (trainer/params.py) held to the meta-device oracle (trainer/meta_params.py)."""
 
 from __future__ import annotations
 
 import csv
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import torch
 
 from trainer.config import ModelConfig
+from trainer.meta_params import meta_count
 from trainer.model import build_model
-from trainer.params import added_params, count_params
+from trainer.params import added_params, count, count_params
+from trainer.presets import PRESETS
+
+ROOT = Path(__file__).resolve().parents[1]
 
 PAPER = Path(__file__).resolve().parents[1] / "dashboard" / "paper_data" / "table1_moe_gating_variants.csv"
 PAPER_ADDED_M = {  # Table 1 "Added (M)"; kept inline so the test runs without /work/shared
@@ -90,7 +97,7 @@ def test_tiny_counts_match_the_formulas() -> None:
 def test_meta_one_block_count_equals_a_full_cpu_build(preset: str) -> None:
     cfg = ModelConfig(preset=preset, n_layer=3, norm_style="sandwich",
                       gates=[{"position": "G1"}, {"position": "G3", "input_dependent": False}])
-    assert count_params(cfg) == count_params(cfg, device="cpu")
+    assert meta_count(cfg) == meta_count(cfg, device="cpu") == count_params(cfg)
     assert count_params(cfg).total == sum(p.numel() for p in build_model(cfg).parameters())
 
 
@@ -159,11 +166,75 @@ def test_switch_head_paper_shape_counts(targets: str, e: int, paper_m: float) ->
 
 def test_counts_are_global_under_expert_parallelism() -> None:
     """A rank holds n_experts / ep_size experts; the count must still be the whole model's."""
-    from trainer.config import ModelConfig
-    from trainer.params import count_params
-
     one = ModelConfig(preset="paper-moe-15a2b")
     sharded = ModelConfig(preset="paper-moe-15a2b",
                           moe={"n_experts": 128, "top_k": 8, "d_expert": 768, "ep_size": 8})
-    assert count_params(sharded).total == count_params(one).total
+    assert count_params(sharded).total == count_params(one).total == meta_count(sharded).total
     assert count_params(one).total > 15e9
+
+
+# ---- the analytic count against the meta-device oracle ------------------------------------------
+
+VARIANTS = [  # every dimension the count depends on, alone and combined
+    {}, {"gates": [{"position": "G1"}]}, {"gates": [{"position": "G1", "granularity": "headwise"}]},
+    {"gates": [{"position": "G1", "sharing": "head_shared"}, {"position": "G2"}]},
+    {"gates": [{"position": "G1", "input_dependent": False}, {"position": "G3"},
+               {"position": "G4", "granularity": "headwise"}, {"position": "G5"}]},
+    {"gates": [{"position": "G2", "granularity": "headwise", "input_dependent": False},
+               {"position": "G5", "input_dependent": False}]},
+    {"nonlinearity": "rmsnorm"}, {"nonlinearity": "silu", "gates": [{"position": "G2"}]},
+    {"norm_style": "sandwich", "qk_norm": True, "clip_residual": 10.0},
+    {"switch_head": {"targets": "kv", "n_experts": 3, "top_k": 2}},
+    {"switch_head": {"targets": "v", "n_experts": 1}, "gates": [{"position": "G1"}]},
+    {"tie_embeddings": False, "vocab_size": 1000}, {"n_kv_head": 1},
+    {"param_match": True, "gates": [{"position": "G1"}, {"position": "G5"}]},
+]
+
+
+def _variant_configs() -> list[tuple[str, ModelConfig]]:
+    out = []
+    for preset in PRESETS:
+        for i, v in enumerate(VARIANTS):
+            if v.get("param_match") and "moe" in PRESETS[preset]:
+                continue  # rejected by ModelConfig: only dense models param-match
+            out.append((f"{preset}-{i}", ModelConfig(preset=preset, **v)))
+    return out
+
+
+@pytest.mark.parametrize("cfg", [c for _, c in _variant_configs()],
+                         ids=[n for n, _ in _variant_configs()])
+def test_analytic_count_equals_the_meta_model_for_every_preset_and_variant(
+        cfg: ModelConfig) -> None:
+    assert count_params(cfg) == meta_count(cfg)  # every component, not just the total
+    assert count(cfg) == (meta_count(cfg).total, meta_count(cfg).gates)
+
+
+def _shipped_models() -> dict[str, ModelConfig]:
+    from orchestrator.submit import make_plan
+
+    models: dict[str, ModelConfig] = {}
+    for path in sorted((ROOT / "sweeps").rglob("*.yaml")):
+        for run in make_plan(path).runs:
+            models.setdefault(run.spec.model.model_dump_json(), run.spec.model)
+    return models
+
+
+def test_analytic_count_equals_the_meta_model_for_every_shipped_sweep() -> None:
+    models = _shipped_models()
+    assert len(models) > 20  # the sweeps hold many distinct shapes; an empty glob must fail
+    wrong = {k: (count(m), meta_count(m)) for k, m in models.items()
+             if count_params(m) != meta_count(m)}
+    assert not wrong
+
+
+def test_counting_imports_neither_torch_nor_the_model() -> None:
+    """``validate`` counts every run's parameters; that must not pay for torch, and params.py
+    sits below model.py (the model imports it), so importing it must not load the model."""
+    code = ("import sys; from trainer.config import ModelConfig; from trainer.params import count; "
+            "print(count(ModelConfig(preset='paper-moe-15a2b', gates=[{'position': 'G1'}]))); "
+            "print(sorted(m for m in ('torch', 'trainer.model', 'trainer.gates') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, cwd=ROOT, check=True).stdout.splitlines()
+    assert out == [str(count(ModelConfig(preset="paper-moe-15a2b", gates=[{"position": "G1"}]))),
+                   "[]"]

@@ -39,7 +39,7 @@ def test_schema_is_created_by_the_migration(db) -> None:
     assert {"gate_position", "gate_granularity", "lr", "n_kv_head", "params_gates"} <= dims
     # (run_id, name, step) is unique: it is the metrics table's primary key
     assert insp.get_pk_constraint("metrics")["constrained_columns"] == ["run_id", "name", "step"]
-    assert results_db.upgrade(db.url) == "0001"  # idempotent: already at head
+    assert results_db.upgrade(db.url) == HEAD_REVISION  # idempotent: already at head
 
 
 def test_ensure_sweep_upserts_by_name(db) -> None:
@@ -106,13 +106,19 @@ def test_attempt_numbering_and_state_transitions(db) -> None:
     assert db.run(run.id).status == "running"
     db.finish_attempt(a1.id, "failed", error="boom", traceback="Traceback ...")
     assert db.run(run.id).status == "failed"
-    a2 = db.start_attempt(run.id, host="h2")  # retry in place: failed -> running
+    a2 = db.start_attempt(run.id, host="h2", trial_id="t2")  # retry in place: failed -> running
     assert a2.number == 2
-    a3 = db.start_attempt(run.id, host="h3")  # a2 never reported: closed as lost
-    assert a3.number == 3
+    # a2 is live: a second attempt is refused (never running -> running)...
+    with pytest.raises(InvalidTransition, match="running under"):
+        db.start_attempt(run.id, host="h3")
+    assert db.claim_run(run.id, "other driver", "h3") is None
+    # ...except for the same Tune trial restarted (its old process is gone)
+    a3 = db.claim_run(run.id, "driver", "h3", trial_id="t2")
+    assert a3 is not None and a3.number == 3
     db.finish_attempt(a3.id, "succeeded")
     atts = db.attempts(run.id)
-    assert [(a.number, a.status) for a in atts] == [(1, "failed"), (2, "lost"), (3, "succeeded")]
+    assert [(a.number, a.status) for a in atts] == [(1, "failed"), (2, "failed"), (3, "succeeded")]
+    assert atts[1].fault == "worker_died"
     assert atts[0].error == "boom" and atts[0].traceback == "Traceback ..."
     assert atts[2].ended is not None and atts[2].ended.tzinfo is not None
     frame = db.attempts_frame(run.id)  # the polars form
@@ -211,11 +217,14 @@ def test_reconcile_marks_stale_running_runs_lost(db) -> None:
     assert db.run(ids[0]).status == "lost" and db.run(ids[1]).status == "running"
     att = db.attempts(ids[0])[0]
     assert att.status == "lost" and "no heartbeat" in (att.error or "")
+    assert att.fault == "no_heartbeat"
     assert db.reconcile(stale_after_s=1.0) == []  # nothing left to reconcile
-    # the worker was only slow: its next heartbeat brings the run back
-    db.heartbeat(stale.id)
-    assert db.run(ids[0]).status == "running"
-    assert db.attempts(ids[0])[0].status == "running"
+    # the worker was only slow: its next heartbeat tells it to stop, and its late report
+    # never moves the run (a new claim resumes it)
+    assert db.heartbeat(stale.id) is False
+    db.finish_attempt(stale.id, "succeeded")
+    assert db.run(ids[0]).status == "lost"
+    assert db.attempts(ids[0])[0].status == "lost"
 
 
 def test_sweep_status_counts(db) -> None:
@@ -248,13 +257,13 @@ def test_open_defaults_to_env_url(tmp_path, monkeypatch) -> None:
 
 
 def test_migration_downgrades_and_upgrades_again(db) -> None:
-    from results_db.migrate import current_revision, downgrade_engine, upgrade_engine
+    from results_db.migrate import current_revision, downgrade_engine, head_revision, upgrade_engine
 
     downgrade_engine(db.engine, "base")
     assert current_revision(db.engine) is None
     assert not {"runs", "metrics"} & set(inspect(db.engine).get_table_names())
     upgrade_engine(db.engine)
-    assert current_revision(db.engine) == "0001"
+    assert current_revision(db.engine) == head_revision()
     assert db.ensure_sweep("again") == 1
 
 

@@ -180,3 +180,31 @@ def test_runs_without_config_and_with_chosen_columns(db) -> None:
     assert some.schema["gate_input_dependent"] == pl.Boolean  # typed, not SQLite's 0/1
     with pytest.raises(ValueError, match="unknown column.*'colour'"):
         db.runs(columns=["id", "colour"])
+
+
+def test_leaderboard_view_is_raw(db) -> None:
+    """The SQL view has per-group aggregates only; baseline/delta/verdict live in
+    results_db/analysis (one owner of what a result means)."""
+    _fill(db)
+    cols = set(db.query("SELECT * FROM leaderboard").columns)
+    assert not cols & {"baseline", "is_baseline", "delta", "delta_pct", "rank", "verdict",
+                       "ci_low", "ci_high"}
+
+
+def test_summary_names_curves_and_tokens_per_step(db) -> None:
+    from trainer.config import RunSpec
+
+    _fill(db)
+    assert db.summary_names("tbl") == ["probe/max_activation", "stability/diverged",
+                                       "val/loss", "val/ppl"]
+    assert db.summary_names("nope") == []
+    sid = db.ensure_sweep("tok")
+    spec = RunSpec(name="r", sweep="tok", model={"preset": "tiny", "gates": []},
+                   train={"batch_size": 4, "grad_accum": 2, "seq_len": 32})
+    rid = add_finished_run(db, sid, "r", "baseline", 0, spec.model_dump(mode="json"),
+                           points=[(s, "train/loss", 3.0 - s / 100) for s in range(50)])
+    add_finished_run(db, sid, "partial", "baseline", 1, gate_config(seed=1))  # not a RunSpec
+    assert db.tokens_per_step("tok") == {rid: 4 * 2 * 32}
+    curve = db.curves([rid], ["train/loss"], max_points=8)
+    assert 0 < curve.height <= 8 + 4 and curve["step"].is_sorted()
+    assert db.curves([rid], ["train/loss"])["step"].to_list() == list(range(50))

@@ -1,4 +1,4 @@
-"""gatesweep's trainer: ``from trainer import train, TrainResult`` (see trainer/train.py).
+"""gatesweep's trainer: ``from trainer import train, TrainResult, Preempted`` (trainer/train.py).
 
 The exports are lazy so that ``import trainer.config`` (the orchestrator's spec parsing) does
 not pay for importing torch. ``trainer.train`` is the *function*: the package keeps it even
@@ -12,11 +12,15 @@ import sys
 import types
 from typing import Any
 
-__all__ = ["train", "TrainResult"]
+__all__ = ["train", "TrainResult", "Preempted"]
 
 
 class _Package(types.ModuleType):
     def __getattr__(self, name: str) -> Any:
+        if name == "Preempted":  # no torch import: callers catch it without training
+            from trainer.preempt import Preempted
+
+            return Preempted
         if name in __all__:
             from trainer.train import TrainResult, train
 

@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import typing
+from types import UnionType as _UnionType
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+
+from trainer.presets import preset_fields
 
 Position = Literal["G1", "G2", "G3", "G4", "G5"]
 Granularity = Literal["elementwise", "headwise"]
@@ -25,10 +29,37 @@ Nonlinearity = Literal["none", "rmsnorm", "silu"]
 Probe = Literal["attention_sink", "massive_activations", "gate_scores"]
 
 
-class _Strict(BaseModel):
-    """Frozen and strict: unknown keys are errors, never silently ignored."""
+INT64_MAX = 2**63 - 1  # every integer must fit the results DB's 64-bit columns
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+
+class _Strict(BaseModel):
+    """Frozen and strict: unknown keys are errors, never silently ignored; numbers are finite
+    (NaN/inf would reach the DB's JSON as ``Infinity``), fit 64 bits, and are never booleans
+    (YAML 1.1 reads yes/no/on/off as booleans: ``steps: yes`` must not become 1 step)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _plain_number(cls, v: Any, info: ValidationInfo) -> Any:
+        if isinstance(v, bool):
+            field = cls.model_fields.get(info.field_name or "")
+            if field is not None and _wants_number(field.annotation):
+                raise ValueError("expected a number, got a boolean (YAML reads yes/no/on/off/"
+                                 "true/false as booleans)")
+        elif isinstance(v, int) and abs(v) > INT64_MAX:
+            raise ValueError(f"{v:.3g} is out of range; expected at most {INT64_MAX} "
+                             "(a 64-bit integer)")
+        return v
+
+
+def _wants_number(tp: Any) -> bool:
+    """True for int/float fields (also optional or Literal of numbers), not for bool ones."""
+    args = typing.get_args(tp) if typing.get_origin(tp) in (typing.Union, _UnionType) else (tp,)
+    if bool in args:
+        return False
+    return any(a in (int, float) or (typing.get_origin(a) is Literal and any(
+        type(x) is int for x in typing.get_args(a))) for a in args)
 
 
 class GateSpec(_Strict):
@@ -146,8 +177,6 @@ class ModelConfig(_Strict):
         data = dict(data)
         preset = data.pop("preset", None)
         if preset is not None:
-            from trainer.presets import preset_fields  # local: presets imports this module
-
             data = {**preset_fields(preset), **data}
         if "head_dim" not in data and "d_model" in data and "n_head" in data:
             n_head = data["n_head"]
@@ -194,6 +223,7 @@ class TrainConfig(_Strict):
     grad_clip: float = Field(default=1.0, ge=0)  # 0 = off
     precision: Literal["auto", "fp32", "bf16"] = "auto"  # auto: bf16 on CUDA, fp32 on CPU
     zero_stage: Literal[0, 1, 2, 3] = 0
+    compile: bool = False  # torch.compile the model inside the engine (trainer/engine.py)
     eval_every: int = Field(default=50, ge=0)  # 0 = only at the end
     eval_batches: int = Field(default=8, ge=1)
     log_every: int = Field(default=10, ge=1)
@@ -215,13 +245,33 @@ class TrainConfig(_Strict):
         return self.lr / 10 if self.min_lr is None else self.min_lr
 
 
+class BpeSpec(_Strict):
+    """A byte-level BPE trained on the run's training files (trainer/bpe.py), cached by content.
+
+    ``train_bpe`` is the vocabulary size (256 byte tokens + merges); the model's vocab_size
+    follows it (RunSpec resolves it, or rejects a different explicit value).
+    """
+
+    train_bpe: int = Field(ge=257, le=1 << 20)
+    min_frequency: int = Field(default=2, ge=1)
+
+
+CODE_KEYS = ("roots", "include", "exclude", "max_bytes")  # python_code-only DataConfig keys
+
+
 class DataConfig(_Strict):
-    source: Literal["synthetic", "text", "tokens", "hf"] = "synthetic"
+    source: Literal["synthetic", "text", "tokens", "hf", "python_code"] = "synthetic"
     path: str | None = None  # text: file or glob; tokens: .bin file
     name: str | None = None  # hf: dataset name (only when the user has it locally)
-    tokenizer: str = "bytes"  # "bytes" or a path to a local tokenizer.json
+    # "bytes", a path to a local tokenizer.json, or {train_bpe: N} (python_code only)
+    tokenizer: str | BpeSpec = "bytes"
     token_dtype: Literal["uint16", "uint32"] = "uint16"  # tokens source
-    val_fraction: float = Field(default=0.05, gt=0, lt=1)
+    val_fraction: float = Field(default=0.05, gt=0, lt=1)  # python_code: of the files
+    # python_code (trainer/corpus.py): "stdlib" | "site-packages" | a directory
+    roots: tuple[str, ...] = Field(default=("stdlib",), min_length=1)
+    include: tuple[str, ...] = Field(default=("**/*.py",), min_length=1)  # relative globs
+    exclude: tuple[str, ...] = ()
+    max_bytes: int | None = Field(default=None, ge=1)  # byte budget of the chosen files
 
     @model_validator(mode="after")
     def _check(self) -> DataConfig:
@@ -229,6 +279,17 @@ class DataConfig(_Strict):
             raise ValueError(f"data.path: required when data.source is '{self.source}'")
         if self.source == "hf" and not self.name:
             raise ValueError("data.name: required when data.source is 'hf'")
+        # compared with the defaults, not model_fields_set: a stored (fully dumped) config of
+        # another source must load again
+        stray = [k for k in CODE_KEYS
+                 if getattr(self, k) != type(self).model_fields[k].get_default()]
+        if stray and self.source != "python_code":
+            raise ValueError(f"data.{stray[0]}: only used by data.source 'python_code' "
+                             f"(data.source is '{self.source}')")
+        if isinstance(self.tokenizer, BpeSpec) and self.source != "python_code":
+            raise ValueError("data.tokenizer.train_bpe: a BPE is trained on the training files "
+                             "of data.source 'python_code'; for other sources give 'bytes' or a "
+                             "tokenizer.json path")
         return self
 
 
@@ -274,6 +335,32 @@ class RunSpec(_Strict):
     data: DataConfig = Field(default_factory=DataConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
     resources: Resources = Field(default_factory=Resources)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _vocab_from_bpe(cls, data: Any) -> Any:
+        """``data.tokenizer: {train_bpe: N}`` sets model.vocab_size to N unless given."""
+        if not isinstance(data, dict):
+            return data
+        tok = data.get("data", {}).get("tokenizer") if isinstance(data.get("data"), dict) else None
+        model = data.get("model")
+        if isinstance(tok, dict) and isinstance(model, dict) and "vocab_size" not in model \
+                and isinstance(tok.get("train_bpe"), int):
+            data = {**data, "model": {**model, "vocab_size": tok["train_bpe"]}}
+        return data
+
+    @model_validator(mode="after")
+    def _check_tokenizers(self) -> RunSpec:
+        tok = self.data.tokenizer
+        if isinstance(tok, BpeSpec) and self.model.vocab_size != tok.train_bpe:
+            raise ValueError(f"model.vocab_size: {self.model.vocab_size} differs from "
+                             f"data.tokenizer.train_bpe ({tok.train_bpe}); drop model.vocab_size "
+                             f"(it follows the tokenizer) or make them equal")
+        for name, cfg in self.eval.ppl_sets.items():
+            if isinstance(cfg.tokenizer, BpeSpec):
+                raise ValueError(f"eval.ppl_sets.{name}.tokenizer: a set must be read with the "
+                                 f"run's tokenizer; give its tokenizer.json path, not train_bpe")
+        return self
 
     def fingerprint(self) -> str:
         """sha256 of the canonical JSON of what determines the result.

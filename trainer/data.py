@@ -1,236 +1,52 @@
-"""Training and held-out data: every batch is a pure function of (seed, split, batch index).
-
-That makes resuming exact with nothing to save but the step (the "data position"), and makes
-sharding trivial: the global sample index of step ``s``, micro-batch ``m`` on rank ``r`` of
-``w`` is ``(s * grad_accum + m) * w + r``, so ranks draw disjoint, reproducible batches.
+"""Training and held-out data: the package's front door (torch-free on import).
 
 Sources (``data.source``):
-- ``synthetic`` (default): see ``SyntheticSource``; no files at all.
-- ``text``: UTF-8 file or glob, tokenised once into a cached memmap (trainer/tokenizer.py).
+- ``synthetic`` (default): a learnable Markov chain with copies; no files at all.
+- ``text``: UTF-8 file or glob (``**`` recursive), tokenised once into a cached memmap.
 - ``tokens``: a nanoGPT-style flat ``uint16``/``uint32`` ``.bin`` file.
 - ``hf``: a ``datasets`` dataset that is already available locally (offline).
-File sources hold out the LAST ``data.val_fraction`` of the tokens; validation batches are
-fixed, evenly spaced windows of that tail (the same for every seed, so runs compare).
+- ``python_code``: this machine's Python source files (trainer/corpus.py), held out by file,
+  with bytes, a tokenizer.json, or a BPE trained on its training files (trainer/bpe.py).
+
+Where things live: batches and the synthetic task in trainer/batches.py (torch), token arrays
+of file sources in trainer/token_files.py, checks without training in trainer/datacheck.py.
+``check`` and the ``data_*`` helpers load without torch (``orchestrator validate`` uses them);
+the torch names (``build_data``, ``build_source``, ``DataStream``, ``SyntheticSource``, ...) are
+loaded from trainer/batches.py on first use.
 """
 
 from __future__ import annotations
 
-import glob
-import hashlib
-import math
-from dataclasses import dataclass
-from pathlib import Path
+from typing import Any
 
-import numpy as np
-import torch
+from trainer.datacheck import check
 
-from trainer.config import DataConfig, RunSpec
-from trainer.tokenizer import (check_vocab, encode_to_cache, file_digest, load_tokenizer,
-                               read_utf8)
+__all__ = ["check", "data_summary", "data_artifact", "build_data", "build_source",
+           "DataStream", "SyntheticSource", "ArraySource", "Batch"]
 
-Batch = tuple[torch.Tensor, torch.Tensor]  # inputs (B, T) long, targets (B, T) long
-_DATA_SEED = 0x6A7E5  # fixes the synthetic *task*; the run seed only orders the samples
+_TORCH_NAMES = {"build_data", "build_source", "DataStream", "SyntheticSource", "ArraySource",
+                "Batch", "_DATA_SEED", "_generator"}
+
+DATA_PREFIX = "data/"  # summaries: data/train_tokens, data/val_tokens, data/train_bytes, ...
+_NUMERIC_INFO = ("files", "train_files", "val_files", "train_bytes", "val_bytes", "bytes",
+                 "train_tokens", "val_tokens", "skipped_non_utf8")
 
 
-def _generator(*parts: int | str) -> torch.Generator:
-    digest = hashlib.sha256(":".join(map(str, parts)).encode()).digest()
-    return torch.Generator().manual_seed(int.from_bytes(digest[:8], "little") >> 1)
+def data_summary(info: dict[str, object]) -> dict[str, float]:
+    """The numeric part of a stream's ``info`` as run summaries (``data/<name>``)."""
+    return {DATA_PREFIX + k: float(info[k]) for k in _NUMERIC_INFO  # type: ignore[arg-type]
+            if isinstance(info.get(k), (int, float)) and not isinstance(info.get(k), bool)}
 
 
-class SyntheticSource:
-    """A learnable token stream with a known entropy rate.
-
-    Each sequence follows a sparse Markov chain: every token has ``branching`` = 4 fixed
-    successors taken with probabilities ``SUCCESSOR_P`` (the same for every state), so the
-    chain's entropy rate is exactly ``H = -sum p ln p`` = 1.132 nats/token (PPL 3.10)
-    whatever the stationary distribution. With probability ``copy_prob`` = 0.5 the second half
-    of a sequence repeats its first half (an induction pattern): a model that learns to copy
-    predicts those tokens for free. The best achievable loss is therefore about
-    ``H * (1 - copy_prob / 2)`` = 0.85 nats (PPL ~2.3), versus the unigram entropy of
-    ~ln(vocab) (5.55 nats for 256 tokens): a bigram model reaches ~H within a few hundred
-    CPU steps, copying takes longer.
-    """
-
-    SUCCESSOR_P = (0.55, 0.25, 0.12, 0.08)
-
-    def __init__(self, vocab_size: int, copy_prob: float = 0.5) -> None:
-        k = len(self.SUCCESSOR_P)
-        if vocab_size < 2 * k:
-            raise ValueError(f"model.vocab_size: {vocab_size} is too small for the synthetic "
-                             f"data source (its chain needs at least {2 * k} tokens)")
-        g = _generator(_DATA_SEED, "chain", vocab_size)
-        self.vocab_size = vocab_size
-        self.successors = _distinct_successors(vocab_size, k, g)  # (V, k)
-        self.p = torch.tensor(self.SUCCESSOR_P)
-        self.copy_prob = copy_prob
-
-    @classmethod
-    def entropy_rate(cls) -> float:
-        return -sum(p * math.log(p) for p in cls.SUCCESSOR_P)
-
-    def sample(self, g: torch.Generator, batch: int, length: int) -> torch.Tensor:
-        """(batch, length) long tokens."""
-        seq = torch.empty(batch, length, dtype=torch.long)
-        seq[:, 0] = torch.randint(self.vocab_size, (batch,), generator=g)
-        choice = torch.multinomial(self.p, batch * length, replacement=True,
-                                   generator=g).view(batch, length)
-        for t in range(1, length):  # sequential by nature; vectorised over the batch
-            seq[:, t] = self.successors[seq[:, t - 1], choice[:, t]]
-        copy = torch.rand(batch, generator=g) < self.copy_prob
-        half = length // 2
-        seq[copy, length - half:] = seq[copy, :half]
-        return seq
+def data_artifact(info: dict[str, object]) -> dict[str, object]:
+    """The whole ``info`` (corpus sha256, Python version, tokenizer identity, BPE path) as a
+    JSON artifact of kind ``data``: results then say which corpus they were trained on."""
+    return {k: v for k, v in info.items() if isinstance(v, (str, int, float, bool))}
 
 
-# Up to this vocabulary the chain is drawn with one randperm per token (O(V^2) time), the
-# stream every recorded result used; above it (the paper presets' 151,936 tokens) that would
-# take minutes, so k distinct successors are drawn directly in O(V k).
-_EXACT_CHAIN_MAX_VOCAB = 16_384
+def __getattr__(name: str) -> Any:
+    if name in _TORCH_NAMES:
+        from trainer import batches  # torch: only where batches are made
 
-
-def _distinct_successors(vocab: int, k: int, g: torch.Generator) -> torch.Tensor:
-    """(vocab, k) long: k distinct successor tokens per token."""
-    if vocab <= _EXACT_CHAIN_MAX_VOCAB:
-        # clone: a slice would keep each whole permutation alive (O(V^2) memory)
-        return torch.stack([torch.randperm(vocab, generator=g)[:k].clone() for _ in range(vocab)])
-    succ = torch.randint(vocab, (vocab, k), generator=g)
-    while True:  # redraw the rows that repeat a successor (~k^2 / 2V of them)
-        ordered = succ.sort(dim=1).values
-        dup = (ordered[:, 1:] == ordered[:, :-1]).any(dim=1)
-        if not dup.any():
-            return succ
-        succ[dup] = torch.randint(vocab, (int(dup.sum()), k), generator=g)
-
-
-class ArraySource:
-    """Windows of a flat token array; the last ``val_fraction`` is held out."""
-
-    def __init__(self, tokens: np.ndarray, val_fraction: float, length: int, where: str) -> None:
-        n_val = int(len(tokens) * val_fraction)
-        self.tokens, self.n_train = tokens, len(tokens) - n_val
-        if self.n_train < length + 1 or n_val < length:
-            raise ValueError(f"{where}: {len(tokens)} tokens are too few for train.seq_len "
-                             f"{length - 1} with data.val_fraction {val_fraction}: need at least "
-                             f"{length} tokens in each split")
-        self.n_val_windows = n_val // length
-
-    def window(self, start: int, length: int) -> torch.Tensor:
-        return torch.from_numpy(self.tokens[start:start + length].astype(np.int64))
-
-    def sample_train(self, g: torch.Generator, batch: int, length: int) -> torch.Tensor:
-        starts = torch.randint(self.n_train - length + 1, (batch,), generator=g)
-        return torch.stack([self.window(int(s), length) for s in starts])  # (B, L)
-
-    def val_batch(self, index: int, batch: int, length: int) -> torch.Tensor:
-        ids = [(index * batch + i) % self.n_val_windows for i in range(batch)]
-        return torch.stack([self.window(self.n_train + w * length, length) for w in ids])
-
-
-@dataclass
-class DataStream:
-    """Batches for one rank of one run."""
-
-    source: SyntheticSource | ArraySource
-    seed: int
-    batch_size: int
-    seq_len: int
-    grad_accum: int = 1
-    rank: int = 0
-    world_size: int = 1
-
-    def _split(self, seq: torch.Tensor) -> Batch:
-        return seq[:, :-1].contiguous(), seq[:, 1:].contiguous()  # (B, T), (B, T)
-
-    def train_batch(self, step: int, micro: int = 0) -> Batch:
-        index = (step * self.grad_accum + micro) * self.world_size + self.rank
-        g = _generator(self.seed, "train", index)
-        length = self.seq_len + 1
-        if isinstance(self.source, SyntheticSource):
-            return self._split(self.source.sample(g, self.batch_size, length))
-        return self._split(self.source.sample_train(g, self.batch_size, length))
-
-    def val_batch(self, index: int) -> Batch:
-        """Held-out batch ``index``: independent of the seed and the rank."""
-        length = self.seq_len + 1
-        if isinstance(self.source, SyntheticSource):
-            g = _generator(_DATA_SEED, "val", index)
-            return self._split(self.source.sample(g, self.batch_size, length))
-        return self._split(self.source.val_batch(index, self.batch_size, length))
-
-    def val_batches(self, n: int) -> list[Batch]:
-        return [self.val_batch(i) for i in range(n)]
-
-
-def _resolve_files(cfg: DataConfig) -> list[Path]:
-    pattern = str(Path(cfg.path).expanduser()) if cfg.path else ""
-    files = sorted(Path(p) for p in glob.glob(pattern) if Path(p).is_file())
-    if not files:
-        raise FileNotFoundError(f"data.path: no file matches {cfg.path!r} "
-                                f"(data.source: {cfg.source})")
-    return files
-
-
-def _text_tokens(cfg: DataConfig, vocab_size: int) -> np.ndarray:
-    tok = load_tokenizer(cfg.tokenizer)
-    check_vocab(tok, vocab_size, f"data.tokenizer: {cfg.tokenizer}")
-    files = _resolve_files(cfg)
-    keys = [f"{p.name}:{file_digest(p)}" for p in files]
-    cached = encode_to_cache(keys, (read_utf8(p) for p in files), tok)
-    return np.memmap(cached, dtype=cached.suffixes[-2].lstrip("."), mode="r")
-
-
-def _bin_tokens(cfg: DataConfig, vocab_size: int) -> np.ndarray:
-    files = _resolve_files(cfg)
-    if len(files) > 1:
-        raise ValueError(f"data.path: {cfg.path!r} matches {len(files)} files; the 'tokens' "
-                         f"source reads one .bin file")
-    path = files[0]
-    itemsize = np.dtype(cfg.token_dtype).itemsize
-    if path.stat().st_size % itemsize:
-        raise ValueError(f"data.path: {str(path)!r} is {path.stat().st_size} bytes, not a "
-                         f"whole number of {cfg.token_dtype} tokens (data.token_dtype)")
-    tokens = np.memmap(path, dtype=cfg.token_dtype, mode="r")
-    top = int(tokens.max()) if len(tokens) else -1
-    if top >= vocab_size:
-        raise ValueError(f"model.vocab_size: {vocab_size} does not cover token id {top} found "
-                         f"in data.path {str(path)!r}; raise it to at least {top + 1}")
-    return tokens
-
-
-def _hf_tokens(cfg: DataConfig, vocab_size: int) -> np.ndarray:
-    try:
-        import datasets
-    except ImportError:
-        raise ImportError("data.source 'hf' needs the `datasets` package "
-                          "(pip install datasets)") from None
-    try:
-        ds = datasets.load_dataset(cfg.name, split="train")
-    except Exception as exc:
-        raise ValueError(f"data.name: could not load dataset {cfg.name!r} locally (offline "
-                         f"mode; download it beforehand): {type(exc).__name__}: {exc}") from None
-    if "text" not in ds.column_names:
-        raise ValueError(f"data.name: dataset {cfg.name!r} has no 'text' column "
-                         f"(columns: {ds.column_names})")
-    tok = load_tokenizer(cfg.tokenizer)
-    check_vocab(tok, vocab_size, f"data.tokenizer: {cfg.tokenizer}")
-    texts = ("\n".join(ds[i:i + 1000]["text"]) + "\n" for i in range(0, len(ds), 1000))
-    cached = encode_to_cache([f"hf:{cfg.name}:{ds._fingerprint}"], texts, tok)
-    return np.memmap(cached, dtype=cached.suffixes[-2].lstrip("."), mode="r")
-
-
-def build_source(cfg: DataConfig, vocab_size: int, seq_len: int) -> SyntheticSource | ArraySource:
-    """Validate ``cfg`` against the model and open (tokenising once if needed) its data."""
-    if cfg.source == "synthetic":
-        return SyntheticSource(vocab_size)
-    loaders = {"text": _text_tokens, "tokens": _bin_tokens, "hf": _hf_tokens}
-    tokens = loaders[cfg.source](cfg, vocab_size)
-    where = f"data.path {cfg.path!r}" if cfg.path else f"data.name {cfg.name!r}"
-    return ArraySource(tokens, cfg.val_fraction, seq_len + 1, where)
-
-
-def build_data(spec: RunSpec, rank: int = 0, world_size: int = 1,
-               cfg: DataConfig | None = None) -> DataStream:
-    """The stream of ``spec`` (or of another data config, e.g. an eval.ppl_sets entry)."""
-    t = spec.train
-    source = build_source(cfg or spec.data, spec.model.vocab_size, t.seq_len)
-    return DataStream(source, spec.seed, t.batch_size, t.seq_len, t.grad_accum, rank, world_size)
+        return getattr(batches, name)
+    raise AttributeError(f"module 'trainer.data' has no attribute {name!r}")

@@ -7,6 +7,21 @@
   ~100 s on CPU). Weight decay on matrices only (dim >= 2), not on norms/biases/scalar gates.
 - The learning rate is NOT a DeepSpeed scheduler: trainer/schedule.py computes it from the step
   and ``set_lr`` writes it before every optimizer step, which keeps resume trivial.
+- Nothing per step that DeepSpeed does not need (issue 11): its throughput timer is off (enabled
+  by default, it synchronises the device twice a step); at ZeRO 0 bf16 is DeepSpeed's
+  ``torch_autocast`` mode (fp32 weights, bf16 matmuls, exactly the bare loop's
+  ``torch.autocast``) rather than its bf16 optimizer, whose overflow check reads the grad norm
+  back to the host every step; and at ZeRO 0 without MoE the trainer clips itself
+  (``clip_grad``: one fused foreach norm whose pre-clip value stays on the device) instead of
+  DeepSpeed's per-parameter clip plus a separate norm for reporting. ZeRO 1-3 and MoE keep
+  DeepSpeed's bf16 optimizer and clipping (their gradients are partitioned or rank-specific).
+- ``train.compile``: ``engine.compile()`` after ``initialize``. DeepSpeed compiles the wrapped
+  module *in place* (``nn.Module.compile``), so parameter names, checkpoints and the optimizer
+  are those of the eager model and a compiled run resumes an eager checkpoint and vice versa;
+  DeepSpeed's backward/step stay eager (only the forward graph, and its autograd backward, are
+  compiled). Gates are module attributes fixed at build time, so a gated model is one graph;
+  evaluation (``no_grad``) and the probes compile once more each, never per step
+  (tests/test_train.py counts the compiles).
 """
 
 from __future__ import annotations
@@ -62,10 +77,42 @@ def ds_config(spec: RunSpec, precision: Precision, world_size: int = 1) -> dict[
         "zero_allow_untested_optimizer": True,  # our torch AdamW under ZeRO
         "steps_per_print": 10**9,  # we report through the Reporter, not stdout
         "wall_clock_breakdown": False,
+        # on by default and synchronised: two device syncs per step for a figure nobody reads
+        "timers": {"throughput": {"enabled": False}},
     }
-    if precision.name == "bf16":
+    if trainer_clips(spec):
+        cfg["gradient_clipping"] = 0.0  # clip_grad does it (and keeps the norm)
+    if precision.name == "bf16" and t.zero_stage == 0:
+        cfg["torch_autocast"] = {"enabled": True, "dtype": "bfloat16"}
+    elif precision.name == "bf16":
         cfg["bf16"] = {"enabled": True}
     return cfg
+
+
+def trainer_clips(spec: RunSpec) -> bool:
+    """True when the trainer clips (ZeRO 0, no MoE): full, identical gradients on every rank."""
+    return spec.train.zero_stage == 0 and spec.model.moe is None
+
+
+def clip_grad(module: torch.nn.Module, max_norm: float) -> torch.Tensor:
+    """Clip the gradients in ``.grad`` to ``max_norm`` (0 = off); the pre-clip global L2 norm,
+    a 0-d tensor left on the device (no host sync)."""
+    grads = [p.grad for p in module.parameters() if p.grad is not None]
+    if not grads:
+        return torch.zeros(())
+    norm = torch.nn.utils.get_total_norm(grads, foreach=None)
+    if max_norm > 0:
+        torch.nn.utils.clip_grads_with_norm_(module.parameters(), max_norm, norm, foreach=None)
+    return norm
+
+
+def grad_norm(engine: Any) -> torch.Tensor:
+    """DeepSpeed's pre-clip global norm after ``engine.step()`` (ZeRO 1-3, MoE) as a device
+    tensor; 0 when DeepSpeed keeps none."""
+    value = engine.get_global_grad_norm()
+    if value is None:
+        return torch.zeros((), device=engine.device)
+    return torch.as_tensor(value, dtype=torch.float32, device=engine.device)
 
 
 def param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict[str, Any]]:
@@ -98,6 +145,10 @@ def build_engine(model: torch.nn.Module, spec: RunSpec, precision: Precision,
                             eps=1e-8)
     engine, _, _, _ = deepspeed.initialize(model=model, optimizer=opt,
                                            config=ds_config(spec, precision, world_size))
+    if t.compile:
+        # dynamic=False: every step has the same shapes; a shape change would recompile
+        # rather than silently fall back to a slower dynamic-shape graph.
+        engine.compile(compile_kwargs={"dynamic": False})
     return engine
 
 

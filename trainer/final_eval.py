@@ -86,8 +86,8 @@ def run_final_evals(model: nn.Module, spec: RunSpec, tokenizer: Any, reporter: R
     """Run what ``spec.eval`` names; report and return the summaries.
 
     ``model``: the trained GatedLM, or the DeepSpeed engine around it (unwrapped here).
-    ``tokenizer``: the run's tokenizer (None: ``trainer.tokenizer.load_tokenizer`` of
-    ``spec.data.tokenizer``). The model's train/eval mode and RoPE scaling are restored.
+    ``tokenizer``: the run's tokenizer (None: ``trainer.token_files.tokenizer_for`` of
+    ``spec.data``). The model's train/eval mode and RoPE scaling are restored.
     """
     model = unwrap(model)
     device = str(device)
@@ -99,9 +99,9 @@ def run_final_evals(model: nn.Module, spec: RunSpec, tokenizer: Any, reporter: R
     try:
         if spec.eval.benchmarks:
             if tokenizer is None:
-                from trainer.tokenizer import load_tokenizer
+                from trainer.token_files import tokenizer_for  # a trained BPE included
 
-                tokenizer = load_tokenizer(spec.data.tokenizer)
+                tokenizer = tokenizer_for(spec.data)
             summaries.update(run_benchmark_evals(model, spec, tokenizer, reporter, device))
         summaries.update(run_longctx_evals(model, spec, reporter, device))
     finally:

@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from trainer.config import GateSpec
+from trainer.gate_shapes import gate_heads, score_shape
 
 HEAD_POSITIONS = ("G1", "G2", "G3", "G4")
 
@@ -42,19 +43,6 @@ ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "ns_sigmoid": ns_sigmoid,
     "identity": lambda x: x,
 }
-
-
-def score_shape(spec: GateSpec, n_heads: int, head_dim: int, d_model: int) -> tuple[int, ...]:
-    """Per-token logit shape: (H, D) | (H, 1) for headwise | (d_model,) at G5."""
-    if spec.position == "G5":
-        return (d_model,)
-    return (n_heads, 1) if spec.granularity == "headwise" else (n_heads, head_dim)
-
-
-def gate_param_count(spec: GateSpec, n_heads: int, head_dim: int, d_model: int) -> int:
-    """Parameters a gate adds per layer: d_model * score width, or the score width alone."""
-    width = math.prod(score_shape(spec, n_heads, head_dim, d_model))
-    return d_model * width if spec.input_dependent else width
 
 
 class Gate(nn.Module):
@@ -112,9 +100,8 @@ class Gate(nn.Module):
 def build_gates(gates: tuple[GateSpec, ...], n_head: int, n_kv_head: int, head_dim: int,
                 d_model: int, init_std: float) -> nn.ModuleDict:
     """A ModuleDict keyed by position; G1 input-dependent gates are fused into q_proj."""
-    heads = {"G1": n_head, "G2": n_kv_head, "G3": n_kv_head, "G4": n_head, "G5": n_head}
     return nn.ModuleDict({
-        g.position: Gate(g, heads[g.position], head_dim, d_model, init_std,
-                         fused=g.position == "G1")
+        g.position: Gate(g, gate_heads(g.position, n_head, n_kv_head), head_dim, d_model,
+                         init_std, fused=g.position == "G1")
         for g in gates
     })

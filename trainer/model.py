@@ -19,6 +19,7 @@ from trainer.attention import Attention
 from trainer.config import ModelConfig
 from trainer.moe import MoEFFN, SwiGLU
 from trainer.norms import RMSNorm
+from trainer.params import effective_d_ff
 from trainer.probes import ProbeResult, first_token_share
 from trainer.rope import RopeScaling, rope_cache
 
@@ -71,8 +72,6 @@ class Block(nn.Module):
 class GatedLM(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
-        from trainer.params import effective_d_ff  # local: params builds models to count
-
         if cfg.head_dim % 2:
             raise ValueError(f"model.head_dim: RoPE rotates channel pairs, so head_dim must be "
                              f"even; got {cfg.head_dim}")

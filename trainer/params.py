@@ -1,8 +1,13 @@
-"""Parameter counts on the meta device (no memory), the "Added (M)" column, param matching.
+"""Parameter counts by arithmetic (no torch): ``count``, ``count_params``, param matching.
 
-``count_params`` instantiates the real model on the meta device, so the counts are those of the
-code that trains, not of a formula that could drift from it. Gate parameters include the G1
-rows fused into q_proj.
+``count(cfg) -> (total, gates)`` is what ``orchestrator validate`` prints for every run, so it
+must be fast and must not import torch: it is exact arithmetic over the same shape facts the
+model is built from (trainer/gate_shapes.py for gates). The real model on the meta device
+(trainer/meta_params.py) is the oracle: tests/test_params.py checks the two agree, component by
+component, for every preset and for every distinct model of every shipped sweep.
+
+This module sits *below* trainer/model.py (the model asks it for the param-matched d_ff), so it
+must never import the model.
 """
 
 from __future__ import annotations
@@ -10,9 +15,8 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-import torch
-
 from trainer.config import ModelConfig
+from trainer.gate_shapes import gate_heads, gate_param_count
 
 D_FF_MULTIPLE = 8  # param_match rounds d_ff to this (GEMM-friendly widths)
 
@@ -22,9 +26,9 @@ class ParamCounts:
     total: int  # unique parameters (a tied embedding counted once)
     gates: int  # all gate parameters (fused G1 rows included)
     embedding: int  # token embedding (+ untied LM head)
-    attention: int  # q/k/v/o projections + QK-norm, excluding gates
+    attention: int  # q/k/v/o projections, excluding gates, QK-norm and SwitchHead
     ffn: int  # dense SwiGLU, or MoE experts + routers
-    norms: int  # block, final, sandwich and G1-RMSNorm weights
+    norms: int  # block, final, QK-norm, sandwich and G1-RMSNorm weights
     switch_head: int  # SwitchHead routers and extra experts' weights (whole projections)
 
     @property
@@ -32,50 +36,64 @@ class ParamCounts:
         return self.total - self.embedding
 
 
-def _numel(params) -> int:
-    return sum(p.numel() for p in params)
+def count(cfg: ModelConfig) -> tuple[int, int]:
+    """(total, gate) parameters of ``cfg``, exactly those of the built model."""
+    c = count_params(cfg)
+    return c.total, c.gates
 
 
-def count_params(cfg: ModelConfig, device: str | torch.device = "meta") -> ParamCounts:
-    """Build ``cfg`` on ``device`` (meta by default: no memory) and count.
-
-    Meta counts are cached per config. Counts are global: with expert parallelism a rank holds
-    only n_experts / ep_size experts, so the model is counted as if ep_size were 1.
-    """
-    if cfg.moe is not None and cfg.moe.ep_size != 1:
-        cfg = cfg.model_copy(update={"moe": cfg.moe.model_copy(update={"ep_size": 1})})
-    if str(device) == "meta":
-        return _count_meta(cfg.model_dump_json())
-    return _count(cfg, device)
+def count_params(cfg: ModelConfig) -> ParamCounts:
+    """Every component's parameter count. Global under expert parallelism: a rank holds
+    n_experts / ep_size experts, but the model is counted whole (ep_size does not enter)."""
+    return _count_json(cfg.model_dump_json())
 
 
-@functools.lru_cache(maxsize=256)
-def _count_meta(cfg_json: str) -> ParamCounts:
-    return _count(ModelConfig.model_validate_json(cfg_json), "meta")
+@functools.lru_cache(maxsize=1024)
+def _count_json(cfg_json: str) -> ParamCounts:
+    return _count(ModelConfig.model_validate_json(cfg_json))
 
 
-def _count(cfg: ModelConfig, device: str | torch.device) -> ParamCounts:
-    """Count the real modules. Blocks are identical, so on the meta device one block is built
-    and multiplied by n_layer (the paper MoE's 3,072 experts would take seconds to deep-copy);
-    tests check this against a full build on the CPU."""
-    from trainer.model import build_model
+def _gates_per_layer(cfg: ModelConfig) -> int:
+    return sum(gate_param_count(g, gate_heads(g.position, cfg.n_head, cfg.n_kv_head),
+                                cfg.head_dim, cfg.d_model) for g in cfg.gates)
 
-    one_block = str(device) == "meta"
-    model = build_model(cfg.model_copy(update={"n_layer": 1}) if one_block else cfg, device)
-    mult = cfg.n_layer if one_block else 1
-    blocks = sum(p.numel() for p in model.blocks.parameters()) * mult
-    embedding = model.embed.weight.numel() + (
-        0 if cfg.tie_embeddings else model.lm_head.weight.numel())
-    gates = model.n_gate_params() * mult
-    norms = sum(_numel(m.parameters()) for m in model.blocks.modules()
-                if type(m).__name__ == "RMSNorm") * mult + model.norm.weight.numel()
-    ffn = sum(_numel(b.ffn.parameters()) for b in model.blocks) * mult
-    sh = sum(_numel(m.parameters()) for b in model.blocks for m in (b.attn.k_proj, b.attn.v_proj)
-             if type(m).__name__ == "SwitchProjection") * mult
-    total = embedding + blocks + model.norm.weight.numel()
-    attention = total - embedding - ffn - norms - gates - sh
+
+def _kv_per_layer(cfg: ModelConfig) -> tuple[int, int]:
+    """(plain k/v projection params, SwitchHead projection params) per layer."""
+    d, width = cfg.d_model, cfg.n_kv_head * cfg.head_dim
+    sh = cfg.switch_head
+    switched = len(sh.targets) if sh is not None else 0  # "v" -> 1, "kv" -> 2
+    experts = (sh.n_experts * width * d + d * cfg.n_kv_head * sh.n_experts) if sh else 0
+    return (2 - switched) * d * width, switched * experts
+
+
+def _norms_per_layer(cfg: ModelConfig) -> int:
+    d, hd = cfg.d_model, cfg.head_dim
+    n = 2 * d  # attn_norm, ffn_norm
+    n += 2 * d if cfg.norm_style == "sandwich" else 0
+    n += 2 * hd if cfg.qk_norm else 0
+    n += hd if cfg.nonlinearity == "rmsnorm" else 0
+    return n
+
+
+def _ffn_per_layer(cfg: ModelConfig) -> int:
+    d = cfg.d_model
+    if cfg.moe is not None:  # SwiGLU experts + the router's (d, E) weight, no bias
+        return cfg.moe.n_experts * 3 * d * cfg.moe.d_expert + d * cfg.moe.n_experts
+    return 3 * d * effective_d_ff(cfg)
+
+
+def _count(cfg: ModelConfig) -> ParamCounts:
+    L, d = cfg.n_layer, cfg.d_model
+    qo = 2 * d * cfg.n_head * cfg.head_dim  # q_proj (without fused G1 rows) + o_proj
+    kv, sh = _kv_per_layer(cfg)
+    gates, ffn = L * _gates_per_layer(cfg), L * _ffn_per_layer(cfg)
+    norms = L * _norms_per_layer(cfg) + d  # + the final norm
+    embedding = cfg.vocab_size * d * (1 if cfg.tie_embeddings else 2)
+    attention, switch_head = L * (qo + kv), L * sh
+    total = embedding + attention + ffn + norms + gates + switch_head
     return ParamCounts(total=total, gates=gates, embedding=embedding, attention=attention,
-                       ffn=ffn, norms=norms, switch_head=sh)
+                       ffn=ffn, norms=norms, switch_head=switch_head)
 
 
 def baseline_config(cfg: ModelConfig) -> ModelConfig:

@@ -22,8 +22,9 @@ class Reporter(Protocol):
     def summary(self, metrics: Mapping[str, float]) -> None:
         """Final or derived values (last write of a name wins)."""
 
-    def heartbeat(self) -> None:
-        """Liveness; called at least every log interval."""
+    def heartbeat(self) -> bool | None:
+        """Liveness; called every step. ``False`` means "stop": the trainer checkpoints at the
+        next step boundary and raises ``trainer.Preempted`` (None/True: keep going)."""
 
     def artifact(self, kind: str, payload: str | Path | Mapping[str, Any]) -> None:
         """A file path (checkpoint) or a JSON-able document (histogram)."""
@@ -37,6 +38,7 @@ class MemoryReporter:
         self.summaries: dict[str, float] = {}
         self.artifacts: list[tuple[str, Any]] = []
         self.heartbeats = 0
+        self.alive = True  # what heartbeat() answers; set False to preempt the run
 
     def log(self, step: int, metrics: Mapping[str, float]) -> None:
         self.points.extend((step, k, float(v)) for k, v in metrics.items())
@@ -44,8 +46,9 @@ class MemoryReporter:
     def summary(self, metrics: Mapping[str, float]) -> None:
         self.summaries.update({k: float(v) for k, v in metrics.items()})
 
-    def heartbeat(self) -> None:
+    def heartbeat(self) -> bool:
         self.heartbeats += 1
+        return self.alive
 
     def artifact(self, kind: str, payload: str | Path | Mapping[str, Any]) -> None:
         self.artifacts.append((kind, payload))

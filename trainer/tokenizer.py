@@ -29,6 +29,11 @@ class ByteTokenizer:
     def encode(self, text: str) -> list[int]:
         return list(text.encode("utf-8"))
 
+    def encode_array(self, texts: list[str], dtype: np.dtype) -> np.ndarray:
+        """The concatenated tokens of ``texts`` (1-D ``dtype``), without Python int lists."""
+        raw = b"".join(t.encode("utf-8") for t in texts)
+        return np.frombuffer(raw, dtype=np.uint8).astype(dtype)
+
 
 class JsonTokenizer:
     """A local ``tokenizer.json`` through the ``tokenizers`` package (never the network)."""
@@ -49,6 +54,13 @@ class JsonTokenizer:
 
     def encode(self, text: str) -> list[int]:
         return self._tok.encode(text, add_special_tokens=False).ids
+
+    def encode_array(self, texts: list[str], dtype: np.dtype) -> np.ndarray:
+        """The concatenated tokens of ``texts``; ``encode_batch`` runs on all cores."""
+        encs = self._tok.encode_batch(texts, add_special_tokens=False)
+        if not encs:
+            return np.zeros(0, dtype=dtype)
+        return np.concatenate([np.asarray(e.ids, dtype=dtype) for e in encs])
 
 
 Tokenizer = ByteTokenizer | JsonTokenizer
@@ -86,6 +98,23 @@ def _chunks(text: str, size: int = 1 << 20) -> Iterable[str]:
         start = end
 
 
+ENCODE_GROUP_CHARS = 8 << 20  # texts encoded per batch call (parallel inside tokenizers)
+
+
+def _groups(pieces: Iterable[str], max_chars: int) -> Iterable[list[str]]:
+    """Consecutive pieces, ~max_chars characters per group, order kept."""
+    group: list[str] = []
+    size = 0
+    for piece in pieces:
+        group.append(piece)
+        size += len(piece)
+        if size >= max_chars:
+            yield group
+            group, size = [], 0
+    if group:
+        yield group
+
+
 def encode_to_cache(key_parts: list[str], texts: Iterable[str], tok: Tokenizer) -> Path:
     """Tokenise ``texts`` (concatenated) into the cache unless ``key_parts`` is cached already.
 
@@ -100,9 +129,8 @@ def encode_to_cache(key_parts: list[str], texts: Iterable[str], tok: Tokenizer) 
     fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=".tmp-", suffix=".bin")
     try:
         with os.fdopen(fd, "wb") as fh:
-            for text in texts:
-                for piece in _chunks(text):
-                    fh.write(np.asarray(tok.encode(piece), dtype=dtype).tobytes())
+            for group in _groups((p for t in texts for p in _chunks(t)), ENCODE_GROUP_CHARS):
+                fh.write(tok.encode_array(group, dtype).tobytes())
         os.replace(tmp, out)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

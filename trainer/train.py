@@ -16,6 +16,17 @@ optimizer, step, spike/divergence detectors, RNG, accumulated wall time) and tra
 continues from there; since batches and learning rates are pure functions of the step, the
 loss trajectory is the uninterrupted one.
 
+Host syncs: each step's losses and grad norm stay on the device and are read in one transfer
+at the read points (every ``log_every`` steps, before evaluation and checkpoints, at the end);
+the spike/divergence detectors see every step from those reads (trainer/stepstats.py), so a
+divergence stops the run up to ``log_every`` steps after the step it is reported at.
+
+Preemption (trainer/preempt.py): SIGTERM, or ``reporter.heartbeat()`` returning False, stops
+the run at the next step boundary (with several ranks: the next read point, decided
+collectively); it writes a checkpoint, flushes the reporter and raises ``Preempted(step,
+checkpoint, reason)``. A heartbeat that *raises* (e.g. the orchestrator's RunCancelled) does the
+same but re-raises that exception after the checkpoint, so a cancel stays a cancel.
+
 ``train.fail_at_step: N`` (test-only fault) raises ``RuntimeError("injected failure at step
 N")`` just before update N, but only in an attempt that started from scratch: an attempt that
 resumed from a checkpoint never fires it, so a retry/rerun after the failure succeeds.
@@ -38,11 +49,14 @@ import torch.distributed as tdist
 from trainer import checkpoint, metrics
 from trainer.config import RunSpec
 from trainer.data import build_data
-from trainer.engine import build_engine, resolve_precision, set_lr
+from trainer.engine import (build_engine, clip_grad, grad_norm, resolve_precision, set_lr,
+                            trainer_clips)
 from trainer.evaluation import perplexity, probe_metrics, validation_loss
+from trainer.preempt import Preempted, StopRequest, sigterm_stops
 from trainer.reporter import Reporter
 from trainer.schedule import lr_at
 from trainer.stability import DivergenceDetector, SpikeDetector
+from trainer.stepstats import StepRow, StepStats, Window, to_device
 
 
 @dataclass
@@ -66,9 +80,8 @@ class _RankZeroReporter:
         if self.active:
             self.inner.summary(values)
 
-    def heartbeat(self) -> None:
-        if self.active:
-            self.inner.heartbeat()
+    def heartbeat(self) -> bool | None:
+        return self.inner.heartbeat() if self.active else None
 
     def artifact(self, kind: str, payload: Any) -> None:
         if self.active:
@@ -85,12 +98,6 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
-
-
-def _grad_norm(module: torch.nn.Module) -> float:
-    """Pre-clip global L2 norm of the gradients held in ``.grad`` (ZeRO 0)."""
-    norms = [p.grad.detach().float().norm() for p in module.parameters() if p.grad is not None]
-    return float(torch.stack(norms).norm()) if norms else 0.0
 
 
 def _rng_state() -> dict[str, Any]:
@@ -110,7 +117,8 @@ def _set_rng_state(state: dict[str, Any]) -> None:
 class _Run:
     """The state of one attempt; ``execute`` runs it."""
 
-    def __init__(self, spec: RunSpec, reporter: Reporter, checkpoint_dir: str | Path) -> None:
+    def __init__(self, spec: RunSpec, reporter: Reporter, checkpoint_dir: str | Path,
+                 stop: StopRequest | None = None) -> None:
         from trainer.dist import ensure_single_process_dist
         from trainer.model import build_model
         from trainer.params import count_params
@@ -131,9 +139,12 @@ class _Run:
                        metrics.PARAMS_GATES: float(counts.gates)}
         precision = resolve_precision(self.t.precision)
         self.engine = build_engine(model, spec, precision, self.world)
-        self.own_grad_norm = self.t.zero_stage == 0 and precision.name == "fp32"
+        self.own_clip = trainer_clips(spec)
         self.device = self.engine.device
         self.spikes, self.divergence = SpikeDetector(), DivergenceDetector()
+        self.stats, self.window = StepStats(self.world), Window()
+        self.stop = stop if stop is not None else StopRequest()
+        self.beat_error: BaseException | None = None
         self.step, self.max_grad_norm, self.prior_wall_s = 0, 0.0, 0.0
         self.resumed_from = self._resume()
 
@@ -163,35 +174,45 @@ class _Run:
     def wall_s(self) -> float:
         return self.prior_wall_s + time.perf_counter() - self.t0
 
-    def _save(self) -> None:
+    def _save(self, beat: bool = True) -> Path:
         # Points up to this step must be durable before the checkpoint exists: a resumed attempt
         # starts after it and never logs them again.
+        assert not self.stats, "read the pending step stats before a checkpoint"
         self.rep.flush()
         path = checkpoint.save(self.engine, self.ckpt_dir, self.step, self._client_state())
         self.rep.artifact("checkpoint", str(path))
-        self.rep.heartbeat()
+        if beat:
+            self._beat()
+        return path
+
+    def _beat(self) -> None:
+        """Liveness; a False answer or an exception asks the loop to stop (see module doc)."""
+        try:
+            alive = self.rep.heartbeat()
+        except Exception as exc:  # noqa: BLE001 - re-raised after the checkpoint
+            self.beat_error = self.beat_error or exc
+            self.stop.request(f"heartbeat raised {type(exc).__name__}: {exc}")
+            return
+        if alive is False:
+            self.stop.request("heartbeat: this attempt is no longer the run's current one")
 
     # ---- one optimizer step -----------------------------------------------------------------
-    def _train_step(self, s: int) -> tuple[float, float, float]:
-        """Update ``s`` (0-based): returns (total loss, CE loss, pre-clip grad norm)."""
+    def _train_step(self, s: int) -> torch.Tensor:
+        """Update ``s`` (0-based): (total loss, CE loss, pre-clip grad norm), (3,) on the device."""
         set_lr(self.engine, lr_at(s, self.t))
-        total = torch.zeros(2)
-        own_norm = None
+        total = torch.zeros(2, device=self.device)
+        norm = None
         for micro in range(self.t.grad_accum):
             x, y = self.data.train_batch(s, micro)  # (B, T), (B, T)
-            out = self.engine(x.to(self.device), y.to(self.device))
+            out = self.engine(to_device(x, self.device), to_device(y, self.device))
             self.engine.backward(out.loss)
-            if micro == self.t.grad_accum - 1 and self.own_grad_norm:
-                own_norm = _grad_norm(self.engine.module)  # DS keeps no norm at ZeRO 0 fp32
+            if micro == self.t.grad_accum - 1 and self.own_clip:
+                norm = clip_grad(self.engine.module, self.t.grad_clip)
             self.engine.step()
-            total += torch.stack([out.loss.detach().float(), out.ce_loss.detach().float()]).cpu()
-        total /= self.t.grad_accum
-        if self.world > 1:  # every rank must agree on divergence: use the global mean
-            tdist.all_reduce(total)
-            total /= self.world
-        ds_norm = self.engine.get_global_grad_norm()
-        norm = float(ds_norm) if ds_norm is not None else float(own_norm or 0.0)
-        return float(total[0]), float(total[1]), norm
+            total += torch.stack([out.loss.detach().float(), out.ce_loss.detach().float()])
+        if norm is None:
+            norm = grad_norm(self.engine)
+        return torch.cat([total / self.t.grad_accum, norm.detach().float().reshape(1)])
 
     # ---- evaluation -------------------------------------------------------------------------
     def _evaluate(self) -> dict[str, float]:
@@ -209,7 +230,7 @@ class _Run:
         self.rep.log(self.step, out)
         if hist is not None:
             self.rep.artifact("gate_histogram", hist)
-        self.rep.heartbeat()
+        self._beat()
         return out
 
     def _stability(self) -> dict[str, float]:
@@ -224,61 +245,104 @@ class _Run:
                    metrics.TOKENS: float(self.step * self.spec.tokens_per_step),
                    metrics.RESUMED_FROM_STEP: float(self.resumed_from)}
         self.rep.summary(summary)
-        self.rep.heartbeat()
+        self._beat()
+        if self.beat_error is not None:
+            raise self.beat_error
         return TrainResult(status, self.step, summary)
 
     # ---- the loop ---------------------------------------------------------------------------
     def _should(self, every: int) -> bool:
         return every > 0 and self.step % every == 0
 
-    def _record_step(self, loss: float, ce: float, norm: float, lr: float) -> dict[str, float]:
-        """Feed the detectors; the train/* values of this step."""
-        self.spikes.update(loss)
-        self.divergence.update(loss, self.step)
-        if np.isfinite(norm):
-            self.max_grad_norm = max(self.max_grad_norm, norm)
-        values = {metrics.TRAIN_LR: lr, metrics.TRAIN_GRAD_NORM: norm}
-        if np.isfinite(ce):
-            values[metrics.TRAIN_LOSS] = ce
-        return values
+    def _record(self, rows: list[StepRow]) -> tuple[dict[str, float], int | None]:
+        """Feed every read step to the detectors, in order. Returns the train/* values of the
+        last step and the first step at which the run diverged (None if it did not)."""
+        values: dict[str, float] = {}
+        for row in rows:
+            self.spikes.update(row.loss)
+            self.divergence.update(row.loss, row.step)
+            if math.isfinite(row.grad_norm):
+                self.max_grad_norm = max(self.max_grad_norm, row.grad_norm)
+            values = {metrics.TRAIN_LR: lr_at(row.step - 1, self.t),
+                      metrics.TRAIN_GRAD_NORM: row.grad_norm}
+            if math.isfinite(row.ce):
+                values[metrics.TRAIN_LOSS] = row.ce
+            if self.divergence.diverged:
+                return values, row.step
+        return values, None
 
-    def _log_train(self, values: dict[str, float], window: list[float]) -> None:
-        """train/* at log steps; ``window`` = [seconds, steps] of training since the last log."""
-        if not (self._should(self.t.log_every) or self.step == self.t.steps):
-            return
-        values[metrics.TRAIN_TOKENS_PER_S] = (
-            window[1] * self.spec.tokens_per_step / max(window[0], 1e-9))
-        if self.spec.model.clip_residual is not None:
-            values[metrics.CLIP_RATE] = self.engine.module.clip_rate()
-        self.rep.log(self.step, values)
-        window[:] = [0.0, 0]
+    def _read_due(self) -> bool:
+        return (self._should(self.t.log_every) or self._should(self.t.eval_every)
+                or self._should(self.t.checkpoint_every) or self.step == self.t.steps
+                or (self.world == 1 and bool(self.stop)))
+
+    def _stop_agreed(self) -> bool:
+        """Whether to stop now; with several ranks a collective decision at read points."""
+        if self.world == 1:
+            return bool(self.stop)
+        flag = torch.tensor([1.0 if self.stop else 0.0], device=self.device)
+        tdist.all_reduce(flag, op=tdist.ReduceOp.MAX)
+        if flag.item() > 0:
+            self.stop.request("another rank was asked to stop")
+            return True
+        return False
+
+    def _preempt(self) -> None:
+        """Checkpoint the current step, flush, raise (Preempted, or the heartbeat's error)."""
+        path = checkpoint.latest_checkpoint(self.ckpt_dir)
+        if path is None or path[0] != self.step:
+            self._save(beat=False)
+        self.rep.flush()
+        final = checkpoint.latest_checkpoint(self.ckpt_dir)
+        assert final is not None and final[0] == self.step
+        if self.beat_error is not None:
+            raise self.beat_error
+        raise Preempted(self.step, final[1], self.stop.reason)
+
+    def _at_read_point(self) -> TrainResult | None:
+        """Read the pending steps, detect, log, evaluate, checkpoint; a result if diverged."""
+        rows = self.stats.read()
+        self.window.close_segment()
+        values, diverged_at = self._record(rows)
+        if diverged_at is not None:
+            self.step = diverged_at  # the step the run is reported to have diverged at
+            self.rep.log(self.step, {**values, metrics.DIVERGED: 1.0})
+            return self._finish("diverged", {})
+        if self._should(self.t.log_every) or self.step == self.t.steps:
+            values[metrics.TRAIN_TOKENS_PER_S] = self.window.take(self.spec.tokens_per_step)
+            if self.spec.model.clip_residual is not None:
+                values[metrics.CLIP_RATE] = self.engine.module.clip_rate()
+            self.rep.log(self.step, values)
+        self._beat()
+        if self._should(self.t.eval_every):
+            self.last_eval = self._evaluate()
+        if self._should(self.t.checkpoint_every) and self.step < self.t.steps:
+            self._save()
+        return None
 
     def execute(self) -> TrainResult:
-        self.rep.heartbeat()
+        self._beat()
+        self.last_eval: dict[str, float] | None = None
         if self.step == 0 and self.t.eval_every > 0:
-            self._evaluate()  # the untrained baseline of the val curve
-        last_eval: dict[str, float] | None = None
-        window = [0.0, 0]  # training seconds, steps since the last train/* log
+            self.last_eval = self._evaluate()  # the untrained baseline of the val curve
+        self.window.restart()
         while self.step < self.t.steps:
             s = self.step
             if self.t.fail_at_step == s + 1 and self.resumed_from == 0:
                 raise RuntimeError(f"injected failure at step {s + 1}")
-            t_step = time.perf_counter()
-            loss, ce, norm = self._train_step(s)
-            window[0] += time.perf_counter() - t_step
-            window[1] += 1
-            self.step, last_eval = s + 1, None
-            values = self._record_step(loss, ce, norm, lr_at(s, self.t))
-            if self.divergence.diverged:
-                self.rep.log(self.step, {**values, metrics.DIVERGED: 1.0})
-                return self._finish("diverged", {})
-            self._log_train(values, window)
-            self.rep.heartbeat()  # every step: the DB reporter throttles its writes
-            if self._should(self.t.eval_every):
-                last_eval = self._evaluate()
-            if self._should(self.t.checkpoint_every) and self.step < self.t.steps:
-                self._save()
-        final_eval = last_eval if last_eval is not None else self._evaluate()
+            self.stats.add(s + 1, self._train_step(s))
+            self.step, self.last_eval = s + 1, None
+            self.window.steps += 1
+            if not self._read_due():
+                self._beat()  # every step: host-only (the DB reporter's thread does the I/O)
+                continue
+            diverged = self._at_read_point()
+            if diverged is not None:
+                return diverged
+            if self._stop_agreed() and self.step < self.t.steps:
+                self._preempt()
+            self.window.restart()
+        final_eval = self.last_eval if self.last_eval is not None else self._evaluate()
         latest = checkpoint.latest_checkpoint(self.ckpt_dir)
         if latest is None or latest[0] != self.step:
             self._save()
@@ -296,6 +360,9 @@ class _Run:
 def train(spec: RunSpec, reporter: Reporter, checkpoint_dir: str | Path) -> TrainResult:
     """Train ``spec`` to completion (or divergence), resuming from ``checkpoint_dir``.
 
+    Raises ``Preempted`` after checkpointing when SIGTERM arrives (handler installed for the
+    call when in the main thread, the previous one restored after) or the heartbeat says stop.
+
     On CPU, torch uses ``ceil(resources.cpus)`` intra-op threads for the run (restored after):
     concurrent runs sharing a few cores each with torch's default thread count oversubscribe
     them, and OpenMP barrier stalls then make steps up to 10x slower (measured here).
@@ -303,7 +370,9 @@ def train(spec: RunSpec, reporter: Reporter, checkpoint_dir: str | Path) -> Trai
     threads = torch.get_num_threads()
     if not torch.cuda.is_available():
         torch.set_num_threads(max(1, math.ceil(spec.resources.cpus)))
+    stop = StopRequest()
     try:
-        return _Run(spec, reporter, checkpoint_dir).execute()
+        with sigterm_stops(stop):
+            return _Run(spec, reporter, checkpoint_dir, stop).execute()
     finally:
         torch.set_num_threads(threads)

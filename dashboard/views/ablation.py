@@ -1,13 +1,15 @@
-"""Ablation tables in the paper's layout, with an optional paper column, downloadable as CSV,
-Markdown and LaTeX."""
+"""Ablation tables in the paper's layout (db.ablation_table formatted by dashboard/ablation.py),
+with the paper's figures, its Δ% and whether ours agrees in direction; downloadable as CSV,
+Markdown and LaTeX. The stability table comes with the LR stability view for LR sweeps."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from dashboard import data
-from dashboard.ablation import KINDS
+from dashboard.ablation import KINDS, SCALE_CAVEAT
 from dashboard.export import to_csv, to_latex, to_markdown
+from dashboard.views import stability
 from dashboard.views.common import show_rows
 
 
@@ -17,10 +19,10 @@ def render(url: str, sweep: str | None) -> None:
     kind = st.radio("Table", kinds, format_func=KINDS.__getitem__, key="ab_kind",
                     horizontal=True)
     with_paper = st.toggle("Show the paper's figures beside ours", value=True, key="ab_paper")
-    if kind == "stability":
-        msl_error = data.max_stable_lr(url, sweep)[1]
-        if msl_error:
-            st.warning(f"Max stable LR unavailable: {msl_error}")
+    if with_paper and kind != "longctx":
+        st.warning(f"**Different scale.** {SCALE_CAVEAT}", icon="⚠️")
+    if kind == "stability" and sweep is not None:
+        stability.render_view(url, sweep, key="ab_st")
     table = data.ablation_table(url, sweep, kind, with_paper)
     if table.display.is_empty():
         st.info("No finished run in this sweep yet.")
@@ -31,7 +33,8 @@ def render(url: str, sweep: str | None) -> None:
                 "`longctx/<method>/<f>x/ppl`; enable `eval.longctx` in the sweep).")
         return
     st.caption(_caption(kind, table.baseline))
-    st.table(table.display.head(show_rows(table.display.height, "ab_limit")))
+    shown = table.display.head(show_rows(table.display.height, "ab_limit"))
+    st.dataframe(shown, hide_index=True, width="stretch", key="ab_table")
     stem = f"{sweep}-{kind}"
     c1, c2, c3 = st.columns(3)
     c1.download_button("CSV", to_csv(table.numeric), f"{stem}.csv", "text/csv", key="dl_csv")
@@ -46,6 +49,5 @@ def _caption(kind: str, baseline: str | None) -> str:
         return ("mean ± std over seeds; columns: RoPE extension method and evaluated length as a "
                 "multiple of the trained one (1x: plain RoPE for every method). The paper's "
                 "Table 5 reports RULER accuracy at 4k-128k tokens, not PPL, so no paper column.")
-    return (f"mean ± std over seeds; Δ vs baseline `{baseline or 'none'}`. "
-            "Paper: Qiu et al. 2025 (15A2B MoE / 1.7B dense), a different scale: compare "
-            "the direction of the effects, not the values.")
+    return (f"mean ± std over seeds; Δ vs baseline `{baseline or 'none'}` with its 95 % CI "
+            "(paired by seed where seeds match) and the verdict; one row per variant and LR.")

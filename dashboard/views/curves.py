@@ -1,22 +1,71 @@
-"""Training curves of selected runs overlaid, loss spikes marked; points are downsampled in the
-DB (db.metrics(max_points=...)) so 100 runs x 100k steps stay responsive."""
+"""Training curves: one colour per variant (the app's palette), seeds as mean ± band or one line
+per run, EMA smoothing, log y, x = step or tokens, a Δ-vs-baseline curve, loss spikes marked.
+
+Points are downsampled in the DB (db.curves: the metric rollup for long runs), so 100 runs x
+100k steps stay responsive. The page refreshes itself while a picked run is running.
+"""
 
 from __future__ import annotations
 
 import polars as pl
 import streamlit as st
 
-from dashboard import charts, data
+from dashboard import charts, curvedata, data, palette
+from dashboard.tables import row_labels
 
-CURVES: dict[str, str] = {"train/loss": "loss", "val/loss": "validation loss",
-                          "train/lr": "learning rate", "train/grad_norm": "grad norm"}
+CURVES: dict[str, str] = {"train/loss": "training loss", "val/loss": "validation loss",
+                          "val/ppl": "validation perplexity", "train/lr": "learning rate",
+                          "train/grad_norm": "grad norm", "train/tokens_per_s": "tokens/s",
+                          "probe/max_activation": "max |activation|",
+                          "probe/first_token_attention": "first-token attention"}
+DEFAULT_CURVES = ("train/loss", "val/loss")
 MAX_RUNS = 100
-DEFAULT_RUNS = 6
+LIVE_REFRESH_S = 10
 
 
 def _run_labels(runs: pl.DataFrame) -> dict[int, str]:
     return {r["id"]: f"{r['id']} · {r['name']} · {r['status']}"
             for r in runs.sort("id").iter_rows(named=True)}
+
+
+def default_runs(runs: pl.DataFrame) -> list[int]:
+    """Every run that has started (all variants, all LRs), up to MAX_RUNS."""
+    started = runs.filter(pl.col("status") != "pending").sort("id")
+    return started["id"].head(MAX_RUNS).to_list()
+
+
+def _rows(runs: pl.DataFrame) -> pl.DataFrame:
+    """runs (id, variant, lr, ...) + ``row``: the variant, '@ lr=..' where it has several."""
+    return runs.with_columns(row_labels(runs))
+
+
+def base_rows(runs: pl.DataFrame, base: str | None) -> dict[str, str]:
+    """{row: the baseline's row at the same LR (else its first row)} for the Δ curve."""
+    if base is None:
+        return {}
+    rows = _rows(runs)
+    b = rows.filter(pl.col("variant") == base).sort("id")
+    if b.is_empty():
+        return {}
+    by_lr = dict(zip(b["lr"].to_list(), b["row"].to_list(), strict=True))
+    first = b["row"][0]
+    return {r: by_lr.get(lr, first) for r, lr, v in
+            zip(rows["row"].to_list(), rows["lr"].to_list(), rows["variant"].to_list(),
+                strict=True) if v != base}
+
+
+def _controls() -> dict:
+    c1, c2, c3, c4, c5 = st.columns([3, 1, 1.4, 1, 1.6])
+    names = c1.multiselect("Metrics", list(CURVES), default=list(DEFAULT_CURVES),
+                           format_func=lambda n: f"{n} ({CURVES[n]})", key="cv_names")
+    x = c2.radio("x axis", ["step", "tokens"], horizontal=True, key="cv_x")
+    smooth = c3.slider("EMA smoothing", 0.0, 0.99, 0.6, 0.01, key="cv_smooth")
+    log_y = c4.toggle("log y", value=False, key="cv_log")
+    mode = c5.radio("Seeds", ["mean ± band", "each run"], horizontal=True, key="cv_mode")
+    delta = st.toggle("Δ vs baseline curve", value=True, key="cv_delta",
+                      help="each variant's seed-mean curve minus the baseline's (same LR)")
+    return {"names": names, "x": x, "smooth": smooth, "log_y": log_y, "mode": mode,
+            "delta": delta}
 
 
 def render(url: str, sweep: str | None) -> None:
@@ -26,27 +75,70 @@ def render(url: str, sweep: str | None) -> None:
     if not labels:
         st.info("This sweep has no runs.")
         return
-    c1, c2 = st.columns([4, 1])
-    picked = c1.multiselect("Runs", list(labels), default=list(labels)[:DEFAULT_RUNS],
+    opts = _controls()
+    picked = st.multiselect("Runs", list(labels), default=default_runs(runs),
                             format_func=labels.__getitem__, max_selections=MAX_RUNS,
                             key="cv_runs")
-    points = c2.select_slider("Points per curve", [250, 500, 1000, 2000, 5000], value=1000,
+    points = st.select_slider("Points per curve", [250, 500, 1000, 2000, 5000], value=1000,
                               key="cv_points")
-    names = st.multiselect("Metrics", list(CURVES), default=["train/loss", "train/lr",
-                                                             "train/grad_norm"], key="cv_names")
-    if not picked or not names:
+    if not picked or not opts["names"]:
         st.info("Pick at least one run and one metric.")
         return
-    frame = data.metrics(url, tuple(sorted(picked)), tuple(names), points)
-    names_by_id = dict(zip(runs["id"].to_list(), runs["name"].to_list(), strict=True))
-    frame = frame.with_columns(run=pl.col("run_id").replace_strict(names_by_id,
-                                                                   return_dtype=pl.String))
-    for name in names:
-        series = frame.filter(pl.col("name") == name).select("run", "step", "value")
-        if series.is_empty():
-            st.caption(f"{name}: no points yet.")
+    live = runs.filter(pl.col("id").is_in(picked) & (pl.col("status") == "running")).height
+    draw = st.fragment(run_every=LIVE_REFRESH_S if live else None)(_draw)
+    draw(url, sweep, tuple(sorted(picked)), opts, points)
+    if live:
+        st.caption(f"{live} picked run(s) running: refreshed every {LIVE_REFRESH_S} s.")
+
+
+def _points(url: str, sweep: str, runs: pl.DataFrame, picked: tuple[int, ...], name: str,
+            x: str, raw: pl.DataFrame) -> pl.DataFrame:
+    """(run_id, variant, row, x, value) of one metric; x in steps or tokens."""
+    frame = raw.filter(pl.col("name") == name).join(
+        _rows(runs).select(pl.col("id").alias("run_id"), "variant", "row"), on="run_id")
+    if x == "tokens":
+        tps = data.tokens_per_step(url, sweep)
+        frame = frame.filter(pl.col("run_id").is_in(list(tps))).with_columns(
+            x=pl.col("step") * pl.col("run_id").replace_strict(tps, return_dtype=pl.Int64))
+    else:
+        frame = frame.with_columns(x=pl.col("step"))
+    return frame.select("run_id", "variant", "row", pl.col("x").cast(pl.Float64), "value")
+
+
+def _draw(url: str, sweep: str, picked: tuple[int, ...], opts: dict, max_points: int) -> None:
+    runs = data.runs(url, sweep)
+    colors = palette.scale(data.variants(url, sweep), data.baseline(url, sweep))
+    raw = data.metrics(url, picked, tuple(opts["names"]), max_points)
+    names = dict(zip(runs["id"].to_list(), runs["name"].to_list(), strict=True))
+    xt = "tokens" if opts["x"] == "tokens" else "step"
+    for name in opts["names"]:
+        pts = _points(url, sweep, runs, picked, name, opts["x"], raw)
+        if pts.is_empty():
+            st.caption(f"{name}: no points yet for these runs"
+                       + (" (tokens need the runs' RunSpec)" if opts["x"] == "tokens" else "."))
             continue
-        spikes = charts.mark_spikes(series) if name == "train/loss" else None
-        title = CURVES[name] + (f" — {len(spikes)} spike(s) marked" if spikes is not None else "")
+        spikes = None
+        if name == "train/loss":
+            raw_runs = curvedata.per_run(pts, names).rename({"series": "run", "x": "step"})
+            spikes = charts.mark_spikes(raw_runs).rename({"run": "series", "step": "x"})
+        title = CURVES[name] + (f" — {len(spikes)} spike(s) marked" if spikes is not None
+                                and len(spikes) else "")
         st.subheader(title)
-        st.altair_chart(charts.curves(series, name, spikes=spikes), width="stretch")
+        smooth = curvedata.ema(pts, opts["smooth"])
+        grouped = curvedata.seed_mean(smooth)
+        shown = grouped if opts["mode"] == "mean ± band" else curvedata.per_run(smooth, names)
+        st.altair_chart(charts.curves(shown, name, colors, x="x", x_title=xt,
+                                      log_y=opts["log_y"], band=opts["mode"] != "each run",
+                                      spikes=spikes), width="stretch")
+        if opts["delta"]:
+            _delta(runs, url, sweep, grouped, name, colors, xt)
+
+
+def _delta(runs: pl.DataFrame, url: str, sweep: str, grouped: pl.DataFrame, name: str,
+           colors: object, xt: str) -> None:
+    diff = curvedata.delta_vs_baseline(grouped, base_rows(runs, data.baseline(url, sweep)))
+    if diff.is_empty():
+        return
+    st.caption(f"Δ {name} vs baseline (seed means, smoothed; below 0 = lower than baseline)")
+    st.altair_chart(charts.curves(diff, f"Δ {name}", colors, x="x", x_title=xt,
+                                  zero_rule=True), width="stretch")

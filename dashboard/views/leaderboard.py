@@ -1,77 +1,164 @@
-"""Leaderboard: variants ranked by a chosen metric, mean ± std and n over seeds, delta vs the
-sweep's baseline, the gate dimensions as columns, filters by dimension and state."""
+"""Leaderboard: which variants beat the baseline beyond noise, at a glance.
+
+Top to bottom: the verdict in one sentence (db.verdict_summary), a Δ ± 95 % CI dot plot vs the
+baseline coloured by verdict, an "n = 1" warning, then the ranked table (db.leaderboard: mean ±
+std, Δ with CI, verdict, the dimension columns that vary; each row links to Run detail), and
+the main effects of each gate dimension (db.effects). Nothing here computes a statistic.
+"""
 
 from __future__ import annotations
+
+import urllib.parse
 
 import polars as pl
 import streamlit as st
 
-from dashboard import data
-from dashboard.labels import FILTER_COLUMNS
+from results_db.vocab import higher_is_better
+from dashboard import charts, data
+from dashboard.palette import verdict_color
 from dashboard.status import STATES
+from dashboard.tables import (VAL_PPL, apply_filters, fmt_delta_ci, fmt_lr, fmt_mean_std,
+                              row_labels)
 from dashboard.views.common import show_rows
-from dashboard.tables import VAL_PPL, add_row_labels, apply_filters, fmt_delta, fmt_mean_std
 
-_NOT_BETTER = ("bench/",)  # benchmark accuracies: higher is better
+# verdict order of the "by verdict" sort: the conclusions first, the reference, then the rest
+_VERDICT_ORDER = ("better", "baseline", "within noise", "needs", "n = 1", "no data", "worse")
+STATIC_COLUMNS = ("rank", "variant", "mean ± std", "n", "Δ% [95% CI]", "verdict",
+                  "seeds needed")
 
 
 def default_ascending(metric: str) -> bool:
-    """PPL/loss-like metrics rank lowest first; benchmark accuracies highest first."""
-    return not metric.startswith(_NOT_BETTER)
+    """Losses/PPL/probes rank lowest first; benchmark scores highest first (the metric's
+    direction as results_db.vocab defines it)."""
+    return not higher_is_better(metric)
 
 
-def display_frame(board: pl.DataFrame) -> pl.DataFrame:
-    """The ranked frame as the strings shown on the page (and checked by the tests)."""
-    # gate dims always; other dims (lr, heads, experts) only where they vary
-    dims = [c for c in FILTER_COLUMNS if c in board.columns
-            and (c.startswith("gate_") or board[c].cast(pl.String).n_unique() > 1)]
+def verdict_rank(verdict: str | None) -> int:
+    for i, key in enumerate(_VERDICT_ORDER):
+        if (verdict or "no data").startswith(key):
+            return i
+    return len(_VERDICT_ORDER)
+
+
+def display_frame(board: pl.DataFrame, url_of: dict[str, str] | None = None) -> pl.DataFrame:
+    """The ranked frame as the strings shown on the page (and checked by the tests): the
+    static columns, then the dimension columns db.leaderboard reports as varying."""
+    board = board.with_columns(row_labels(board))
+    lo = board.columns.index("lr") + 1 if "lr" in board.columns else 2
+    dims = board.columns[lo:board.columns.index("n")]
     rows = []
     for r in board.iter_rows(named=True):
         row = {"rank": "" if r["rank"] is None else str(r["rank"]),
                "variant": r["row"] + (" (baseline)" if r["is_baseline"] else ""),
                "mean ± std": fmt_mean_std(r["mean"], r["std"]), "n": str(r["n"]),
-               "Δ vs baseline": fmt_delta(r["delta"], r["delta_pct"])}
-        row.update({c: "–" if r[c] is None else str(r[c]) for c in dims})
+               "Δ% [95% CI]": "–" if r["is_baseline"] else
+               fmt_delta_ci(r["delta_pct"], r["ci_low_pct"], r["ci_high_pct"]),
+               "verdict": r["verdict"] or "–",
+               "seeds needed": "" if r["seeds_needed"] is None else str(r["seeds_needed"])}
+        for c in dims:
+            v = r[c]
+            row[c] = "–" if v is None else (fmt_lr(v) if c == "lr" else str(v))
+        if url_of is not None:
+            row["runs"] = url_of.get(r["group_key"], "")
         rows.append(row)
     return pl.DataFrame(rows) if rows else pl.DataFrame(schema={"variant": pl.String})
 
 
-def _filters(runs: pl.DataFrame) -> dict[str, list[str]]:
-    """One multiselect per dimension that varies in this sweep."""
+def _filters(board: pl.DataFrame) -> dict[str, list[str]]:
+    """One multiselect per dimension column that varies in this sweep."""
+    lo = board.columns.index("lr") if "lr" in board.columns else 2
+    dims = [c for c in board.columns[lo:board.columns.index("n")]
+            if board[c].cast(pl.String).n_unique() > 1]
     chosen: dict[str, list[str]] = {}
-    dims = [c for c in FILTER_COLUMNS if c in runs.columns
-            and runs[c].cast(pl.String).n_unique() > 1]
     if not dims:
         return chosen
     cols = st.columns(min(len(dims), 4))
     for i, col in enumerate(dims):
-        options = sorted(runs[col].cast(pl.String).fill_null("–").unique().to_list())
-        chosen[col] = cols[i % len(cols)].multiselect(col, options, key=f"lb_f_{col}")
+        values = board[col].cast(pl.String).fill_null("–").unique().sort().to_list()
+        chosen[col] = cols[i % len(cols)].multiselect(col, values, key=f"lb_f_{col}")
     return chosen
+
+
+def run_links(url: str, sweep: str) -> dict[str, str]:
+    """{group_key: link to Run detail of the group's first run} (relative URL)."""
+    runs = data.runs(url, sweep)
+    first = runs.sort("id").group_by("group_key", maintain_order=True).first()
+    q = {"page": "Run detail", "sweep": sweep}
+    return {g: "?" + urllib.parse.urlencode({**q, "run": rid})
+            for g, rid in zip(first["group_key"].to_list(), first["id"].to_list(), strict=True)}
+
+
+def _summary(url: str, sweep: str, metric: str, board: pl.DataFrame) -> None:
+    st.markdown(f"**{data.verdict_summary(url, sweep, metric)}**")
+    single = board.filter((pl.col("n") == 1) & ~pl.col("is_baseline"))
+    base_single = board.filter((pl.col("n") == 1) & pl.col("is_baseline"))
+    if single.height or base_single.height:
+        names = ", ".join(row_labels(pl.concat([base_single, single]))
+                          .head(6).to_list())
+        st.warning(f"n = 1: no error bar for {single.height + base_single.height} row(s) "
+                   f"({names}{', ...' if single.height + base_single.height > 6 else ''}): "
+                   "one seed cannot separate an effect from seed noise; add seeds.")
+
+
+def _table(board: pl.DataFrame, url: str, sweep: str) -> None:
+    shown = display_frame(board.head(show_rows(board.height, "lb_limit")),
+                          run_links(url, sweep))
+
+    def colour(col: pl.Series) -> list[str]:
+        return [f"color: {verdict_color(v)}; font-weight: 600" for v in col]
+
+    styled = shown.to_pandas().style.apply(colour, subset=["verdict"])
+    st.dataframe(styled, hide_index=True, width="stretch", key="lb_table",
+                 column_config={
+                     "runs": st.column_config.LinkColumn("runs", display_text="open ›",
+                                                         help="Run detail of this group"),
+                     "variant": st.column_config.TextColumn("variant", width="medium"),
+                     "Δ% [95% CI]": st.column_config.TextColumn("Δ% [95% CI]",
+                                                                width="medium")})
 
 
 def render(url: str, sweep: str | None) -> None:
     st.header(f"Leaderboard — {sweep}")
-    runs = data.runs(url, sweep)
     names = data.summary_names(url, sweep) or [VAL_PPL]
-    c1, c2, c3 = st.columns([2, 1, 3])
+    c1, c2, c3, c4 = st.columns([2, 1, 2, 1])
     metric = c1.selectbox("Metric", names, index=names.index(VAL_PPL) if VAL_PPL in names else 0,
                           key="lb_metric")
     # keyed per metric: each metric keeps its own direction, defaulting to the natural one
     ascending = c2.toggle("Lower is better", value=default_ascending(metric),
                           key=f"lb_asc_{metric}")
     states = c3.multiselect("Run states", list(STATES), default=["succeeded"], key="lb_states")
-    with st.expander("Filter by gate dimension"):
-        filters = _filters(runs)
-    shown = apply_filters(add_row_labels(runs), filters)
+    order = c4.radio("Sort", ["verdict", "rank"], horizontal=True, key="lb_sort")
     board = data.leaderboard(url, sweep, metric, ascending, tuple(states or ["succeeded"]))
-    board = board.filter(pl.col("row").is_in(shown["row"].unique().to_list())) \
-        if "row" in board.columns and not shown.is_empty() else board.head(0)
-    if board.is_empty():
+    if board.is_empty() or board["mean"].is_null().all():
         st.info("No run of this sweep has this metric yet in the chosen states.")
         return
+    _summary(url, sweep, metric, board)
+    with st.expander("Filter by dimension"):
+        board = apply_filters(board, _filters(board))
+    if order == "verdict":
+        board = board.with_columns(_v=pl.col("verdict").map_elements(
+            verdict_rank, return_dtype=pl.Int64)).sort("_v", "rank", nulls_last=True).drop("_v")
+    st.altair_chart(charts.delta_dots(board.with_columns(row_labels(board)), metric),
+                    width="stretch")
     base = board.filter(pl.col("is_baseline"))
-    st.caption(f"{metric} over seeds; baseline: "
-               f"{base['row'][0] if not base.is_empty() else 'none in view'}")
-    st.table(display_frame(board.head(show_rows(board.height, "lb_limit"))))
+    st.caption(f"{metric} over seeds; Δ vs baseline "
+               f"`{base['variant'][0] if base.height else data.baseline(url, sweep)}` "
+               "(paired by seed where seeds match, else Welch); 95 % CI.")
+    _table(board, url, sweep)
+    _effects(url, sweep, metric)
 
+
+def _effects(url: str, sweep: str, metric: str) -> None:
+    eff = data.effects(url, sweep, metric)
+    if eff.is_empty():
+        return
+    st.subheader("Main effects of each dimension")
+    st.caption("Per dimension value: the mean Δ% vs baseline over the variants that have it "
+               "(the other dimensions averaged out), with its 95 % CI.")
+    shown = eff.select(
+        "dimension", "value", pl.col("n_variants").cast(pl.String).alias("variants"),
+        pl.col("n_runs").cast(pl.String).alias("runs"),
+        pl.struct("mean_delta_pct", "ci_low_pct", "ci_high_pct").map_elements(
+            lambda s: fmt_delta_ci(s["mean_delta_pct"], s["ci_low_pct"], s["ci_high_pct"]),
+            return_dtype=pl.String).alias("mean Δ% [95% CI]"), "verdict")
+    st.dataframe(shown, hide_index=True, key="lb_effects")

@@ -1,35 +1,54 @@
-"""Probes: first-token attention and max activation per layer (baseline vs gated), gate-score
-histograms -- the pictures that explain the ablation table."""
+"""Probes: first-token attention, max activation (log scale) and mean gate score per layer, the
+seed mean with error bars over seeds, and the gate-score histograms as small multiples -- in
+the app's one-colour-per-variant palette. The pictures that explain the ablation table."""
 
 from __future__ import annotations
 
 import polars as pl
 import streamlit as st
 
-from dashboard import charts, data
-from dashboard.tables import FIRST_ATTN, GATE_SCORE, MAX_ACT, add_row_labels, variant_order
+from dashboard import charts, data, palette
+from dashboard.tables import FIRST_ATTN, GATE_SCORE, MAX_ACT, row_labels
 
 PER_LAYER: dict[str, str] = {FIRST_ATTN: "first-token attention (attention sink)",
-                             MAX_ACT: "max |activation| (massive activations)",
+                             MAX_ACT: "max |activation| (massive activations, log scale)",
                              GATE_SCORE: "mean gate score"}
+LOG_SCALE = (MAX_ACT,)  # a 120k line must not flatten the ~1k ones
+
+
+def run_rows(runs: pl.DataFrame) -> pl.DataFrame:
+    """(id, variant, row) of the succeeded runs: row = variant (+ '@ lr=..' when several)."""
+    ok = runs.filter(pl.col("status") == "succeeded")
+    return ok.with_columns(row_labels(ok)).select("id", "variant", "row")
 
 
 def per_layer_frame(runs: pl.DataFrame, summaries: pl.DataFrame, metric: str) -> pl.DataFrame:
-    """(row, layer, value): the seed-mean of ``<metric>/layer_i`` per variant row and layer."""
+    """(variant, row, layer, mean, lo, hi, n): per variant row and layer, the mean of
+    ``<metric>/layer_i`` over seeds, lo/hi = mean ± std (one seed: no bar)."""
+    schema = {"variant": pl.String, "row": pl.String, "layer": pl.Int64, "mean": pl.Float64,
+              "lo": pl.Float64, "hi": pl.Float64, "n": pl.UInt32}
     if summaries.is_empty():
-        return pl.DataFrame(schema={"row": pl.String, "layer": pl.Int64, "value": pl.Float64})
+        return pl.DataFrame(schema=schema)
     prefix = f"{metric}/layer_"
     long = summaries.filter(pl.col("name").str.starts_with(prefix)).with_columns(
         layer=pl.col("name").str.slice(len(prefix)).cast(pl.Int64, strict=False))
-    rows = add_row_labels(runs).filter(pl.col("status") == "succeeded").select("id", "row")
-    joined = long.join(rows, left_on="run_id", right_on="id", how="inner")
-    return (joined.group_by("row", "layer").agg(pl.col("value").mean())
-            .drop_nulls("layer").sort("row", "layer"))
+    joined = long.join(run_rows(runs), left_on="run_id", right_on="id", how="inner")
+    out = (joined.drop_nulls("layer").drop_nulls("value")
+           .group_by("variant", "row", "layer")
+           .agg(pl.col("value").mean().alias("mean"), pl.col("value").std().alias("std"),
+                pl.len().alias("n").cast(pl.UInt32)))
+    std = pl.col("std").fill_null(0.0)
+    return out.with_columns(lo=pl.col("mean") - std, hi=pl.col("mean") + std) \
+        .select(list(schema)).sort("row", "layer")
 
 
-def _histograms(url: str, run_ids: list[int], names: dict[int, str]) -> None:
-    hists = []
-    for rid in run_ids:
+def _histograms(url: str, runs: pl.DataFrame, picked: list[str], colors: object) -> None:
+    rows = run_rows(runs).filter(pl.col("row").is_in(picked))
+    gated = runs.filter(pl.col("gate_position").is_not_null())["id"].to_list()
+    first = rows.filter(pl.col("id").is_in(gated)).sort("id").group_by(
+        "row", maintain_order=True).first()
+    bars = []
+    for rid, variant, row in first.select("id", "variant", "row").iter_rows():
         detail = data.run_detail(url, rid)
         arts = detail["artifacts"] if detail else pl.DataFrame()
         if arts.is_empty() or "kind" not in arts.columns:
@@ -37,10 +56,13 @@ def _histograms(url: str, run_ids: list[int], names: dict[int, str]) -> None:
         found = arts.filter(pl.col("kind") == "gate_histogram")
         if found.is_empty():
             continue
-        # the last evaluation's histogram, all layers pooled
-        hists += charts.combine_layers(charts.parse_histogram(found["data"][-1]), names[rid])
-    if hists:
-        st.altair_chart(charts.histogram(hists), width="stretch")
+        # the last evaluation's histogram, all layers pooled into fractions
+        for _, edges, fracs in charts.combine_layers(charts.parse_histogram(found["data"][-1]),
+                                                     row):
+            bars += [{"variant": variant, "row": row, "lo": edges[i], "hi": edges[i + 1],
+                      "frac": fracs[i]} for i in range(len(fracs))]
+    if bars:
+        st.altair_chart(charts.histograms(bars, colors))
     else:
         st.caption("No gate_histogram artifact for these runs (ungated runs have none).")
 
@@ -48,20 +70,22 @@ def _histograms(url: str, run_ids: list[int], names: dict[int, str]) -> None:
 def render(url: str, sweep: str | None) -> None:
     st.header(f"Probes — {sweep}")
     runs = data.runs(url, sweep)
+    colors = palette.scale(data.variants(url, sweep), data.baseline(url, sweep))
     layer_names = [n for n in data.summary_names(url, sweep)
                    if charts.layer_index(n) is not None and n.rsplit("/", 1)[0] in PER_LAYER]
     summaries = data.summaries(url, sweep, tuple(layer_names))
-    order = variant_order(runs) if not runs.is_empty() else []
-    picked = st.multiselect("Variants", order, default=order[:8], key="pr_rows")
-    for metric, title in PER_LAYER.items():
+    order = run_rows(runs)["row"].unique(maintain_order=True).to_list()
+    picked = st.multiselect("Variants", order, default=order[:12], key="pr_rows")
+    st.caption("Seed mean per layer; bars: ± one standard deviation over seeds.")
+    cols = st.columns(len(PER_LAYER))
+    for col, (metric, title) in zip(cols, PER_LAYER.items(), strict=True):
         frame = per_layer_frame(runs, summaries, metric).filter(pl.col("row").is_in(picked))
-        st.subheader(title)
-        if frame.is_empty():
-            st.caption(f"No `{metric}/layer_i` summaries for these variants.")
-            continue
-        st.altair_chart(charts.per_layer(frame, metric), width="stretch")
+        with col:
+            st.subheader(title)
+            if frame.is_empty():
+                st.caption(f"No `{metric}/layer_i` summaries for these variants.")
+                continue
+            st.altair_chart(charts.per_layer(frame, metric, colors,
+                                             log_y=metric in LOG_SCALE), width="stretch")
     st.subheader("Gate score histograms")
-    rows = add_row_labels(runs).filter(pl.col("row").is_in(picked)
-                                       & pl.col("gate_position").is_not_null())
-    ids = rows.sort("id").group_by("row", maintain_order=True).first()["id"].to_list()
-    _histograms(url, ids, dict(zip(rows["id"].to_list(), rows["row"].to_list(), strict=True)))
+    _histograms(url, runs, picked, colors)

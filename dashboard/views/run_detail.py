@@ -1,5 +1,6 @@
-"""Run detail: config and its diff against the baseline's, attempts with errors and tracebacks,
-and the rerun button (the dashboard's one write, through the orchestrator's rerun path)."""
+"""Run detail: status and attempts (errors and tracebacks) refreshed while the run is live, the
+rerun button (asks first; the dashboard's one write, through the orchestrator's rerun path),
+the run's curves, its checkpoints and final values, and its config diff against the baseline."""
 
 from __future__ import annotations
 
@@ -9,11 +10,14 @@ from typing import Any
 import polars as pl
 import streamlit as st
 
-from dashboard import data
+from dashboard import charts, data, palette
 from dashboard.configdiff import config_diff
-from dashboard.tables import baseline_variant, fmt_num
+from dashboard.tables import fmt_num
 
 RERUNNABLE = ("succeeded", "failed", "diverged", "cancelled", "lost")
+LIVE = ("pending", "running")
+REFRESH_S = 3
+CHECKPOINT_KINDS = ("checkpoint_dir", "checkpoint")
 
 
 def _pick_run(runs: pl.DataFrame) -> int:
@@ -25,9 +29,9 @@ def _pick_run(runs: pl.DataFrame) -> int:
     return st.selectbox("Run", ids, index=index, format_func=labels.__getitem__, key="rd_run")
 
 
-def _baseline_id(runs: pl.DataFrame, seed: int) -> int | None:
+def _baseline_id(url: str, sweep: str, runs: pl.DataFrame, seed: int) -> int | None:
     """The baseline run with the same seed (else the first baseline run)."""
-    base = baseline_variant(runs)
+    base = data.baseline(url, sweep)
     cands = runs.filter(pl.col("variant") == base).sort("id") if base else runs.head(0)
     same = cands.filter(pl.col("seed") == seed)
     pick = same if not same.is_empty() else cands
@@ -35,27 +39,23 @@ def _baseline_id(runs: pl.DataFrame, seed: int) -> int | None:
 
 
 def _attempts(attempts: list[Any]) -> None:
-    st.subheader(f"Attempts ({len(attempts)})")
+    st.markdown(f"**Attempts ({len(attempts)})**")
     if not attempts:
         st.caption("Not started yet.")
         return
     st.table(pl.DataFrame([{"attempt": a.number, "status": a.status, "host": a.host,
                             "started": str(a.started)[:19], "ended": str(a.ended or "")[:19],
+                            "fault": getattr(a, "fault", None) or "",
                             "error": a.error or ""} for a in attempts]))
     for a in attempts:
         if a.traceback or a.error:
-            with st.expander(f"attempt {a.number}: {a.status} — {(a.error or '')[:80]}"):
+            with st.expander(f"attempt {a.number}: {a.status} — {(a.error or '')[:80]}",
+                             expanded=a is attempts[-1] and a.status == "failed"):
                 st.code(a.traceback or a.error, language="python")
 
 
-def _rerun_button(url: str, run: Any) -> None:
+def _spawn(url: str, run: Any) -> None:
     """Start `orchestrator rerun ID --db URL` detached (the CLI's own code path)."""
-    allowed = run.status in RERUNNABLE
-    clicked = st.button("Rerun this run", key="rd_rerun", disabled=not allowed, type="primary",
-                        help="new attempt; resumes from the run's last checkpoint" if allowed
-                        else f"a {run.status} run is already scheduled")
-    if not clicked:
-        return
     try:
         from orchestrator.rerun import spawn_rerun  # lazy: the dashboard stays Ray-free
     except ImportError as exc:
@@ -68,7 +68,77 @@ def _rerun_button(url: str, run: Any) -> None:
                  f"Try `orchestrator rerun {run.id} --db {url}`.")
         return
     data.clear()
-    st.success(f"Rerun of run {run.id} ({run.name}) started.")
+    st.session_state[f"rd_started_{run.id}"] = True
+
+
+def _rerun_controls(url: str, run: Any) -> None:
+    """Rerun asks for confirmation; after it the state block shows the new attempt."""
+    confirm = f"rd_confirm_{run.id}"
+    allowed = run.status in RERUNNABLE
+    if st.session_state.get(f"rd_started_{run.id}"):
+        st.success(f"Rerun of run {run.id} ({run.name}) started: status {run.status}.")
+    if st.button("Rerun this run…", key="rd_rerun", disabled=not allowed,
+                 help="a new attempt; resumes from the run's last checkpoint" if allowed
+                 else f"a {run.status} run is already scheduled"):
+        st.session_state[confirm] = True
+    if not (allowed and st.session_state.get(confirm)):
+        return
+    st.warning(f"Start a new attempt of **{run.name}** (status {run.status})? It resumes "
+               "from the run's last checkpoint and uses compute.")
+    c1, c2, _ = st.columns([1, 1, 4])
+    if c1.button("Yes, rerun", key="rd_rerun_yes", type="primary"):
+        st.session_state[confirm] = False
+        _spawn(url, run)
+        st.rerun(scope="fragment")
+    if c2.button("Cancel", key="rd_rerun_no"):
+        st.session_state[confirm] = False
+        st.rerun(scope="fragment")
+
+
+def _state_block(url: str, run_id: int) -> None:
+    detail = data.run_detail(url, run_id)
+    if detail is None:
+        st.error(f"Run {run_id} is not in {url}.")
+        return
+    run = detail["run"]
+    st.markdown(f"**{run.name}** — variant `{run.variant}`, seed {run.seed}, "
+                f"status **{run.status}**")
+    _rerun_controls(url, run)
+    _attempts(detail["attempts"])
+    if run.status in LIVE:
+        st.caption(f"Live: refreshed every {REFRESH_S} s.")
+
+
+def _curves(url: str, sweep: str, run: Any) -> None:
+    raw = data.metrics(url, (run.id,), ("train/loss", "val/loss"), 1000)
+    if raw.is_empty():
+        st.caption("No training points yet.")
+        return
+    colors = palette.scale(data.variants(url, sweep), data.baseline(url, sweep))
+    cols = st.columns(2)
+    for col, name in zip(cols, ("train/loss", "val/loss"), strict=True):
+        pts = raw.filter(pl.col("name") == name)
+        if pts.is_empty():
+            col.caption(f"{name}: no points.")
+            continue
+        series = pts.select(pl.lit(run.variant).alias("variant"),
+                            pl.lit(run.name).alias("series"),
+                            pl.col("step").cast(pl.Float64).alias("x"), "value")
+        col.markdown(f"**{name}**")
+        col.altair_chart(charts.curves(series, name, colors, x="x"), width="stretch")
+
+
+def _checkpoints(artifacts: pl.DataFrame) -> None:
+    st.markdown("**Checkpoints**")
+    if artifacts.is_empty() or "kind" not in artifacts.columns:
+        st.caption("No checkpoint recorded.")
+        return
+    ck = artifacts.filter(pl.col("kind").is_in(list(CHECKPOINT_KINDS)))
+    if ck.is_empty():
+        st.caption("No checkpoint recorded.")
+        return
+    st.table(ck.select("kind", pl.col("path").fill_null("–"),
+                       pl.col("created").cast(pl.String).str.slice(0, 19)))
 
 
 def _summaries(url: str, run_id: int) -> None:
@@ -93,13 +163,13 @@ def render(url: str, sweep: str | None) -> None:
         st.error(f"Run {run_id} is not in {url}.")
         return
     run = detail["run"]
-    st.markdown(f"**{run.name}** — variant `{run.variant}`, seed {run.seed}, "
-                f"status **{run.status}**")
-    _rerun_button(url, run)
-    _attempts(detail["attempts"])
+    live = run.status in LIVE or st.session_state.get(f"rd_started_{run.id}")
+    st.fragment(run_every=REFRESH_S if live else None)(_state_block)(url, run_id)
+    _curves(url, sweep, run)
+    _checkpoints(detail["artifacts"])
     _summaries(url, run.id)
     st.subheader("Config")
-    base_id = _baseline_id(runs, run.seed)
+    base_id = _baseline_id(url, sweep, runs, run.seed)
     if base_id is not None and base_id != run.id:
         base_cfg = data.run_config(url, base_id) or {}
         diff = config_diff(run.config, base_cfg)

@@ -9,6 +9,10 @@ this module as it is.
 (``group_key``: same config but the seed, so an LR axis does not mix learning rates): n,
 mean, sample std and min of val/ppl over the succeeded seeds, mean val/loss, and how many
 seeds diverged. Both read ``summaries``, never ``metrics``.
+
+The ``leaderboard`` view is deliberately RAW: plain per-group aggregates for ad-hoc SQL
+(``orchestrator query``). It has no baseline, no delta, no rank, no CI and no verdict -- what a
+result means is decided once, in results_db/analysis/ (``db.leaderboard``), never in SQL.
 """
 
 from __future__ import annotations

@@ -1,0 +1,65 @@
+"""Shaping training curves for display: EMA smoothing, seeds as mean ± band on a common grid,
+and the Δ-vs-baseline curve. Pure polars over downsampled points (db.curves); presentation
+only -- the conclusions (Δ with CIs, verdicts) come from results_db.
+
+Frames: ``points`` (run_id, variant, row, x, value) where ``row`` is the group a run belongs to
+(its variant, plus its LR where the variant has several) and ``x`` the step or tokens.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+GRID = 200  # common x bins for the seed mean: downsampled runs keep different steps
+
+
+def ema(points: pl.DataFrame, smoothing: float) -> pl.DataFrame:
+    """TensorBoard-style EMA per run over x (weight ``smoothing`` on the past; 0 = off).
+    NaN (null) points stay null and do not reset the average."""
+    if smoothing <= 0 or points.is_empty():
+        return points
+    alpha = 1.0 - min(max(smoothing, 0.0), 0.999)
+    return points.sort("run_id", "x").with_columns(
+        pl.col("value").ewm_mean(alpha=alpha, adjust=True, ignore_nulls=True)
+        .over("run_id").alias("_ema")).with_columns(
+        value=pl.when(pl.col("value").is_null()).then(None).otherwise(pl.col("_ema"))
+    ).drop("_ema")
+
+
+def per_run(points: pl.DataFrame, names: dict[int, str]) -> pl.DataFrame:
+    """(variant, series, x, value): one line per run, labelled by its name."""
+    return points.with_columns(series=pl.col("run_id").replace_strict(
+        names, return_dtype=pl.String)).select("variant", "series", "x", "value")
+
+
+def seed_mean(points: pl.DataFrame, grid: int = GRID) -> pl.DataFrame:
+    """(variant, series=row, x, value=mean, lo, hi, n): per row and x bin, the mean over the
+    row's runs of each run's bin mean, band = mean ± std over runs (one run: no band)."""
+    if points.is_empty():
+        return points.select("variant", pl.col("row").alias("series"), "x", "value")
+    x0, x1 = points["x"].min(), points["x"].max()
+    width = max((x1 - x0) / grid, 1e-12)
+    binned = points.drop_nulls("value").with_columns(
+        _b=((pl.col("x") - x0) / width).floor().clip(0, grid - 1).cast(pl.Int64))
+    per = binned.group_by("row", "variant", "run_id", "_b").agg(
+        pl.col("value").mean(), pl.col("x").mean())
+    out = per.group_by("row", "variant", "_b").agg(
+        pl.col("x").mean(), pl.col("value").mean().alias("mean"),
+        pl.col("value").std().alias("std"), pl.len().alias("n"))
+    std = pl.col("std").fill_null(0.0)
+    return out.sort("row", "_b").select(
+        "variant", pl.col("row").alias("series"), "x", "_b", pl.col("mean").alias("value"),
+        (pl.col("mean") - std).alias("lo"), (pl.col("mean") + std).alias("hi"), "n")
+
+
+def delta_vs_baseline(grouped: pl.DataFrame, base_of: dict[str, str]) -> pl.DataFrame:
+    """The seed-mean curve of each row minus its baseline row's at the same x bin.
+    ``base_of``: {row: baseline row} (the baseline at the same LR, or the sweep's baseline);
+    rows without one, and the baseline rows themselves, are left out."""
+    if grouped.is_empty() or not base_of:
+        return grouped.head(0)
+    base = grouped.select(pl.col("series").alias("_base"), "_b", pl.col("value").alias("_bv"))
+    keyed = grouped.filter(pl.col("series").is_in(list(base_of))).with_columns(
+        _base=pl.col("series").replace_strict(base_of, return_dtype=pl.String))
+    out = keyed.join(base, on=["_base", "_b"], how="inner")
+    return out.select("variant", "series", "x", (pl.col("value") - pl.col("_bv")).alias("value"))

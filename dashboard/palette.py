@@ -1,0 +1,60 @@
+"""One colour per variant on every chart of the app, and the verdict colours.
+
+Every chart colours by variant through ``scale(variants)`` built from the sweep's whole variant
+list (``data.variants``: baseline first, then declared order), never from the rows a chart
+happens to show, so a variant keeps its colour from chart to chart and page to page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import altair as alt
+
+# Tableau 10, then its light tones: distinct for 20 variants; beyond that the cycle repeats
+# (a 30-variant sweep is read through the tables and the filters, not by colour alone).
+COLORS: tuple[str, ...] = (
+    "#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#eeca3b", "#ff9da6",
+    "#9d755d", "#bab0ac", "#9ecae9", "#ffbf79", "#88d27a", "#ff9d98", "#a2d4d0", "#d6a5c9",
+    "#f2cf5b", "#fcbfd2", "#d8b5a5", "#79706e")
+BASELINE_COLOR = "#333333"  # the baseline is drawn dark: the reference every eye looks for
+
+# verdict -> colour (results_db.VERDICTS; "needs >= k seeds" matched by its prefix)
+VERDICT_COLORS: dict[str, str] = {
+    "baseline": "#333333", "better": "#2e7d32", "worse": "#c62828", "within noise": "#9e9e9e",
+    "needs": "#ef6c00", "n = 1": "#6d4c41"}
+
+
+def colors(variants: Sequence[str], baseline: str | None = None) -> dict[str, str]:
+    """{variant: hex colour} for the sweep's variants in a fixed order."""
+    out: dict[str, str] = {}
+    i = 0
+    for v in variants:
+        if v in out:
+            continue
+        if v == baseline:
+            out[v] = BASELINE_COLOR
+            continue
+        out[v] = COLORS[i % len(COLORS)]
+        i += 1
+    return out
+
+
+def scale(variants: Sequence[str], baseline: str | None = None) -> alt.Scale:
+    """The Altair colour scale of the sweep's variants (domain = every variant)."""
+    cmap = colors(variants, baseline)
+    return alt.Scale(domain=list(cmap), range=list(cmap.values()))
+
+
+def verdict_color(verdict: str | None) -> str:
+    if not verdict:
+        return VERDICT_COLORS["within noise"]
+    for key, col in VERDICT_COLORS.items():
+        if verdict.startswith(key):
+            return col
+    return VERDICT_COLORS["within noise"]
+
+
+def verdict_scale(verdicts: Sequence[str]) -> alt.Scale:
+    dom = list(dict.fromkeys(v for v in verdicts if v))
+    return alt.Scale(domain=dom, range=[verdict_color(v) for v in dom])

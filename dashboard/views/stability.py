@@ -1,0 +1,75 @@
+"""LR stability (the paper's Table 2 question, for sweeps with an LR axis): final loss vs LR (log
+x) per variant with 95 % CIs, each variant's max stable LR marked with the rule and tolerance
+stated, and loss spikes / divergence and max activation vs LR beside it. Everything comes from
+db.stability (results_db/analysis/stability.py); a sweep with one LR has no such view."""
+
+from __future__ import annotations
+
+import polars as pl
+import streamlit as st
+
+from dashboard import charts, data, palette
+from dashboard.tables import fmt_lr, fmt_num
+
+TOLERANCES = (0.02, 0.05, 0.10, 0.20)
+
+
+def has_lr_axis(url: str, sweep: str) -> bool:
+    """Whether some variant of the sweep ran at more than one learning rate."""
+    runs = data.runs(url, sweep)
+    if runs.is_empty():
+        return False
+    return bool(runs.group_by("variant").agg(pl.col("lr").n_unique())["lr"].max() > 1)
+
+
+def summary_frame(summary: pl.DataFrame) -> pl.DataFrame:
+    """db.stability(...).summary as display strings."""
+    return summary.select(
+        "variant", pl.col("best_lr").map_elements(fmt_lr, return_dtype=pl.String),
+        pl.col("best_value").map_elements(fmt_num, return_dtype=pl.String),
+        pl.col("max_stable_lr").map_elements(fmt_lr, return_dtype=pl.String),
+        pl.col("n_lrs").cast(pl.String))
+
+
+def render_view(url: str, sweep: str, key: str = "st") -> bool:
+    """Draw the view; False (and nothing drawn) for a sweep without an LR axis."""
+    c1, c2 = st.columns([1, 3])
+    tol = c1.select_slider("Tolerance", TOLERANCES, value=0.05, key=f"{key}_tol",
+                           format_func=lambda t: f"{t:.0%}")
+    stab = data.stability(url, sweep, "val/loss", tol)
+    if stab is None:
+        return False
+    c2.info(f"**Max stable LR rule** (tolerance {tol:.0%}): {stab.rule}")
+    colors = palette.scale(data.variants(url, sweep), data.baseline(url, sweep))
+    curve = stab.curve.with_columns(pl.col("stable").fill_null(False))
+    msl = stab.summary.select("variant", "max_stable_lr").drop_nulls()
+    left, mid, right = st.columns(3)
+    with left:
+        st.markdown("**Final val/loss vs LR** (95 % CI; hollow = unstable; dashed = max "
+                    "stable LR)")
+        st.altair_chart(charts.vs_lr(curve, "mean", "final val/loss", colors, ci=True,
+                                     msl=msl), width="stretch")
+    with mid:
+        st.markdown("**Loss spikes and divergence vs LR** (diverged runs per LR in the "
+                    "tooltip)")
+        st.altair_chart(charts.vs_lr(curve.with_columns(pl.col("loss_spikes").fill_null(0.0)),
+                                     "loss_spikes", "loss spikes (seed mean)", colors),
+                        width="stretch")
+    with right:
+        st.markdown("**Max activation vs LR** (log scale)")
+        act = curve.filter(pl.col("max_activation").is_not_null()
+                           & (pl.col("max_activation") > 0))
+        if act.is_empty():
+            st.caption("No probe/max_activation summaries.")
+        else:
+            st.altair_chart(charts.vs_lr(act, "max_activation", "max |activation|", colors,
+                                         log_y=True), width="stretch")
+    st.dataframe(summary_frame(stab.summary), hide_index=True, key=f"{key}_summary")
+    return True
+
+
+def render(url: str, sweep: str | None) -> None:
+    st.header(f"LR stability — {sweep}")
+    if sweep is None or not render_view(url, sweep):
+        st.info("This sweep has one learning rate per variant: no loss-vs-LR view. Add an LR "
+                "axis (`axes: {train.lr: [...]}`) to measure stability.")

@@ -1,0 +1,63 @@
+"""The `orchestrator` Typer app and what every command module shares (options, consoles, DB).
+
+Command modules (cli.py, cli_read.py, cli_results.py, evaluate.py) import this module and
+register on ``app``; cli.py imports them all and holds ``main``. Nothing here imports
+results_db, torch, Ray or polars at module level: ``orchestrator --help`` and every error path
+must answer in well under half a second.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+DEFAULT_DB = "sqlite:///results.db"
+STALE_ENV = "GATESWEEP_STALE_AFTER"
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
+                  help="Declarative attention-gate ablation sweeps: YAML -> Ray Tune -> "
+                       "DeepSpeed -> SQL -> Streamlit.")
+db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+
+# Wide when piped (logs, tests): run names must not be truncated.
+out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+DbOpt = Annotated[str | None, typer.Option("--db", help="Results DB URL [default: "
+                                           "$GATESWEEP_DB or sqlite:///results.db]")]
+StaleOpt = Annotated[float | None, typer.Option(
+    "--stale-after", help="Seconds without a heartbeat before a running run counts as lost "
+                          "[default: $GATESWEEP_STALE_AFTER or 120]")]
+StorageOpt = Annotated[Path, typer.Option("--storage", help="Checkpoints and Tune state")]
+
+
+def db_url(db: str | None) -> str:
+    from orchestrator.env import absolute_db_url
+
+    return absolute_db_url(db or os.environ.get("GATESWEEP_DB") or DEFAULT_DB)
+
+
+def open_read(db: str | None) -> Any:
+    """The results DB of a read-only command: never created, migrated or changed (mode=ro);
+    a missing DB raises results_db.DBNotFound (a FileNotFoundError: exit 2)."""
+    import results_db
+
+    return results_db.open(db_url(db), readonly=True)
+
+
+def stale_after(value: float | None) -> float:
+    from orchestrator.env import float_env
+
+    return value if value is not None else float_env(STALE_ENV, 120.0)
+
+
+def split_csv(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    return [v.strip() for v in value.split(",") if v.strip()]

@@ -1,0 +1,165 @@
+"""The conclusion commands: leaderboard, table, effects, stability (issue 10).
+
+They compute nothing: results_db's AnalysisMixin decides the baseline, the statistics, the
+CIs and the verdicts (``db.leaderboard``, ``db.verdict_summary``, ``db.ablation_table``,
+``db.effects``, ``db.stability``); these commands only choose columns and format them
+(orchestrator/frame_format.py). The DB is opened read-only.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from orchestrator.cli_app import DbOpt, app, open_read, out
+from orchestrator.errors import UserError
+from orchestrator.frame_format import check_format, render
+
+FormatOpt = Annotated[str, typer.Option("--format", help="table|csv|json|markdown|latex")]
+MetricOpt = Annotated[str, typer.Option("--metric", help="Summary metric, e.g. val/ppl")]
+EffectOpt = Annotated[float, typer.Option(
+    "--min-effect", min=0.0, max=10.0,
+    help="Smallest relative change that matters (0.01 = 1 %); sets 'needs >= k seeds'")]
+
+# Human formats show these; csv/json show every column (dimensions, keys, params too).
+BOARD_COLUMNS = ["rank", "variant", "lr", "n", "mean", "std", "delta_pct", "ci", "verdict",
+                 "seeds_needed"]
+
+
+def open_sweep(db: str | None, sweep: str) -> Any:
+    d = open_read(db)
+    if d.sweep_status(sweep).height == 0:
+        raise UserError(f"no sweep named {sweep!r} in {d.url}")
+    return d
+
+
+def with_ci_text(frame: Any, low: str = "ci_low_pct", high: str = "ci_high_pct",
+                 name: str = "ci") -> Any:
+    """'[-1.2, +0.3] %' from the CI bounds results_db computed (formatting only)."""
+    import polars as pl
+
+    if low not in frame.columns:
+        return frame
+    text = [None if lo is None or hi is None else f"[{lo:+.2f}, {hi:+.2f}] %"
+            for lo, hi in zip(frame[low].to_list(), frame[high].to_list())]
+    return frame.with_columns(pl.Series(name, text, dtype=pl.Utf8))
+
+
+@app.command()
+def leaderboard(sweep: str, db: DbOpt = None, metric: MetricOpt = "val/ppl",
+                min_effect: EffectOpt = 0.01, format: FormatOpt = "table") -> None:
+    """Variants ranked by METRIC with n, mean, std, the 95 % CI of the change vs the baseline
+    and a verdict (better / worse / within noise / needs >= k seeds)."""
+    check_format(format)
+    d = open_sweep(db, sweep)
+    board = d.leaderboard(sweep, metric, min_effect=min_effect)
+    summary = d.verdict_summary(sweep, metric, min_effect=min_effect)
+    if format in ("csv", "json"):
+        render(out, board, format, title=f"{sweep}: {metric}", summary=summary)
+        return
+    from results_db.vocab import higher_is_better
+
+    shown = with_ci_text(board)
+    better = "higher" if higher_is_better(metric) else "lower"
+    render(out, shown, format, title=f"{sweep}: {metric} ({better} is better)",
+           summary=summary, columns=BOARD_COLUMNS)
+
+
+@app.command()
+def table(sweep: str, db: DbOpt = None,
+          paper: Annotated[bool, typer.Option(
+              "--paper", help="Paper layout: one 'mean ± std' column per metric + verdicts")
+          ] = False,
+          metrics: Annotated[str | None, typer.Option(
+              help="Comma-separated metrics [default: results_db's ablation metrics]")] = None,
+          min_effect: EffectOpt = 0.01, format: FormatOpt = "table") -> None:
+    """The ablation table: per variant (and LR) every metric with its CI and verdict, the
+    verdict summary on top."""
+    from orchestrator.cli_app import split_csv
+
+    check_format(format)
+    d = open_sweep(db, sweep)
+    names = split_csv(metrics)
+    kw = {"metrics": names} if names else {}
+    t = d.ablation_table(sweep, min_effect=min_effect, **kw)
+    summary = d.verdict_summary(sweep, (names or ["val/ppl"])[0], min_effect=min_effect)
+    if format in ("csv", "json"):
+        render(out, t, format, title=f"{sweep}: ablation table", summary=summary)
+        return
+    ms = _table_metrics(t)
+    shown = paper_layout(t, ms) if paper else long_layout(t, ms)
+    render(out, shown, format, title=f"{sweep}: ablation table", summary=summary)
+
+
+def paper_layout(t: Any, metrics: list[str]) -> Any:
+    """One row per variant (and LR), one 'mean ± std (verdict)' cell per metric."""
+    import polars as pl
+
+    cells = {m: [txt if v in ("baseline", None) else f"{txt} ({v})" for txt, v in
+                 zip(t[f"{m}:text"].to_list(), t[f"{m}:verdict"].to_list())] for m in metrics}
+    keep = [c for c in ("variant", "lr", "n", "max_stable_lr") if c in t.columns]
+    return t.select(keep).with_columns(pl.Series(m, v, dtype=pl.Utf8) for m, v in cells.items())
+
+
+def long_layout(t: Any, metrics: list[str]) -> Any:
+    """One row per (variant, LR, metric): n, mean ± std, change %, its 95 % CI, verdict."""
+    import polars as pl
+
+    parts = []
+    for m in metrics:
+        part = with_ci_text(t, f"{m}:ci_low_pct", f"{m}:ci_high_pct", "ci")
+        parts.append(part.select(
+            "variant", "lr", pl.lit(m).alias("metric"), pl.col(f"{m}:n").alias("n"),
+            pl.col(f"{m}:text").alias("mean ± std"), pl.col(f"{m}:delta_pct").alias("delta_pct"),
+            "ci", pl.col(f"{m}:verdict").alias("verdict")))
+    return pl.concat(parts, how="vertical_relaxed")
+
+
+def _table_metrics(t: Any) -> list[str]:
+    """The metrics of an ablation table, in column order (columns are '<metric>:<stat>')."""
+    seen: list[str] = []
+    for c in t.columns:
+        m = c.rsplit(":", 1)[0] if ":" in c else None
+        if m and m not in seen:
+            seen.append(m)
+    return seen
+
+
+@app.command()
+def effects(sweep: str, db: DbOpt = None, metric: MetricOpt = "val/ppl",
+            min_effect: EffectOpt = 0.01, format: FormatOpt = "table") -> None:
+    """Main effect of each gate dimension: the mean change vs the baseline for each value,
+    over the other dimensions, with a 95 % CI and a verdict."""
+    check_format(format)
+    d = open_sweep(db, sweep)
+    eff = d.effects(sweep, metric, min_effect=min_effect)
+    title = f"{sweep}: main effects on {metric}"
+    if format in ("csv", "json"):
+        render(out, eff, format, title=title)
+        return
+    shown = with_ci_text(eff)
+    render(out, shown, format, title=title, columns=[
+        "dimension", "value", "n_variants", "n_runs", "mean_delta_pct", "ci", "verdict"])
+
+
+@app.command()
+def stability(sweep: str, db: DbOpt = None,
+              metric: Annotated[str, typer.Option("--metric")] = "val/loss",
+              tol: Annotated[float, typer.Option(min=0.0, max=10.0, help=(
+                  "Relative tolerance vs the variant's best LR"))] = 0.05,
+              curve: Annotated[bool, typer.Option(
+                  "--curve", help="Print the loss-vs-LR curve instead of the summary")] = False,
+              format: FormatOpt = "table") -> None:
+    """Learning-rate stability per variant: best LR, max stable LR (the rule is printed), and
+    with --curve the loss, spikes, divergence and max activation at each LR."""
+    check_format(format)
+    d = open_sweep(db, sweep)
+    st = d.stability(sweep, metric, tol)
+    if st is None:
+        out.print(f"{sweep}: every variant ran at one learning rate; stability needs an LR "
+                  "axis (axes.train.lr or lr_ladder)")
+        return
+    frame = st.curve if curve else st.summary
+    render(out, frame, format, title=f"{sweep}: {'loss vs LR' if curve else 'stability'} "
+                                     f"({metric})", summary=st.rule)

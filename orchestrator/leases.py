@@ -1,0 +1,85 @@
+"""The driver's side of the claim protocol (docs/cluster.md "Claims and leases").
+
+While a driver (``submit`` / ``rerun``) lives, a daemon thread every heartbeat interval:
+- renews its lease on the runs it means to run (``runs.owner`` / ``runs.lease_until``), so a
+  queued run of a *dead* driver (lease ran out) is told apart from one a live driver will
+  still start -- ``rerun --sweep`` takes the former and leaves the latter;
+- records its own silent attempts promptly: an attempt it claimed whose heartbeat went stale
+  (states.stale_after_s of its interval) ends ``failed`` with ``node_lost`` when Ray reports its
+  node dead, else ``worker_died`` -- seconds after the death, whether or not Tune retries.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from orchestrator.faults import Fault
+from results_db.states import stale_after_s
+
+
+def node_fault(host: str) -> Fault:
+    """``node_lost`` when the Ray node in ``host`` ("hostname/<node id prefix>") is dead."""
+    prefix = host.split("/", 1)[1] if "/" in host else ""
+    if not prefix:
+        return Fault.WORKER_DIED
+    try:
+        import ray
+
+        if not ray.is_initialized():
+            return Fault.WORKER_DIED
+        for node in ray.nodes():
+            if str(node.get("NodeID", "")).startswith(prefix) and not node.get("Alive"):
+                return Fault.NODE_LOST
+    except Exception:  # noqa: BLE001 - the GCS may be unreachable: say what we know
+        return Fault.WORKER_DIED
+    return Fault.WORKER_DIED
+
+
+class LeaseKeeper:
+    """Context manager: renew leases and record silent deaths until the driver is done."""
+
+    def __init__(self, db: Any, run_ids: list[int], owner: str, heartbeat_s: float,
+                 say: Callable[[str], None] | None = None) -> None:
+        self.db, self.ids, self.owner, self.heartbeat_s = db, list(run_ids), owner, heartbeat_s
+        self.say = say or (lambda _m: None)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="leases", daemon=True)
+
+    def __enter__(self) -> LeaseKeeper:
+        self.tick()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+        try:
+            self.tick()  # a death in the last interval is still recorded
+            self.db.release_leases(self.ids, self.owner)
+        except Exception:  # noqa: BLE001 - never mask the sweep's own outcome
+            pass
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.heartbeat_s):
+            try:
+                self.tick()
+            except Exception:  # noqa: BLE001 - a DB hiccup: next interval
+                continue
+
+    def tick(self) -> list[int]:
+        """One renewal + silent-death sweep; returns the attempt ids it ended."""
+        self.db.renew_leases(self.ids, self.owner, stale_after_s(self.heartbeat_s))
+        ended = []
+        for att in self.db.stale_attempts(self.ids):
+            if att.owner != self.owner:
+                continue  # another driver's attempt: its own driver (or the reconciler) judges
+            fault = node_fault(att.host)
+            last = att.heartbeat or att.started
+            msg = (f"{'node lost' if fault is Fault.NODE_LOST else 'worker died'}: no heartbeat "
+                   f"since {last:%H:%M:%S} on {att.host}")
+            self.db.finish_attempt(att.id, "failed", error=msg, fault=fault)
+            self.say(f"run {att.run_id}: attempt {att.number} {msg}")
+            ended.append(att.id)
+        return ended

@@ -1,0 +1,73 @@
+"""A sweep file -> a validated, expanded ``Plan`` (what ``validate``, ``submit`` and
+``submit --detach`` start from), plus the checks that need no training: data files.
+
+Light on purpose: no Ray, no torch, no results_db import here (``validate`` and every error
+path must answer fast); ``trainer.data`` is imported only when a run reads files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from orchestrator.errors import SpecError, SpecIssue
+from orchestrator.expand import ExpandedRun, expand
+from orchestrator.spec import SweepSpec, load_spec
+from orchestrator.yamlsrc import Source
+
+
+@dataclass
+class Plan:
+    path: Path
+    spec: SweepSpec
+    src: Source
+    runs: list[ExpandedRun]
+
+
+def make_plan(path: str | Path) -> Plan:
+    """Parse + expand, or raise SpecError (FILE:LINE KEY) before touching anything."""
+    spec, src = load_spec(path)
+    return Plan(Path(path), spec, src, expand(spec, src))
+
+
+def check_data(plan: Plan) -> None:
+    """Raise SpecError when a run's data (paths, decoding, tokenizer) cannot be used.
+
+    Each distinct (data, train) pair is checked once by ``trainer.data.check``; a problem is
+    reported once with the number of runs it affects. Synthetic data with the byte tokenizer
+    has nothing to check (and costs no import).
+    """
+    groups: dict[tuple[str, str], list[ExpandedRun]] = {}
+    for r in plan.runs:
+        for where, data in _data_configs(r):
+            if data.source == "synthetic" and data.tokenizer == "bytes":
+                continue
+            key = (where, data.model_dump_json() + r.spec.train.model_dump_json())
+            groups.setdefault(key, []).append(r)
+    if not groups:
+        return
+    from trainer.data import check  # F's contract: (data_config, train_config) -> [problem]
+
+    issues = []
+    for (where, _), runs in groups.items():
+        data = dict(_data_configs(runs[0]))[where]
+        for problem in check(data, runs[0].spec.train):
+            n = len(runs)
+            tail = f"run {runs[0].name}" if n == 1 else f"in {n} runs, e.g. {runs[0].name}"
+            issues.append(_issue(plan.src, where, f"{problem} ({tail})"))
+    if issues:
+        raise SpecError(issues)
+
+
+def _data_configs(run: ExpandedRun) -> list[tuple[str, Any]]:
+    """(dotted RunSpec key, DataConfig) of the training data and every eval.ppl_sets entry."""
+    out = [("data", run.spec.data)]
+    out += [(f"eval.ppl_sets.{name}", d) for name, d in run.spec.eval.ppl_sets.items()]
+    return out
+
+
+def _issue(src: Source, where: str, message: str) -> SpecIssue:
+    """Point at the base key that sets the data, else the file (a variant may set it)."""
+    path: tuple[str | int, ...] = ("base", *where.split("."))
+    return src.issue(path if src.line_of(path) is not None else (), message)

@@ -1,0 +1,84 @@
+"""TrialJob: everything one Tune trial needs, validated once in the driver, frozen.
+
+It crosses processes as one object (Ray pickles it into the trial's config): the trial, the
+multi-worker coordinator and every Ray Train rank read the same typed fields -- no dict that
+each process re-validates. ``owner`` is the driver's lease id, written on the attempt it claims
+("submit 3f2a on host x"), so a driver that loses a claim can say who holds the run.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from results_db.states import DEFAULT_HEARTBEAT_S
+from trainer.config import RunSpec
+
+HEARTBEAT_S_ENV = "GATESWEEP_HEARTBEAT_S"
+FLUSH_S_ENV = "GATESWEEP_FLUSH_S"
+
+
+def driver_owner(kind: str = "submit") -> str:
+    """A lease id for this driver process: "submit 3f2a on host x (pid 123)"."""
+    return f"{kind} {secrets.token_hex(2)} on host {socket.gethostname()} (pid {os.getpid()})"
+
+
+def heartbeat_interval() -> float:
+    """GATESWEEP_HEARTBEAT_S, default results_db.states.DEFAULT_HEARTBEAT_S (5 s)."""
+    from orchestrator.env import float_env
+
+    return float_env(HEARTBEAT_S_ENV, DEFAULT_HEARTBEAT_S)
+
+
+@dataclass(frozen=True)
+class TrialJob:
+    """One run to execute as one trial. Build it with :meth:`of` (validates the spec once)."""
+
+    run_id: int
+    name: str
+    spec: RunSpec
+    checkpoint_dir: Path
+    db_url: str
+    owner: str = ""
+    retries: int = 0
+    heartbeat_s: float = DEFAULT_HEARTBEAT_S
+    flush_s: float = 5.0
+    train_storage: str | None = None  # Ray Train's run state (multi-worker), default beside
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.spec, RunSpec):
+            raise TypeError(f"TrialJob {self.name}: spec must be a RunSpec, got "
+                            f"{type(self.spec).__name__} (use TrialJob.of)")
+        if self.retries < 0 or self.heartbeat_s <= 0 or self.flush_s <= 0:
+            raise ValueError(f"TrialJob {self.name}: retries >= 0, heartbeat_s > 0 and "
+                             f"flush_s > 0 expected, got {self.retries}, {self.heartbeat_s}, "
+                             f"{self.flush_s}")
+
+    @classmethod
+    def of(cls, run_id: int, name: str, spec: RunSpec | dict[str, Any],
+           checkpoint_dir: str | Path, db_url: str, **kw: Any) -> TrialJob:
+        """Validate a RunSpec (or its JSON) once; the checkpoint dir becomes absolute."""
+        rs = spec if isinstance(spec, RunSpec) else RunSpec.model_validate(spec)
+        return cls(run_id=int(run_id), name=name, spec=rs,
+                   checkpoint_dir=Path(checkpoint_dir).resolve(), db_url=db_url, **kw)
+
+    @property
+    def cpus(self) -> float:
+        return self.spec.resources.cpus
+
+    @property
+    def gpus(self) -> float:
+        return self.spec.resources.gpus
+
+    @property
+    def workers(self) -> int:
+        return self.spec.resources.workers
+
+    @property
+    def is_multiworker(self) -> bool:
+        return self.workers > 1

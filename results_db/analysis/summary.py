@@ -1,0 +1,48 @@
+"""The leaderboard said in words, for the top of every leaderboard (CLI, dashboard)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from results_db.vocab import verdict_kind
+
+if TYPE_CHECKING:
+    import polars as pl
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return one if n == 1 else many
+
+
+def verdict_sentence(board: pl.DataFrame, sweep: str, metric: str) -> str:
+    """"3 of 15 variants beat the baseline `baseline` beyond noise on val/ppl (95 % CI);
+    2 are worse; 6 are within noise; 4 need more seeds (up to 9); ..." -- counts over the
+    non-baseline rows of ``board`` (a leaderboard); rows are (variant, lr) pairs when the
+    sweep has an LR axis."""
+    base = board["baseline"][0] if board.height and "baseline" in board.columns else None
+    if base is None:
+        return (f"Sweep {sweep}: no baseline (no variant is named 'baseline' and none is the "
+                f"plain ungated model), so there are no deltas or verdicts on {metric}.")
+    rows = board.filter(~board["is_baseline"])
+    kinds = [verdict_kind(v) for v in rows["verdict"].to_list()]
+    unit = "variant × LR rows" if rows["lr"].n_unique() > 1 and \
+        rows["variant"].n_unique() < rows.height else "variants"
+    count = {k: kinds.count(k) for k in set(kinds)}
+    parts = [f"{count.get('better', 0)} of {rows.height} {unit} beat the baseline '{base}' "
+             f"beyond noise on {metric} (95 % CI)"]
+    if count.get("worse"):
+        parts.append(f"{count['worse']} {_plural(count['worse'], 'is', 'are')} worse")
+    if count.get("within noise"):
+        n = count["within noise"]
+        parts.append(f"{n} {_plural(n, 'is', 'are')} within noise")
+    if count.get("needs >= k seeds"):
+        n = count["needs >= k seeds"]
+        most = rows["seeds_needed"].max()
+        parts.append(f"{n} {_plural(n, 'needs', 'need')} more seeds (up to {most})")
+    if count.get("n = 1"):
+        n = count["n = 1"]
+        parts.append(f"{n} {_plural(n, 'has', 'have')} a single seed (no CI)")
+    if count.get("no data"):
+        n = count["no data"]
+        parts.append(f"{n} {_plural(n, 'has', 'have')} no value to compare")
+    return "; ".join(parts) + "."

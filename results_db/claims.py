@@ -1,0 +1,271 @@
+"""Attempts: one live attempt per run, enforced by the DB (docs/cluster.md "Claims").
+
+- ``claim_run`` is an atomic compare-and-set: ``UPDATE runs SET status='running' WHERE id=?
+  AND status IN ('pending','failed','lost')`` and a check of the row count, in one short
+  transaction (SQLite: BEGIN IMMEDIATE serialises writers; PostgreSQL: the UPDATE's row lock
+  makes a concurrent claimer wait, re-evaluate the WHERE and match nothing). The loser gets
+  None. A running run is taken over only when its attempt's lease ran out (no heartbeat for
+  ``stale_after_s`` of its own interval) or when the claimer is the same Tune trial restarted
+  (its previous process is gone).
+- ``heartbeat`` answers whether the attempt is still the run's current one; the caller must
+  stop when it is not. ``finish_attempt`` never lets a non-current or already-ended (lost)
+  attempt move the run.
+- Row locks in one order everywhere -- run, then its attempts -- so PostgreSQL writers of one
+  run wait for each other instead of deadlocking.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
+from datetime import datetime, timedelta
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
+from results_db.rows import AttemptRow
+from results_db.schema import Attempt, Run, utcnow
+from results_db.states import (ATTEMPT_END, CLAIMABLE, FaultClass, InvalidTransition, RunStatus,
+                               check_transition, parse_fault, parse_status, run_status_after,
+                               stale_after_s)
+
+S = RunStatus
+
+
+class NotFound(KeyError):
+    """A run/attempt/sweep id that is not in the database (the message names it)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class ClaimMixin:
+    _tx: Callable[[], AbstractContextManager[Session]]
+
+    def claim_run(self, run_id: int, owner: str, host: str, trial_id: str | None = None, *,
+                  pid: int | None = None, heartbeat_s: float | None = None
+                  ) -> AttemptRow | None:
+        """Take the run for a new attempt (number n+1, run -> running), or None when another
+        live attempt holds it or it is not claimable (succeeded, cancelled, ...)."""
+        with self._tx() as s:
+            now = utcnow()
+            won = s.execute(update(Run).where(Run.id == run_id, Run.status.in_(list(CLAIMABLE)))
+                            .values(status=S.RUNNING, owner=owner, updated=now)
+                            .execution_options(synchronize_session=False)).rowcount == 1
+            if not won:
+                run = s.get(Run, run_id, with_for_update=True, populate_existing=True)
+                if run is None:
+                    raise NotFound(f"claim_run: run id {run_id} does not exist")
+                if run.status != S.RUNNING or not _take_over(s, run_id, trial_id, now):
+                    return None
+                run.owner, run.updated = owner, now
+            # defensive: nothing else may stay running beside the new attempt
+            _close_running(s, run_id, S.LOST, FaultClass.SUPERSEDED, "superseded by a claim")
+            n = s.scalar(select(func.max(Attempt.number)).where(Attempt.run_id == run_id)) or 0
+            att = Attempt(run_id=run_id, number=n + 1, status=S.RUNNING, started=now,
+                          heartbeat=now, host=host, pid=os.getpid() if pid is None else pid,
+                          trial_id=trial_id, owner=owner, heartbeat_s=heartbeat_s)
+            s.add(att)
+            s.flush()
+            return AttemptRow.of(att)
+
+    def start_attempt(self, run_id: int, host: str, trial_id: str | None = None,
+                      pid: int | None = None, owner: str = "") -> AttemptRow:
+        """claim_run that raises InvalidTransition (naming the holder) instead of None."""
+        att = self.claim_run(run_id, owner or f"pid {os.getpid()} on {host}", host, trial_id,
+                             pid=pid)
+        if att is None:
+            raise self.claim_refusal(run_id)
+        return att
+
+    def claim_refusal(self, run_id: int) -> InvalidTransition:
+        """Why claim_run returned None, as an error to raise or print: "run 7 is running
+        under submit 3f2a on host x", or "run 7: cannot go from succeeded to running ..."."""
+        with self._tx() as s:
+            run = s.get(Run, run_id)
+            if run is None:
+                raise NotFound(f"claim_run: run id {run_id} does not exist")
+            if run.status != S.RUNNING:
+                try:
+                    check_transition(run_id, run.status, S.RUNNING)
+                except InvalidTransition as exc:
+                    return exc
+            cur = _latest(s, run_id)
+            holder = (cur.owner if cur is not None and cur.owner else run.owner) or \
+                "another attempt"
+            host = f" ({cur.host})" if cur is not None and cur.host else ""
+            return InvalidTransition(f"run {run_id} is running under {holder}{host}")
+
+    def current_attempt(self, run_id: int) -> AttemptRow | None:
+        """The run's newest attempt (the current one while the run is running)."""
+        with self._tx() as s:
+            att = _latest(s, run_id)
+            return None if att is None else AttemptRow.of(att)
+
+    def heartbeat(self, attempt_id: int) -> bool:
+        """Record liveness; False once the attempt is not the run's current one (lost, taken
+        over, cancelled, finished): the caller must stop at its next step boundary."""
+        with self._tx() as s:
+            att = s.get(Attempt, attempt_id)
+            if att is None:
+                raise NotFound(f"heartbeat: attempt id {attempt_id} does not exist")
+            run = _lock_run_then_attempt(s, att)
+            current = (att.status == S.RUNNING and run is not None and run.status == S.RUNNING
+                       and _is_latest(s, att))
+            if current:
+                att.heartbeat = utcnow()
+            return current
+
+    def finish_attempt(self, attempt_id: int, status: str | RunStatus, error: str | None = None,
+                       traceback: str | None = None, fault: str | FaultClass | None = None
+                       ) -> AttemptRow:
+        """End a running attempt; the run follows (states.run_status_after: a preempted
+        attempt leaves it lost) only when this is its current attempt and the run is running.
+        An attempt that already ended -- including one the reconciler marked lost -- is left
+        as it is: the first report wins, and a lost attempt never moves the run."""
+        dst, fc = parse_status(status), parse_fault(fault)
+        if dst not in ATTEMPT_END:
+            raise ValueError(f"finish_attempt: status {dst.value!r} does not end an attempt; "
+                             f"expected one of {sorted(s.value for s in ATTEMPT_END)}")
+        with self._tx() as s:
+            att = s.get(Attempt, attempt_id)
+            if att is None:
+                raise NotFound(f"finish_attempt: attempt id {attempt_id} does not exist")
+            run = _lock_run_then_attempt(s, att)
+            if att.status != S.RUNNING:
+                return AttemptRow.of(att)
+            now = utcnow()
+            att.status, att.ended, att.error, att.traceback = dst, now, error, traceback
+            att.fault = None if fc is None else fc.value
+            if run is not None and run.status == S.RUNNING and _is_latest(s, att):
+                run.status = check_transition(run.id, run.status, run_status_after(dst, fc))
+                run.updated = now
+            s.flush()
+            return AttemptRow.of(att)
+
+    def stale_attempts(self, run_ids: Iterable[int] | None = None,
+                       stale_after: float | None = None) -> list[AttemptRow]:
+        """Running attempts (of ``run_ids``, or all) whose heartbeat is older than
+        ``stale_after`` seconds, or than ``stale_after_s`` of their own interval when None."""
+        with self._tx() as s:
+            q = select(Attempt).where(Attempt.status == S.RUNNING)
+            if run_ids is not None:
+                q = q.where(Attempt.run_id.in_(list(run_ids)))
+            now = utcnow()
+            return [AttemptRow.of(a) for a in s.scalars(q) if _stale(a, now, stale_after)]
+
+    def reconcile(self, stale_after_s: float | None = None) -> list[int]:
+        """Running runs whose current attempt went silent -> run and attempt ``lost`` (fault
+        ``no_heartbeat``). ``stale_after_s`` None: each attempt's own derived threshold."""
+        lost: list[int] = []
+        with self._tx() as s:
+            now = utcnow()
+            for run in s.scalars(select(Run).where(Run.status == S.RUNNING).with_for_update()):
+                att = _latest(s, run.id)
+                if att is not None and att.status == S.RUNNING and not _stale(att, now,
+                                                                            stale_after_s):
+                    continue
+                if att is not None and att.status == S.RUNNING:
+                    att.status, att.ended, att.fault = S.LOST, now, FaultClass.NO_HEARTBEAT.value
+                    att.error = att.error or (f"lost: no heartbeat for more than "
+                                              f"{_threshold(att, stale_after_s):g} s "
+                                              f"(last {att.heartbeat or att.started})")
+                run.status = check_transition(run.id, run.status, S.LOST)
+                run.updated = now
+                lost.append(run.id)
+        return sorted(lost)
+
+    # --- driver leases on queued runs ------------------------------------------------------
+    def renew_leases(self, run_ids: Iterable[int], owner: str, lease_s: float) -> int:
+        """The driver ``owner`` still means to run these (pending/failed/lost/running) runs
+        for ``lease_s`` seconds more; returns how many rows it renewed."""
+        ids = list(run_ids)
+        if not ids:
+            return 0
+        until = utcnow() + timedelta(seconds=lease_s)
+        with self._tx() as s:
+            return s.execute(update(Run).where(Run.id.in_(ids), Run.status.in_(
+                [*CLAIMABLE, S.RUNNING])).values(owner=owner, lease_until=until)
+                .execution_options(synchronize_session=False)).rowcount
+
+    def release_leases(self, run_ids: Iterable[int], owner: str) -> None:
+        """The driver ends: its leases on ``run_ids`` end now (other owners' stay)."""
+        ids = list(run_ids)
+        if ids:
+            with self._tx() as s:
+                s.execute(update(Run).where(Run.id.in_(ids), Run.owner == owner)
+                          .values(lease_until=None)
+                          .execution_options(synchronize_session=False))
+
+
+def lease_live(lease_until: datetime | None, now: datetime | None = None) -> bool:
+    """Whether a driver's lease on a queued run still runs."""
+    return lease_until is not None and lease_until > (now or utcnow())
+
+
+def _threshold(att: Attempt, explicit: float | None) -> float:
+    return explicit if explicit is not None else stale_after_s(att.heartbeat_s)
+
+
+def _stale(att: Attempt, now: datetime, explicit: float | None) -> bool:
+    last = att.heartbeat or att.started
+    return (now - last).total_seconds() > _threshold(att, explicit)
+
+
+def _take_over(s: Session, run_id: int, trial_id: str | None, now: datetime) -> bool:
+    """A running run may be claimed only from a dead holder: the same Tune trial restarted
+    (one trial runs one process at a time) or an attempt whose lease ran out. Closing the old
+    attempt is itself a compare-and-set on its status."""
+    cur = _latest(s, run_id)
+    if cur is None or cur.status != S.RUNNING:
+        return True  # an inconsistent row (no live attempt): nothing to protect
+    if trial_id is not None and cur.trial_id == trial_id:
+        fault, why = FaultClass.WORKER_DIED, "the trial restarted: its process ended unseen"
+        status = S.FAILED
+    elif _stale(cur, now, None):
+        fault, why = FaultClass.SUPERSEDED, (f"lease ran out: no heartbeat for more than "
+                                             f"{_threshold(cur, None):g} s")
+        status = S.LOST
+    else:
+        return False
+    return s.execute(update(Attempt).where(Attempt.id == cur.id, Attempt.status == S.RUNNING)
+                     .values(status=status, ended=now, fault=fault.value, error=why)
+                     .execution_options(synchronize_session=False)).rowcount == 1
+
+
+def _latest(s: Session, run_id: int) -> Attempt | None:
+    return s.scalar(select(Attempt).where(Attempt.run_id == run_id)
+                    .order_by(Attempt.number.desc()).limit(1)
+                    .execution_options(populate_existing=True))
+
+
+def _lock_run_then_attempt(s: Session, att: Attempt) -> Run | None:
+    """Row locks in the one order every writer uses -- run, then its attempts. (SQLite: no
+    row locks; BEGIN IMMEDIATE already serialises.) Re-reads the attempt under its lock."""
+    run = s.get(Run, att.run_id, with_for_update=True)
+    s.refresh(att, with_for_update=True)
+    return run
+
+
+def _is_latest(s: Session, att: Attempt) -> bool:
+    top = s.scalar(select(func.max(Attempt.number)).where(Attempt.run_id == att.run_id))
+    return top == att.number
+
+
+def _close_running(s: Session, run_id: int, status: RunStatus, fault: FaultClass | None,
+                   why: str) -> None:
+    s.execute(update(Attempt)
+              .where(Attempt.run_id == run_id, Attempt.status == S.RUNNING)
+              .values(status=status, ended=utcnow(), error=why,
+                      fault=None if fault is None else fault.value)
+              .execution_options(synchronize_session=False))
+
+
+def close_attempts(s: Session, run_id: int, status: RunStatus, why: str) -> None:
+    """Close the run's running attempts (cancel / re-queue), no fault class."""
+    _close_running(s, run_id, status, FaultClass.CANCELLED if status == S.CANCELLED else None,
+                   why)
+
+
+__all__ = ["ClaimMixin", "NotFound", "close_attempts", "lease_live"]

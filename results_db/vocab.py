@@ -1,0 +1,81 @@
+"""The one vocabulary of results: dimension columns, gate defaults, finished states, verdicts.
+
+Everything that names "which columns describe a variant", "what an unset gate field means",
+"which run states count as results" or "which verdicts exist" imports it from here (exported
+as ``results_db.DIMENSIONS``, ``results_db.FINISHED_STATES``, ``results_db.VERDICTS``...).
+Gate defaults are read from trainer.config's pydantic models (the RunSpec contract), never
+re-spelled; ``import trainer.config`` imports pydantic only, not torch
+(tests/test_analysis_vocab.py keeps it so).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from results_db.states import CACHED, RunStatus
+from trainer.config import GateSpec, ModelConfig, SwitchHeadConfig
+
+# The gate dimension columns of `runs` (derived from model.gates by results_db/dims.py) plus
+# the non-linearity-only control: what the paper's gate tables vary.
+GATE_DIMENSIONS: tuple[str, ...] = (
+    "gate_position", "gate_granularity", "gate_sharing", "gate_combine", "gate_activation",
+    "gate_input_dependent", "nonlinearity",
+)
+# Architecture columns a variant may change besides its gates (Tables 2, 6, MoE/heads rows).
+ARCH_DIMENSIONS: tuple[str, ...] = (
+    "n_head", "n_kv_head", "moe_experts", "switch_head", "norm_style", "clip_residual",
+    "qk_norm", "n_layer", "d_model",
+)
+# Every column that describes a variant (filters, "dimension columns that vary", effects).
+DIMENSIONS: tuple[str, ...] = (*GATE_DIMENSIONS, "lr", *ARCH_DIMENSIONS, "steps")
+
+_GATE_FIELDS = {"gate_granularity": "granularity", "gate_sharing": "sharing",
+                "gate_combine": "combine", "gate_activation": "activation",
+                "gate_input_dependent": "input_dependent"}
+# column -> the value an unset field means (the RunSpec contract's defaults).
+GATE_DEFAULTS: dict[str, Any] = {
+    **{col: GateSpec.model_fields[f].default for col, f in _GATE_FIELDS.items()},
+    "nonlinearity": ModelConfig.model_fields["nonlinearity"].default,
+}
+DEFAULT_POSITION: str = GateSpec.model_fields["position"].default
+DEFAULT_NORM_STYLE: str = ModelConfig.model_fields["norm_style"].default
+DEFAULT_SWITCH_TARGETS: str = SwitchHeadConfig.model_fields["targets"].default
+
+# Runs whose numbers are results (summaries worth reading): the DB's cache-hit states.
+FINISHED_STATES: tuple[str, ...] = tuple(s.value for s in RunStatus if s in CACHED)
+# What statistics are computed over by default: a diverged run's loss is not a sample.
+RESULT_STATES: tuple[str, ...] = (RunStatus.SUCCEEDED.value,)
+
+# Verdicts of a row vs the baseline (results_db/analysis/verdict.py). "needs >= k seeds" is
+# spelled with the number ("needs >= 4 seeds"): match it with verdict_kind().
+VERDICTS: tuple[str, ...] = ("baseline", "better", "worse", "within noise",
+                             "needs >= k seeds", "n = 1", "no data")
+NEEDS_SEEDS = "needs >= {k} seeds"
+
+
+def verdict_kind(verdict: str | None) -> str | None:
+    """The VERDICTS entry a verdict string belongs to ("needs >= 4 seeds" -> "needs >= k
+    seeds"); None for None."""
+    if verdict is None:
+        return None
+    if verdict.startswith("needs >= ") and verdict.endswith(" seeds"):
+        return "needs >= k seeds"
+    if verdict not in VERDICTS:
+        raise ValueError(f"verdict: {verdict!r} is not one of {', '.join(VERDICTS)}")
+    return verdict
+
+
+# Metric direction: quality metrics where higher is better; everything else (losses,
+# perplexities, spikes, activations, attention sink) is lower-is-better.
+_HIGHER_PREFIXES = ("bench/",)
+_HIGHER_PARTS = ("acc", "exact_match", "retrieval", "f1", "tokens_per_s")
+_LOWER_PARTS = ("ppl", "perplexity", "loss", "bits_per_byte", "bpb")
+
+
+def higher_is_better(metric: str) -> bool:
+    """True for benchmark scores and accuracies; False for losses, perplexities (also a
+    benchmark's word_perplexity) and probes."""
+    last = metric.rsplit("/", 1)[-1]
+    if any(p in last for p in _LOWER_PARTS):
+        return False
+    return metric.startswith(_HIGHER_PREFIXES) or any(p in last for p in _HIGHER_PARTS)

@@ -1,0 +1,72 @@
+"""A small, deterministic results DB for CLI tests: the shipped gates and LR sweeps with two
+seeds, written through results_db's API (real SQLite file, real attempts and summaries).
+
+- ``gates-toy`` (sweeps/gates.yaml, seeds 0 and 1): 32 runs, all succeeded but
+  ``sdpa_headwise-s1`` (failed); ``sdpa_elementwise`` is 3 % better than the baseline, the
+  others within 0.1 %.
+- ``lr-stability`` (sweeps/lr_stability.yaml, seeds 0 and 1): 20 runs over a 5-step LR ladder,
+  val/loss U-shaped in the LR.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import results_db
+from orchestrator.plan import make_plan
+from orchestrator.submit import register
+
+SWEEPS = Path(__file__).resolve().parents[1] / "sweeps"
+
+
+def _values(variant: str, seed: int, lr: float) -> dict[str, float]:
+    better = {"sdpa_elementwise": 0.97}.get(variant, 1.0 + 0.001 * (len(variant) % 3))
+    u = 1.0 + 0.05 * math.log10(lr / 1e-2) ** 2  # best at lr = 1e-2
+    ppl = 10.0 * better * u * (1 + 0.001 * seed)
+    return {"val/ppl": ppl, "val/loss": math.log(ppl), "probe/max_activation": 50.0 + seed,
+            "stability/loss_spikes": 0.0, "probe/first_token_attention": 0.3}
+
+
+def build(tmp: Path) -> str:
+    """Write the sample DB under ``tmp``; returns its URL."""
+    url = f"sqlite:///{tmp / 'sample.db'}"
+    db = results_db.open(url)
+    for name in ("gates.yaml", "lr_stability.yaml"):
+        text = (SWEEPS / name).read_text().replace("seeds: [0]", "seeds: [0, 1]")
+        (tmp / name).write_text(text)
+        plan = make_plan(tmp / name)
+        res = register(db, plan, force=False)
+        by_fp = {r.fingerprint: r for r in plan.runs}
+        for row in res.to_run:
+            run = by_fp[row.fingerprint]
+            att = db.start_attempt(row.id, host="sample")
+            if run.name == "sdpa_headwise-s1":
+                db.finish_attempt(att.id, "failed", error="RuntimeError: sample failure",
+                                  traceback="Traceback (most recent call last):\nRuntimeError")
+                continue
+            vals = _values(run.variant, run.seed, run.spec.train.lr)
+            db.log_metrics(row.id, att.id, [(s, "train/loss", vals["val/loss"] + 1 / s)
+                                            for s in (10, 20, 30)])
+            db.log_summaries(row.id, att.id, vals)
+            db.finish_attempt(att.id, "succeeded")
+    db.close()
+    return url
+
+
+_TEMPLATE: list[Path] = []  # built once per test process, copied per test
+
+
+def copy_to(dest: Path) -> str:
+    """A fresh copy of the sample DB in ``dest`` (building the template on first use)."""
+    import atexit
+    import shutil
+    import tempfile
+
+    if not _TEMPLATE:
+        tmp = Path(tempfile.mkdtemp(prefix="gatesweep-sample-"))
+        atexit.register(shutil.rmtree, tmp, True)
+        build(tmp)
+        _TEMPLATE.append(tmp / "sample.db")
+    shutil.copy(_TEMPLATE[0], dest / "sample.db")
+    return f"sqlite:///{dest / 'sample.db'}"

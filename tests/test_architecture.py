@@ -1,0 +1,226 @@
+"""Architecture rules (issue 10), checked on the source with ast -- no imports executed:
+
+(a) results_db is the only package that speaks SQL: outside it no module imports sqlalchemy,
+    a DB driver or results_db.schema / results_db.migrations, no string literal is SQL
+    statement text (upper-case SELECT ... FROM, INSERT INTO, UPDATE .. SET, DELETE FROM,
+    CREATE/DROP/ALTER TABLE|VIEW|INDEX, PRAGMA; docstrings and ``help=`` texts, which show
+    users `orchestrator query` examples, are not code), and no ``.query(...)`` /
+    ``.execute(...)`` call is handed a literal or built string (hand-built SQL sent through
+    the user query door, whatever its case).
+(b) No import cycles among the project's modules, function-level imports included (only
+    ``if TYPE_CHECKING:`` imports are left out: they never run). Strongly connected
+    components of the import graph (Tarjan) of size > 1 are cycles.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("orchestrator", "trainer", "results_db", "dashboard", "benchmarks")
+SQL_OWNER = "results_db"
+FORBIDDEN_IMPORTS = ("sqlalchemy", "alembic", "psycopg", "sqlite3", "results_db.schema",
+                     "results_db.migrations", "results_db.sqlread", "results_db.frames")
+SQL_TEXT = re.compile(
+    r"\bSELECT\b[\s\S]*\bFROM\b|\bINSERT\s+INTO\b|\bUPDATE\s+\w+\s+SET\b|\bDELETE\s+FROM\b|"
+    r"\b(CREATE|DROP|ALTER)\s+(TABLE|VIEW|INDEX)\b|\bPRAGMA\s+\w+")
+SQL_CALLS = ("query", "execute", "executescript", "exec_driver_sql")
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join(parts)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    """ids of the import nodes under ``if TYPE_CHECKING:``."""
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for sub in node.body:
+                skip.update(id(n) for n in ast.walk(sub))
+    return skip
+
+
+def _imports(name: str, tree: ast.AST) -> Iterator[tuple[str, int]]:
+    """(imported module name, line) for every import that runs, at any level."""
+    skip = _type_checking_nodes(tree)
+    is_pkg = MODULES[name].name == "__init__.py"
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                yield a.name, node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = name.split(".")
+                keep = len(parts) - node.level + (1 if is_pkg else 0)
+                base = ".".join(parts[:keep] + ([base] if base else []))
+            for a in node.names:
+                full = f"{base}.{a.name}"
+                yield (full if full in MODULES else base), node.lineno
+
+
+def _docstring_ids(tree: ast.AST) -> set[int]:
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                out.add(id(body[0].value))
+    return out
+
+
+def _help_ids(tree: ast.AST) -> set[int]:
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg in ("help", "epilog", "description"):
+            out.update(id(n) for n in ast.walk(node.value))
+    return out
+
+
+def _text(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(v.value if isinstance(v, ast.Constant) else " x "
+                       for v in node.values)
+    return None
+
+
+def _is_built_string(node: ast.AST) -> bool:
+    if _text(node) is not None:
+        return True
+    if isinstance(node, ast.BinOp):
+        return _is_built_string(node.left) or _is_built_string(node.right)
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+        node.func.attr == "format" and _text(node.func.value) is not None
+
+
+def sql_violations() -> list[str]:
+    out = []
+    for name, path in MODULES.items():
+        if name == SQL_OWNER or name.startswith(SQL_OWNER + "."):
+            continue
+        rel = path.relative_to(ROOT)
+        tree = ast.parse(path.read_text(), str(path))
+        for mod, line in _imports(name, tree):
+            if any(mod == f or mod.startswith(f + ".") for f in FORBIDDEN_IMPORTS):
+                out.append(f"{rel}:{line}: imports {mod}")
+        exempt = _docstring_ids(tree) | _help_ids(tree)
+        inner: set[int] = set()  # f-string parts are checked as the whole f-string
+        for node in ast.walk(tree):
+            if isinstance(node, ast.JoinedStr):
+                inner.update(id(v) for v in node.values)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    node.func.attr in SQL_CALLS and node.args and \
+                    _is_built_string(node.args[0]):
+                out.append(f"{rel}:{node.lineno}: .{node.func.attr}() of a hand-built string")
+        for node in ast.walk(tree):
+            text = _text(node)
+            if text is None or id(node) in exempt or id(node) in inner:
+                continue
+            if SQL_TEXT.search(text):
+                out.append(f"{rel}:{node.lineno}: SQL text {text.strip()[:50]!r}")
+    return sorted(set(out))
+
+
+def import_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {name: set() for name in MODULES}
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text(), str(path))
+        for mod, _ in _imports(name, tree):
+            while mod and mod not in MODULES:  # `import a.b.c` of a non-module attribute
+                mod = mod.rpartition(".")[0]
+            if mod and mod != name:
+                graph[name].add(mod)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            node, it = work[-1]
+            nxt = next(it, None)
+            if nxt is not None:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on.add(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                elif nxt in on:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == node:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return sorted(out)
+
+
+def test_cycle_finder_finds_function_level_cycles() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert cycles(graph) == [["a", "b", "c"]]
+    tree = ast.parse("def f():\n    from results_db import query\n"
+                     "if TYPE_CHECKING:\n    import dashboard.app\n")
+    MODULES.setdefault("x_probe", ROOT / "x_probe.py")
+    try:
+        assert [m for m, _ in _imports("x_probe", tree)] == ["results_db.query"]
+    finally:
+        MODULES.pop("x_probe")
+
+
+def test_sql_text_detector() -> None:
+    assert SQL_TEXT.search("SELECT m.name FROM metrics m")
+    assert SQL_TEXT.search("DELETE FROM runs") and SQL_TEXT.search("UPDATE runs SET x = 1")
+    for prose in ("df.select('a').filter(b)", "Select the runs from the DB",
+                  "runs to update", "pick a variant FROM the list"):
+        assert not SQL_TEXT.search(prose)
+
+
+def test_only_results_db_speaks_sql() -> None:
+    bad = sql_violations()
+    assert not bad, "SQL outside results_db:\n" + "\n".join(bad)
+
+
+def test_no_import_cycles() -> None:
+    found = cycles(import_graph())
+    assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
