@@ -11,6 +11,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import data
+from results_db import DBNotFound
 from dashboard.views import ablation, curves, leaderboard, overview, probes, run_detail, stability
 
 PAGES = {
@@ -28,8 +29,10 @@ def _pick_sweep(url: str) -> str | None:
     try:
         names = data.sweeps(url)["name"].to_list()
     except Exception as exc:  # noqa: BLE001 - a wrong URL or a dead server: say which, stop
+        hint = " `orchestrator submit sweeps/gates.yaml` creates one." \
+            if isinstance(exc, DBNotFound) else ""
         st.error(f"Cannot read the results DB {url}: {type(exc).__name__}: {exc}. Set "
-                 "GATESWEEP_DB (or `orchestrator dashboard --db URL`) to a results DB.")
+                 f"GATESWEEP_DB (or `orchestrator dashboard --db URL`) to a results DB.{hint}")
         st.stop()
     if not names:
         return None

@@ -139,10 +139,14 @@ def curves(series: pl.DataFrame, y_title: str, colors: alt.Scale, *, x: str = "s
     layers: list[Any] = []
     if band and {"lo", "hi"} <= set(series.columns):
         layers.append(alt.Chart(series.to_pandas()).mark_area(opacity=0.18).encode(
-            x=enc["x"], y=alt.Y("lo:Q", scale=scale, title=y_title), y2="hi:Q", color=color,
-            detail="series:N"))
+            x=enc["x"], y=alt.Y("lo:Q", scale=scale, title=y_title), y2="hi:Q",
+            color=alt.Color("variant:N", scale=colors, legend=None), detail="series:N"))
+    line_enc = dict(enc)
+    if "lr" in series.columns and series["lr"].n_unique() > 1:  # an LR ladder: dash by LR
+        line_enc["strokeDash"] = alt.StrokeDash("lr:N", title="lr", legend=alt.Legend(
+            orient="bottom", title="lr"))
     layers.append(alt.Chart(series.to_pandas()).mark_line(strokeWidth=1.6).encode(
-        y=alt.Y("value:Q", title=y_title, scale=scale), **enc))
+        y=alt.Y("value:Q", title=y_title, scale=scale), **line_enc))
     if single.height:
         layers.append(alt.Chart(single.to_pandas()).mark_point(size=80, filled=True).encode(
             y=alt.Y("value:Q", scale=scale), **enc))
@@ -187,10 +191,12 @@ def histograms(rows: list[dict[str, Any]], colors: alt.Scale) -> alt.FacetChart:
 
 
 def vs_lr(curve: pl.DataFrame, y: str, title: str, colors: alt.Scale, *, log_y: bool = False,
-          ci: bool = False, msl: pl.DataFrame | None = None) -> alt.LayerChart:
+          ci: bool = False, msl: pl.DataFrame | None = None,
+          diverged: bool = False) -> alt.LayerChart:
     """One stability panel over the LR ladder (log x): ``y`` per (variant, lr) as line and
     points (hollow where the LR is unstable); ``ci``: ci_low..ci_high bars; ``msl`` (variant,
-    max_stable_lr): a dashed vertical rule at each variant's max stable LR."""
+    max_stable_lr): a dashed vertical rule at each variant's max stable LR; ``diverged``: a
+    cross where some seed diverged."""
     scale = alt.Scale(type="log") if log_y else alt.Scale(zero=False)
     pdf = curve.to_pandas()
     color = alt.Color("variant:N", scale=colors, legend=LEGEND)
@@ -204,7 +210,15 @@ def vs_lr(curve: pl.DataFrame, y: str, title: str, colors: alt.Scale, *, log_y: 
         x=x, y=alt.Y(f"{y}:Q", scale=scale), color=color,
         fill=alt.condition("datum.stable", color, alt.value("white")),
         tooltip=["variant", alt.Tooltip("lr:Q", format=".2e"),
-                 alt.Tooltip(f"{y}:Q", format=".4g"), "stable", "n"]))
+                 alt.Tooltip(f"{y}:Q", format=".4g"), "stable", "n",
+                 *(["diverged"] if "diverged" in curve.columns else [])]))
+    if diverged and "diverged" in curve.columns:  # a cross where a seed diverged
+        div = curve.filter(pl.col("diverged") > 0)
+        if div.height:
+            layers.append(alt.Chart(div.to_pandas()).mark_point(
+                shape="cross", size=160, filled=True).encode(
+                x=x, y=alt.Y(f"{y}:Q", scale=scale), color=color,
+                tooltip=["variant", alt.Tooltip("lr:Q", format=".2e"), "diverged"]))
     if msl is not None and msl.height:
         layers.append(alt.Chart(msl.to_pandas()).mark_rule(strokeDash=[6, 4]).encode(
             x=alt.X("max_stable_lr:Q", scale=alt.Scale(type="log")), color=color,

@@ -27,9 +27,10 @@ def ema(points: pl.DataFrame, smoothing: float) -> pl.DataFrame:
 
 
 def per_run(points: pl.DataFrame, names: dict[int, str]) -> pl.DataFrame:
-    """(variant, series, x, value): one line per run, labelled by its name."""
+    """(variant, series[, lr], x, value): one line per run, labelled by its name."""
+    lr = ["lr"] if "lr" in points.columns else []
     return points.with_columns(series=pl.col("run_id").replace_strict(
-        names, return_dtype=pl.String)).select("variant", "series", "x", "value")
+        names, return_dtype=pl.String)).select("variant", "series", *lr, "x", "value")
 
 
 def seed_mean(points: pl.DataFrame, grid: int = GRID) -> pl.DataFrame:
@@ -41,14 +42,16 @@ def seed_mean(points: pl.DataFrame, grid: int = GRID) -> pl.DataFrame:
     width = max((x1 - x0) / grid, 1e-12)
     binned = points.drop_nulls("value").with_columns(
         _b=((pl.col("x") - x0) / width).floor().clip(0, grid - 1).cast(pl.Int64))
-    per = binned.group_by("row", "variant", "run_id", "_b").agg(
+    keys = ["row", "variant", *(["lr"] if "lr" in points.columns else [])]
+    per = binned.group_by(*keys, "run_id", "_b").agg(
         pl.col("value").mean(), pl.col("x").mean())
-    out = per.group_by("row", "variant", "_b").agg(
+    out = per.group_by(*keys, "_b").agg(
         pl.col("x").mean(), pl.col("value").mean().alias("mean"),
         pl.col("value").std().alias("std"), pl.len().alias("n"))
     std = pl.col("std").fill_null(0.0)
     return out.sort("row", "_b").select(
-        "variant", pl.col("row").alias("series"), "x", "_b", pl.col("mean").alias("value"),
+        "variant", pl.col("row").alias("series"), *keys[2:], "x", "_b",
+        pl.col("mean").alias("value"),
         (pl.col("mean") - std).alias("lo"), (pl.col("mean") + std).alias("hi"), "n")
 
 
@@ -62,4 +65,6 @@ def delta_vs_baseline(grouped: pl.DataFrame, base_of: dict[str, str]) -> pl.Data
     keyed = grouped.filter(pl.col("series").is_in(list(base_of))).with_columns(
         _base=pl.col("series").replace_strict(base_of, return_dtype=pl.String))
     out = keyed.join(base, on=["_base", "_b"], how="inner")
-    return out.select("variant", "series", "x", (pl.col("value") - pl.col("_bv")).alias("value"))
+    lr = ["lr"] if "lr" in out.columns else []
+    return out.select("variant", "series", *lr, "x",
+                      (pl.col("value") - pl.col("_bv")).alias("value"))

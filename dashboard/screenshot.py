@@ -21,7 +21,8 @@ import tempfile
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 APP = Path(__file__).with_name("app.py")
@@ -100,11 +101,42 @@ def browser() -> Iterator[object]:
             b.close()
 
 
-def capture(b: object, url: str, wait_for: str, out: Path | None,
-            timeout_ms: int = 45_000) -> str:
+@dataclass(frozen=True)
+class Shot:
+    """What a captured page shows: its visible text and, per chart canvas, its size, the
+    pixels drawn (not transparent, not white) and the pixels of each asked-for colour."""
+
+    text: str
+    charts: list[dict]
+
+
+# Per chart: {w, h, ink: data marks drawn, hits: [marks of each asked-for colour]}. Streamlit's
+# vega-embed draws SVG: data marks live in `g.role-mark` groups (axes, legends and titles in
+# others), each mark a path/line/rect whose stroke or fill is its colour.
+_CHARTS_JS = """(colors) => {
+  const want = colors.map(c => c.toLowerCase());
+  return Array.from(document.querySelectorAll('[data-testid=stVegaLiteChart]')).map(el => {
+    const svg = el.querySelector('svg.marks') || el.querySelector('svg');
+    if (!svg) return {w: 0, h: 0, ink: 0, hits: want.map(() => 0)};
+    const marks = Array.from(svg.querySelectorAll('g.role-mark path, g.role-mark line, '
+                                                  + 'g.role-mark rect'))
+      .filter(m => m.tagName !== 'path' || (m.getAttribute('d') || '').length > 2);
+    const hits = want.map(c => marks.filter(m =>
+      [m.getAttribute('stroke'), m.getAttribute('fill')].some(
+        v => (v || '').toLowerCase() === c)).length);
+    const box = svg.getBoundingClientRect();
+    return {w: Math.round(box.width), h: Math.round(box.height), ink: marks.length, hits: hits};
+  });
+}"""
+_CHARTS_DRAWN_JS = """() => Array.from(document.querySelectorAll('[data-testid=stVegaLiteChart]'))
+  .every(el => el.querySelector('svg'))"""
+
+
+def capture(b: object, url: str, wait_for: str, out: Path | None, timeout_ms: int = 45_000,
+            colors: Sequence[str] = (), height: int = 1000) -> Shot:
     """Open ``url``, wait until ``wait_for`` is visible, screenshot to ``out``; returns the
-    page's visible text (the main area)."""
-    page = b.new_page(viewport={"width": 1500, "height": 1000})  # type: ignore[attr-defined]
+    page's visible text (the main area) and its charts' pixel counts."""
+    page = b.new_page(viewport={"width": 1500, "height": height})  # type: ignore[attr-defined]
     try:
         page.goto(url, wait_until="domcontentloaded")
         page.get_by_text(wait_for, exact=False).first.wait_for(state="visible",
@@ -113,12 +145,15 @@ def capture(b: object, url: str, wait_for: str, out: Path | None,
         # lazily loaded widgets/charts replace their skeletons; best effort, charts below the
         # fold may keep theirs
         with contextlib.suppress(Exception):
-            page.wait_for_function(_DRAWN_JS, timeout=5000)
-        page.wait_for_timeout(500)  # vega paints its canvas a frame after insertion
+            page.wait_for_function(_DRAWN_JS, timeout=20_000)
+        with contextlib.suppress(Exception):
+            page.wait_for_function(_CHARTS_DRAWN_JS, timeout=20_000)
+        page.wait_for_timeout(800)  # vega draws a frame after insertion
         if out is not None:
             out.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(out), full_page=True)
-        return page.locator("section.stMain, [data-testid=stMain]").first.inner_text()
+        text = page.locator("section.stMain, [data-testid=stMain]").first.inner_text()
+        return Shot(text, page.evaluate(_CHARTS_JS, list(colors)))
     finally:
         page.close()
 

@@ -49,15 +49,18 @@ def submit(file: Path, db: DbOpt = None,
            detach: Annotated[bool, typer.Option(help="Submit as a Ray Job")] = False,
            max_concurrent: Annotated[int | None, typer.Option(min=1)] = None,
            storage: StorageOpt = Path("runs"), stale: StaleOpt = None,
-           params: Annotated[bool, typer.Option(help="Count parameters in --dry-run")] = True
-           ) -> None:
+           params: Annotated[bool, typer.Option(help="Count parameters in --dry-run")] = True,
+           data: Annotated[bool, typer.Option(help="Check data files and tokenizers (with "
+                                                   "--detach the cluster's driver does)")
+                           ] = True) -> None:
     """Expand a sweep, skip what already succeeded, run the rest on Ray Tune."""
     from orchestrator.plan import check_data, make_plan
 
     plan = make_plan(file)  # invalid files stop here: nothing written, nothing scheduled
-    check_data(plan)
+    if data and not (detach and not dry_run):  # a detached sweep's data is on the cluster
+        check_data(plan)
     if detach and not dry_run:
-        from orchestrator.jobs import follow_hint, submit_detached
+        from orchestrator.detach import follow_hint, submit_detached
 
         job = submit_detached(file, db_url(db), address, storage, max_concurrent, force)
         out.print(follow_hint(job, db_url(db)))

@@ -11,7 +11,9 @@ While a driver (``submit`` / ``rerun``) lives, a daemon thread every heartbeat i
 
 from __future__ import annotations
 
+import socket
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -19,22 +21,40 @@ from orchestrator.faults import Fault
 from results_db.states import stale_after_s
 
 
-def node_fault(host: str) -> Fault:
-    """``node_lost`` when the Ray node in ``host`` ("hostname/<node id prefix>") is dead."""
+def node_fault(host: str, grace_s: float = 0.0) -> Fault:
+    """``node_lost`` when the Ray node in ``host`` ("hostname/<node id prefix>") is gone,
+    else ``worker_died``. The GCS marks a node dead only after its health checks fail, which
+    trails the death by up to ~30 s, so a node whose raylet no longer accepts connections
+    counts as lost at once; ``grace_s`` polls that long for either sign."""
     prefix = host.split("/", 1)[1] if "/" in host else ""
-    if not prefix:
-        return Fault.WORKER_DIED
-    try:
-        import ray
+    deadline = time.monotonic() + grace_s
+    while prefix:
+        try:
+            import ray
 
-        if not ray.is_initialized():
-            return Fault.WORKER_DIED
-        for node in ray.nodes():
-            if str(node.get("NodeID", "")).startswith(prefix) and not node.get("Alive"):
+            if not ray.is_initialized():
+                break
+            node = next((n for n in ray.nodes() if str(n.get("NodeID", "")).startswith(prefix)),
+                        None)
+            if node is None or not node.get("Alive") or not _raylet_answers(node):
                 return Fault.NODE_LOST
-    except Exception:  # noqa: BLE001 - the GCS may be unreachable: say what we know
-        return Fault.WORKER_DIED
+        except Exception:  # noqa: BLE001 - the GCS may be unreachable: say what we know
+            break
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(0.5)
     return Fault.WORKER_DIED
+
+
+def _raylet_answers(node: dict[str, Any]) -> bool:
+    addr, port = node.get("NodeManagerAddress"), node.get("NodeManagerPort")
+    if not addr or not port:
+        return True  # nothing to test: trust the GCS
+    try:
+        with socket.create_connection((str(addr), int(port)), timeout=1.0):
+            return True
+    except OSError:
+        return False
 
 
 class LeaseKeeper:

@@ -41,15 +41,16 @@ class _Abort(RuntimeError):
     ranks may be inside a collective and can only be stopped by Train."""
 
 
-def dispatch_trial(config: dict[str, Any]) -> None:
-    """The Tune function trainable for every run: in-process for one worker (runner.py),
-    a TorchTrainer for several. The scheduler's one-line hook."""
-    if not config["job"].is_multiworker:
+def dispatch_trial(config: dict[str, Any], jobs: dict[int, TrialJob]) -> None:
+    """The Tune function trainable for every run (config = {"run_id": id}, ``jobs`` through
+    tune.with_parameters): in-process for one worker (runner.py), a TorchTrainer for several."""
+    job = jobs[int(config["run_id"])]
+    if not job.is_multiworker:
         from orchestrator.runner import run_trial
 
-        run_trial(config)
+        run_trial(job)
         return
-    run_multiworker_trial(config)
+    run_multiworker_trial(job)
 
 
 def trial_placement(job: TrialJob) -> Any:
@@ -61,11 +62,10 @@ def trial_placement(job: TrialJob) -> Any:
     return PlacementGroupFactory(trial_bundles(job.spec.resources))
 
 
-def run_multiworker_trial(config: dict[str, Any]) -> None:
+def run_multiworker_trial(job: TrialJob) -> None:
     prepare_trial_env()
     from ray import tune
 
-    job: TrialJob = config["job"]
     ctx = tune.get_context()
     storage = job.train_storage or str(job.checkpoint_dir.parent / TRAIN_DIR)
     result = fit_run(job, storage, retries=job.retries, trial_id=ctx.get_trial_id(),

@@ -35,24 +35,26 @@ def check_data(plan: Plan) -> None:
     """Raise SpecError when a run's data (paths, decoding, tokenizer) cannot be used.
 
     Each distinct (data, train) pair is checked once by ``trainer.data.check``; a problem is
-    reported once with the number of runs it affects. Synthetic data with the byte tokenizer
-    has nothing to check (and costs no import).
+    reported once with the number of runs it affects. Synthetic data has nothing to check
+    (and costs no import).
     """
     groups: dict[tuple[str, str], list[ExpandedRun]] = {}
     for r in plan.runs:
         for where, data in _data_configs(r):
-            if data.source == "synthetic" and data.tokenizer == "bytes":
+            if data.source == "synthetic":  # no files: nothing to check, no import
                 continue
-            key = (where, data.model_dump_json() + r.spec.train.model_dump_json())
+            key = (where, data.model_dump_json() + r.spec.train.model_dump_json()
+                   + str(r.spec.model.vocab_size))
             groups.setdefault(key, []).append(r)
     if not groups:
         return
-    from trainer.data import check  # F's contract: (data_config, train_config) -> [problem]
+    from trainer.data import check  # (data_config, train_config) -> [problem]; no torch
 
     issues = []
     for (where, _), runs in groups.items():
         data = dict(_data_configs(runs[0]))[where]
-        for problem in check(data, runs[0].spec.train):
+        for problem in check(data, runs[0].spec.train,
+                             vocab_size=runs[0].spec.model.vocab_size, key=where):
             n = len(runs)
             tail = f"run {runs[0].name}" if n == 1 else f"in {n} runs, e.g. {runs[0].name}"
             issues.append(_issue(plan.src, where, f"{problem} ({tail})"))

@@ -25,12 +25,11 @@ SKIPPED = "skipped"
 SUPERSEDED = "superseded"
 
 
-def run_trial(config: dict[str, Any]) -> None:
-    """Tune function trainable: config = {"job": TrialJob}."""
+def run_trial(job: TrialJob) -> None:
+    """Inside a Tune trial (multiworker.dispatch_trial): one attempt, reported to Tune."""
     prepare_trial_env()
     from ray import tune
 
-    job: TrialJob = config["job"]
     result = execute_job(job, trial_id=tune.get_context().get_trial_id())
     tune.report(result)
 
@@ -67,11 +66,11 @@ def train_attempt(db: Any, job: TrialJob, attempt_id: int, reporter: Any) -> dic
         res = train(job.spec, reporter, job.checkpoint_dir)
     except RunCancelled:
         reporter.close()
-        db.finish_attempt(attempt_id, "cancelled", error="cancelled by the user",
-                          fault=Fault.CANCELLED)
-        return {"status": "cancelled", "steps": -1, "first_step": reporter.first_step or -1}
+        return _cancelled(db, attempt_id, reporter)
     except BaseException as exc:
         reporter.close()
+        if reporter.cancelled:  # the trainer turned the cancel into its own stop (Preempted)
+            return _cancelled(db, attempt_id, reporter)
         return record_failure(db, job, attempt_id, exc, traceback.format_exc(),
                               superseded=reporter.superseded, first_step=reporter.first_step)
     reporter.close()
@@ -79,6 +78,12 @@ def train_attempt(db: Any, job: TrialJob, attempt_id: int, reporter: Any) -> dic
     return {"status": res.status, "steps": res.steps,
             "first_step": -1 if reporter.first_step is None else reporter.first_step,
             "pid": os.getpid()}
+
+
+def _cancelled(db: Any, attempt_id: int, reporter: Any) -> dict[str, Any]:
+    db.finish_attempt(attempt_id, "cancelled", error="cancelled by the user",
+                      fault=Fault.CANCELLED)
+    return {"status": "cancelled", "steps": -1, "first_step": reporter.first_step or -1}
 
 
 def record_failure(db: Any, job: TrialJob, attempt_id: int, exc: BaseException, tb: str, *,

@@ -33,6 +33,9 @@ from orchestrator.trial_job import TrialJob, driver_owner, heartbeat_interval
 
 ACTIVE = ("pending", "running")
 WAIT_POLL_S = 1.0
+# How long a worker death waits for the GCS to declare its node dead (health checks trail the
+# raylet's death by a few seconds) before calling it worker_died rather than node_lost.
+NODE_GRACE_S = 2.0
 
 
 @dataclass
@@ -174,16 +177,23 @@ def _fit(jobs: list[TrialJob], opts: Options) -> dict[int, str]:
 
     from orchestrator.multiworker import dispatch_trial, trial_placement
 
-    def resources(config: dict[str, Any]) -> PlacementGroupFactory:
-        return trial_placement(config["job"])  # {CPU: 0.01} for a multi-worker coordinator
+    by_id = {j.run_id: j for j in jobs}
 
+    def resources(config: dict[str, Any]) -> PlacementGroupFactory:
+        return trial_placement(by_id[config["run_id"]])  # {CPU: 0.01} for a coordinator
+
+    def trial_name(trial: Any) -> str:
+        return by_id[trial.config["run_id"]].name
+
+    # The typed jobs travel once through Ray's object store (with_parameters); Tune's own
+    # config holds only the run id (Tune flattens and rewrites config values).
     tuner = tune.Tuner(
-        tune.with_resources(dispatch_trial, resources),
-        param_space={"job": tune.grid_search(jobs)},
+        tune.with_resources(tune.with_parameters(dispatch_trial, jobs=by_id), resources),
+        param_space={"run_id": tune.grid_search(list(by_id))},
         tune_config=tune.TuneConfig(
             max_concurrent_trials=concurrency(jobs, opts.max_concurrent),
             reuse_actors=opts.reuse_actors,
-            trial_name_creator=_trial_name, trial_dirname_creator=_trial_name),
+            trial_name_creator=trial_name, trial_dirname_creator=trial_name),
         run_config=tune.RunConfig(
             name=opts.experiment, storage_path=str((opts.storage / "_tune").resolve()),
             failure_config=tune.FailureConfig(max_failures=opts.retries),
@@ -194,9 +204,9 @@ def _fit(jobs: list[TrialJob], opts: Options) -> dict[int, str]:
     for res in grid:
         metrics = res.metrics or {}
         if metrics.get("status") == "skipped":
-            job: TrialJob = res.config["job"]
-            skipped[job.run_id] = str(metrics.get("holder", ""))
-            opts.say(f"{skipped[job.run_id]}: not started here")
+            rid = int(res.config["run_id"])
+            skipped[rid] = str(metrics.get("holder", ""))
+            opts.say(f"{skipped[rid]}: not started here")
     return skipped
 
 
@@ -211,10 +221,6 @@ def wait_for_holders(db: Any, run_ids: list[int], say: Callable[[str], None]) ->
         time.sleep(WAIT_POLL_S)
         db.reconcile()
         waiting = [i for i in waiting if db.run(i).status == "running"]
-
-
-def _trial_name(trial: Any) -> str:
-    return str(trial.config["job"].name)
 
 
 def experiment_name(sweep: str) -> str:
@@ -241,19 +247,19 @@ class DBSyncCallback(Callback):  # type: ignore[misc]
 
         from orchestrator.leases import node_fault
 
-        job: TrialJob = trial.config["job"]
+        run_id = int(trial.config["run_id"])
         db = results_db.open(self.db_url, migrate=False)
         try:
-            att = _attempt_of_trial(db, job.run_id, trial.trial_id)
+            att = _attempt_of_trial(db, run_id, trial.trial_id)
             if att is None:  # died before its claim: give the error a home, if ours to give
-                att = db.claim_run(job.run_id, self.owner, socket.gethostname(),
+                att = db.claim_run(run_id, self.owner, socket.gethostname(),
                                    trial_id=trial.trial_id)
             if att is None or att.status != "running":
                 return  # the trial recorded its own end, or another driver holds the run
             text = _trial_error_text(trial)
             fault = classify(None, text)
             if fault is Fault.WORKER_DIED:  # a dead node kills its workers: say which
-                fault = node_fault(att.host)
+                fault = node_fault(att.host, grace_s=NODE_GRACE_S)
             retry = retried and RetryPolicy.from_env(self.retries).should_retry(fault)
             first = text.strip().splitlines()[-1] if text.strip() else "?"
             db.finish_attempt(att.id, "failed", error=f"trial died: {first}"

@@ -91,15 +91,6 @@ class SweepSpec(BaseModel):
     retries: StrictInt = Field(default=0, ge=0, le=100)
     max_concurrent: StrictInt | None = Field(default=None, ge=1, le=100_000)
 
-    @field_validator("base")
-    @classmethod
-    def _base_keys(cls, v: dict[str, Any]) -> dict[str, Any]:
-        for k in v:
-            if k not in _BASE_KEYS:
-                raise ValueError(f"unknown key {k!r} in base; expected one of: "
-                                 + ", ".join(_BASE_KEYS))
-        return v
-
     @field_validator("variants")
     @classmethod
     def _variant_names(cls, v: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -154,7 +145,9 @@ def pydantic_issues(src: Source, exc: ValidationError,
 
 def _check_keys(src: Source, spec: SweepSpec) -> None:
     """Every dotted key in variants/axes/rules must address a RunSpec field."""
-    issues: list[SpecIssue] = []
+    issues: list[SpecIssue] = [
+        src.issue(("base", k), f"unknown key {k!r} in base; expected one of: "
+                  + ", ".join(_BASE_KEYS)) for k in spec.base if k not in _BASE_KEYS]
     for vname, delta in spec.variants.items():
         for key in keys.flatten(delta):
             if (msg := keys.check_key(key)) is not None:

@@ -76,7 +76,11 @@ def run_submit(db_url: str, plan: Plan, *, force: bool, storage: Path, address: 
     import results_db
 
     db = results_db.open(db_url)
-    db.reconcile(stale_after_s=stale_after)  # a killed earlier submit's runs become lost
+    # A killed earlier submit's attempts become lost: after each one's own threshold (a few
+    # of its heartbeat intervals), or sooner with an explicit --stale-after.
+    db.reconcile()
+    if stale_after is not None:
+        db.reconcile(stale_after_s=stale_after)
     res = register(db, plan, force)
     msg = f"{plan.spec.name}: {len(plan.runs)} runs, {len(res.cached)} cached, " \
           f"{len(res.to_run)} to run"

@@ -5,7 +5,8 @@
 - ``ray_two_nodes`` (module): two Ray nodes started with the real CLI, ``ray start --head``
   and ``ray start --address`` on their own ports and temp dir, 1 CPU each plus a custom
   resource per node (``node_a`` / ``node_b``) and the dashboard (Jobs API) on the head;
-  yields a ``TwoNodes`` with the GCS and dashboard addresses.
+  yields a ``TwoNodes`` with the GCS and dashboard addresses. ``ray_two_nodes_fresh``: the same,
+  per test, for a test that breaks its cluster (``kill_node``: a lost node).
   Teardown stops exactly the processes whose command line names that temp dir (never ``ray
   stop``, which would stop other people's clusters on a shared machine).
 
@@ -15,6 +16,7 @@ until then the test modules import the fixtures by name.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -93,8 +95,8 @@ def _node_ports() -> list[str]:
             "--dashboard-agent-listen-port", str(ports[3])]
 
 
-@pytest.fixture(scope="module")
-def ray_two_nodes() -> Iterator[TwoNodes]:
+@contextlib.contextmanager
+def two_nodes() -> Iterator[TwoNodes]:
     tmp = tempfile.mkdtemp(prefix="gscl", dir="/tmp")  # short: socket paths <= 107 chars
     port, dash = _free_port(), _free_port()
     try:
@@ -116,6 +118,31 @@ def ray_two_nodes() -> Iterator[TwoNodes]:
         # port but not the temp dir, and outlives the head (reparented to init).
         _kill_processes_naming("ray.util.client.server --address=", also=f":{port} ")
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def ray_two_nodes() -> Iterator[TwoNodes]:
+    with two_nodes() as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def ray_two_nodes_fresh() -> Iterator[TwoNodes]:
+    """A cluster of its own, for a test that breaks it (node loss)."""
+    with two_nodes() as cluster:
+        yield cluster
+
+
+def kill_node(node_id_prefix: str) -> list[int]:
+    """SIGKILL a node's raylet (``--node_id=<id>`` on its command line) and everything under
+    it (its workers): a lost node."""
+    pids = _pids_naming(f"--node_id={node_id_prefix}")
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return pids
 
 
 def _pids_naming(needle: str, also: str = "") -> list[int]:

@@ -184,3 +184,16 @@ def test_stability_through_the_db(db) -> None:
     assert t["max_stable_lr"].to_list() == [4e-3] * 4
     _fill(db, "single")
     assert db.stability("single") is None  # one learning rate: no curve to speak of
+
+
+def test_empty_sweep_and_bad_arguments(db) -> None:
+    assert db.leaderboard("nope").height == 0 and db.stability("nope") is None
+    assert db.verdict_summary("nope") == "Sweep nope: no finished runs with a val/ppl value yet."
+    _fill(db)
+    with pytest.raises(ValueError, match="states: 'done' is not a run status"):
+        db.leaderboard("tbl", states=("done",))
+    with pytest.raises(ValueError, match="min_effect"):
+        db.leaderboard("tbl", min_effect=5)
+    # a wider min_effect turns "needs more seeds" into "within noise" only when the CI fits
+    lb = db.leaderboard("tbl", min_effect=0.5)
+    assert lb.filter(variant="sdpa_headwise")["verdict"][0] == "within noise"

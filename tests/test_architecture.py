@@ -224,3 +224,24 @@ def test_only_results_db_speaks_sql() -> None:
 def test_no_import_cycles() -> None:
     found = cycles(import_graph())
     assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+def test_analysis_is_pure() -> None:
+    """results_db/analysis/ decides what results mean over polars frames: no SQL, no torch.
+    Only api.py (the ResultsDB mixin) reaches the reads (results_db.frames)."""
+    bad = []
+    allowed = ("results_db.analysis", "results_db.vocab", "results_db.states")
+    for name, path in MODULES.items():
+        if not name.startswith("results_db.analysis"):
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        for mod, line in _imports(name, tree):
+            ok_db = mod.startswith(allowed) or (name.endswith(".api") and
+                                                mod == "results_db.frames")
+            if mod.split(".")[0] in ("sqlalchemy", "torch", "trainer") or \
+                    (mod.startswith("results_db") and not ok_db):
+                bad.append(f"{path.relative_to(ROOT)}:{line}: imports {mod}")
+        exempt = _docstring_ids(tree)
+        bad += [f"{path.relative_to(ROOT)}:{n.lineno}: SQL text" for n in ast.walk(tree)
+                if id(n) not in exempt and (t := _text(n)) is not None and SQL_TEXT.search(t)]
+    assert not bad, "\n".join(bad)

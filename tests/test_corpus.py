@@ -236,3 +236,37 @@ def test_code_keys_and_bpe_belong_to_python_code() -> None:
         RunSpec(name="r", model={"preset": "tiny"},
                 eval={"ppl_sets": {"code": {"source": "python_code",
                                             "tokenizer": {"train_bpe": 300}}}})
+
+
+# ---- end to end -------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_trainer_learns_from_stdlib_code_with_a_trained_bpe(tmp_path: Path) -> None:
+    """trainer.train on python_code + BPE (CPU, DeepSpeed): the model beats uniform guessing."""
+    from trainer import train
+    from trainer.reporter import MemoryReporter
+
+    spec = RunSpec(name="c", model={"preset": "tiny"},
+                   train={"steps": 6, "batch_size": 4, "seq_len": 64, "warmup": 1,
+                          "eval_every": 3, "eval_batches": 2, "log_every": 2,
+                          "checkpoint_every": 0},
+                   data={"source": "python_code", "include": ["json/*.py", "email/*.py"],
+                         "tokenizer": {"train_bpe": 512}})
+    result = train(spec, MemoryReporter(), tmp_path / "ckpt")
+    assert result.status == "succeeded" and spec.model.vocab_size == 512
+    assert result.summary["val/ppl"] < 0.9 * 512  # uniform over the vocabulary is 512
+
+
+def test_bpe_trains_on_a_bounded_sample_of_the_training_files(tmp_path: Path) -> None:
+    from trainer.bpe import sample
+
+    assert list(sample(["ab", "cd", "ef"], 4)) == ["ab", "cd"]
+    assert list(sample(["long text", "x"], 2)) == ["long text"]  # never empty
+    files = make_tree(tmp_path / "src")
+    small = build_data(code_spec(tmp_path / "src",
+                                 tokenizer={"train_bpe": 300, "sample_bytes": 3000}))
+    full = build_data(code_spec(tmp_path / "src", tokenizer={"train_bpe": 300}))
+    assert small.info["bpe_path"] != full.info["bpe_path"]  # the sample enters the cache key
+    tok = JsonTokenizer(small.info["bpe_path"])
+    text = next(iter(files.values()))
+    assert tok._tok.decode(tok.encode(text)) == text

@@ -60,6 +60,14 @@ def chart_specs(at: AppTest) -> list[dict]:
     return [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
 
 
+def chart_data(at: AppTest) -> list[list]:
+    """Per chart, its datasets as pandas frames (streamlit ships them beside the spec)."""
+    from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
+
+    return [[convert_arrow_bytes_to_pandas_df(d.data.data) for d in c.proto.datasets]
+            for c in at.get("vega_lite_chart")]
+
+
 def variant_colors(spec: dict) -> dict[str, str]:
     """{variant: colour} of every variant colour scale in a (layered/faceted) spec."""
     out: dict[str, str] = {}
@@ -80,9 +88,9 @@ def variant_colors(spec: dict) -> dict[str, str]:
     return out
 
 
-def chart_rows(spec: dict) -> int:
-    """Data rows across the spec's datasets (an empty chart has none)."""
-    return sum(len(v) for v in spec.get("datasets", {}).values())
+def chart_rows(frames: list) -> int:
+    """Data rows across a chart's datasets (an empty chart has none)."""
+    return sum(len(f) for f in frames)
 
 
 def test_overview_counts_progress_and_live_runs(app: AppTest) -> None:
@@ -122,9 +130,9 @@ def test_leaderboard_shows_verdicts_cis_and_the_summary(app: AppTest, db_url: st
             assert r["Δ% [95% CI]"] == f"{api.loc[v, 'delta_pct']:+.1f}% [{lo:+.1f}, {hi:+.1f}]"
     assert table["runs"][0].startswith("?page=Run+detail&sweep=demo&run=")
     # only the dimension columns that vary (no n_head, n_kv_head: constant in this sweep)
-    assert "gate_position" in table.columns and "n_head" not in table.columns
-    dots = chart_specs(at)[0]  # the Δ ± CI dot plot at the top
-    assert chart_rows(dots) >= 4
+    assert "position" in table.columns and "n_head" not in table.columns
+    dots = chart_data(at)[0]  # the Δ ± CI dot plot at the top: a dot per non-baseline row
+    assert max(len(f) for f in dots) == 4
     assert not at.warning  # every row has >= 2 seeds
 
 
@@ -166,8 +174,7 @@ def test_lr_stability_page_only_for_lr_sweeps(app: AppTest, db_url: str) -> None
     # the baseline degrades past 2e-3 (> 5 % worse) and diverges at 8e-3; G1 holds to 8e-3
     assert summary.loc["baseline", "max_stable_lr"] == "2e-3"
     assert summary.loc["sdpa_elementwise", "max_stable_lr"] == "8e-3"
-    specs = chart_specs(at)
-    assert len(specs) == 3 and all(chart_rows(s) > 0 for s in specs)
+    assert len(chart_specs(at)) == 3 and all(chart_rows(d) > 0 for d in chart_data(at))
     at.select_slider(key="st_tol").set_value(0.2).run()  # a looser tolerance: stable further
     assert at.dataframe[0].value.set_index("variant").loc["baseline", "max_stable_lr"] == "4e-3"
 
@@ -255,7 +262,7 @@ def test_curves_page_defaults_bands_delta_and_single_points(app: AppTest) -> Non
     assert titles == ["training loss", "validation loss"]
     specs = chart_specs(at)
     assert len(specs) == 4  # loss, its Δ curve, val/loss, its Δ curve
-    assert all(chart_rows(s) > 0 for s in specs)  # no empty chart
+    assert all(chart_rows(d) > 0 for d in chart_data(at))  # no empty chart
     # val/loss has one point per run: drawn as points, not an (invisible) line
     marks = json.dumps(specs[2])
     assert '"point"' in marks
@@ -272,7 +279,7 @@ def test_curves_marks_the_spike_and_tokens_axis(app: AppTest) -> None:
     spec = chart_specs(at)[0]
     assert "tokens" in json.dumps(spec["layer"][0]["encoding"]["x"])
     # sample configs: batch 16 x seq 128 (RunSpec defaults) = 2048 tokens per step
-    xs = [r["x"] for d in spec["datasets"].values() for r in d if "x" in r]
+    xs = [x for f in chart_data(at)[0] if "x" in f.columns for x in f["x"]]
     assert max(xs) == pytest.approx(100 * 2048, rel=0.02)
 
 
@@ -322,8 +329,7 @@ def test_run_detail_shows_failed_attempt_traceback_and_config_diff(app: AppTest)
     assert list(diff["key"]) == ["model.gates.0.position"]
     assert list(diff["this run"]) == ['"G2"']
     # its curve (train/loss up to the failure) is drawn; it recorded no checkpoint
-    specs = chart_specs(at)
-    assert len(specs) == 1 and chart_rows(specs[0]) == sample.STEPS
+    assert len(chart_specs(at)) == 1 and chart_rows(chart_data(at)[0]) == sample.STEPS
     assert "No checkpoint recorded." in [c.value for c in at.caption]
 
 
@@ -387,6 +393,7 @@ def test_rerun_button_disabled_for_live_runs(app: AppTest) -> None:
 
 def test_empty_db_says_how_to_fill_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     url = f"sqlite:///{tmp_path / 'empty.db'}"
+    results_db.open(url).close()  # the schema, no sweep
     monkeypatch.setenv("GATESWEEP_DB", url)
     at = AppTest.from_file(APP, default_timeout=30).run()
     assert not at.exception
@@ -399,6 +406,15 @@ def test_unreadable_db_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setenv("GATESWEEP_DB", f"sqlite:///{tmp_path}")  # a directory, not a DB file
     at = AppTest.from_file(APP, default_timeout=30).run()
     assert [e.value for e in at.error][0].startswith("Cannot read the results DB sqlite:///")
+
+
+def test_missing_db_is_never_created(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dashboard opens read-only: a mistyped path is an error, not a new empty DB."""
+    missing = tmp_path / "nope.db"
+    monkeypatch.setenv("GATESWEEP_DB", f"sqlite:///{missing}")
+    at = AppTest.from_file(APP, default_timeout=30).run()
+    assert "orchestrator submit" in at.error[0].value
+    assert not missing.exists()
 
 
 def test_run_detail_final_values(app: AppTest) -> None:

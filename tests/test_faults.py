@@ -11,6 +11,10 @@ class NodeDiedError(Exception):  # the same class *name* as ray.exceptions.NodeD
     pass
 
 
+class Preempted(Exception):  # the same class *name* as trainer.Preempted
+    pass
+
+
 def _wrapped(inner: BaseException) -> RuntimeError:
     try:
         try:
@@ -30,6 +34,8 @@ def _wrapped(inner: BaseException) -> RuntimeError:
     (ValueError("data.path 'x.txt': no such file"), "", Fault.CODE_ERROR),
     (KeyError("model"), "", Fault.CODE_ERROR),
     (KeyboardInterrupt(), "", Fault.CANCELLED),
+    (Preempted("SIGTERM at step 40; checkpoint step_00000040"), "", Fault.PREEMPTED),
+    (None, "worker exited: received SIGTERM", Fault.PREEMPTED),
     (None, "ray.exceptions.ActorDiedError: The actor died unexpectedly", Fault.WORKER_DIED),
     (None, "the trial process exited without reporting (killed or crashed)",
      Fault.WORKER_DIED),
@@ -81,3 +87,14 @@ def test_policy_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_describe() -> None:
     assert describe(Fault.OOM, True) == " [oom; retried]"
     assert describe(Fault.CODE_ERROR, False) == " [code_error; not retried]"
+
+
+def test_the_vocabulary_is_the_db_columns() -> None:
+    """One owner: orchestrator.faults.Fault *is* results_db.states.FaultClass (the values the
+    attempts.fault column holds); preempted and silent deaths are worth another attempt."""
+    from results_db.states import FaultClass
+
+    assert Fault is FaultClass
+    policy = RetryPolicy(retries=1)
+    assert policy.should_retry(Fault.PREEMPTED) and policy.should_retry(Fault.NO_HEARTBEAT)
+    assert not policy.should_retry(Fault.SUPERSEDED)

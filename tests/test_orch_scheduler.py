@@ -22,8 +22,7 @@ def db_and_runs(tmp_path: Path) -> tuple[str, list[int]]:
 
 
 def fake_trial(run_id: int, error_file: Path | None) -> SimpleNamespace:
-    job = SimpleNamespace(run_id=run_id, name=f"r{run_id}")  # the TrialJob fields used
-    return SimpleNamespace(config={"job": job}, trial_id=f"t{run_id}",
+    return SimpleNamespace(config={"run_id": run_id}, trial_id=f"t{run_id}",
                            error_file=None if error_file is None else str(error_file))
 
 

@@ -114,18 +114,29 @@ def test_sigterm_stops_the_sweep_and_marks_runs_cancelled(tmp_path: Path) -> Non
 
 
 def test_killed_submit_leaves_no_running_run(tmp_path: Path) -> None:
+    """kill -9 of the driver: within a few heartbeat intervals (1 s here) `status` flags its
+    running run stale, the reconciler (what the next submit/rerun runs first) marks it lost
+    with fault no_heartbeat, and its never-started runs are left to `rerun --sweep` (their
+    driver's lease ran out)."""
+    from orchestrator.rerun import sweep_rerun_plan
+
     before = set(Path("/tmp").glob("gsray*"))
     url, proc = start_long_submit(tmp_path)
     try:
         db = _wait_for_running(url, proc, timeout=300)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
-        time.sleep(8)  # past the 3 s stale threshold, even if a worker lingers briefly
-        res = cli("status", "--db", url, "--stale-after", "3")
+        time.sleep(8)  # past 3 beats + 2 s of the 1 s heartbeat, even if a worker lingers
+        res = cli("status", "--db", url)
         assert res.returncode == 0, res.stderr
+        assert "probably lost" in res.stdout, res.stdout
+        lost = db.reconcile()  # each attempt's own threshold: no --stale-after needed
         runs = db.runs()
-        assert "running" not in runs["status"].to_list(), runs.select("name", "status")
-        assert "lost" in runs["status"].to_list()
+        assert lost and "running" not in runs["status"].to_list(), runs.select("name", "status")
+        for rid in lost:
+            assert [(a.status, a.fault) for a in db.attempts(rid)] == [("lost", "no_heartbeat")]
+        plan = sweep_rerun_plan(db, "e2e-long")
+        assert sorted(plan.take) == sorted(int(i) for i in runs["id"].to_list())
     finally:
         _kill_group(proc)
         for leftover in set(Path("/tmp").glob("gsray*")) - before:  # the killed driver's

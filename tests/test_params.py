@@ -210,7 +210,7 @@ def test_analytic_count_equals_the_meta_model_for_every_preset_and_variant(
 
 
 def _shipped_models() -> dict[str, ModelConfig]:
-    from orchestrator.submit import make_plan
+    from orchestrator.plan import make_plan
 
     models: dict[str, ModelConfig] = {}
     for path in sorted((ROOT / "sweeps").rglob("*.yaml")):

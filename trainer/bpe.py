@@ -2,9 +2,9 @@
 
 ``data.tokenizer: {train_bpe: N}`` trains an N-token byte-level BPE (GPT-2 style: every byte
 is a base token, so any text round-trips) on the *training* files only (the held-out files
-must stay unseen), and caches the resulting tokenizer.json under
-``$GATESWEEP_CACHE/tokenizers/<sha256>.json``, keyed by the training split's content hash,
-N, the minimum pair frequency and ``RECIPE`` (bump it when the recipe below changes). Later runs
+must stay unseen; at most ``sample_bytes`` of them, in the corpus's fixed order), and caches
+the resulting tokenizer.json under ``$GATESWEEP_CACHE/tokenizers/<sha256>.json``, keyed by the
+training split's content hash, the BpeSpec and ``RECIPE`` (bump it when the recipe changes). Later runs
 and every worker load the cached file; the run's data info records its path and hash.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from trainer.config import BpeSpec
@@ -23,9 +23,18 @@ RECIPE = "bytelevel-bpe-v1"
 
 
 def bpe_path(train_sha256: str, spec: BpeSpec) -> Path:
-    key = hashlib.sha256(f"{RECIPE}\0{train_sha256}\0{spec.train_bpe}\0"
-                         f"{spec.min_frequency}".encode()).hexdigest()
-    return cache_root() / "tokenizers" / f"{key}.json"
+    key = hashlib.sha256(f"{RECIPE}\0{train_sha256}\0{spec.model_dump_json()}".encode())
+    return cache_root() / "tokenizers" / f"{key.hexdigest()}.json"
+
+
+def sample(texts: Iterable[str], max_bytes: int) -> Iterator[str]:
+    """The leading texts while their UTF-8 size stays within ``max_bytes`` (at least one)."""
+    total = 0
+    for i, text in enumerate(texts):
+        total += len(text.encode("utf-8"))
+        if i and total > max_bytes:
+            return
+        yield text
 
 
 def train_bpe(texts: Iterable[str], spec: BpeSpec, out: Path) -> Path:
@@ -38,7 +47,7 @@ def train_bpe(texts: Iterable[str], spec: BpeSpec, out: Path) -> Path:
     trainer = trainers.BpeTrainer(vocab_size=spec.train_bpe, min_frequency=spec.min_frequency,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
                                   show_progress=False, special_tokens=[])
-    tok.train_from_iterator(texts, trainer=trainer)
+    tok.train_from_iterator(sample(texts, spec.sample_bytes), trainer=trainer)
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=".tmp-", suffix=".json")
     os.close(fd)

@@ -254,6 +254,9 @@ class BpeSpec(_Strict):
 
     train_bpe: int = Field(ge=257, le=1 << 20)
     min_frequency: int = Field(default=2, ge=1)
+    # trained on the first sample_bytes of the training files (their fixed hash order): merges
+    # settle long before 100 MB, and training time grows with the sample, encoding does not
+    sample_bytes: int = Field(default=32_000_000, ge=1)
 
 
 CODE_KEYS = ("roots", "include", "exclude", "max_bytes")  # python_code-only DataConfig keys

@@ -19,6 +19,7 @@ import stat
 from pathlib import Path
 
 from trainer.config import BpeSpec, DataConfig, TrainConfig
+from trainer.corpus import list_root, matches
 
 SAMPLE_BYTES = 64 << 10
 
@@ -65,7 +66,7 @@ def _check_tokenizer(cfg: DataConfig, key: str, vocab_size: int | None) -> list[
     if problem:
         return [problem]
     try:
-        from trainer.tokenizer import JsonTokenizer
+        from trainer.tokenizer import JsonTokenizer  # numpy: only when a file is named
 
         tok = JsonTokenizer(str(path))
     except (ValueError, ImportError, OSError) as exc:
@@ -103,8 +104,6 @@ def _check_files(cfg: DataConfig, train: TrainConfig, key: str) -> list[str]:
 
 
 def _check_code(cfg: DataConfig, key: str) -> list[str]:
-    from trainer.corpus import list_root, matches
-
     problems, listings = [], []
     for root in cfg.roots:
         try:
@@ -115,8 +114,7 @@ def _check_code(cfg: DataConfig, key: str) -> list[str]:
         return problems
     rels = [rel for listing in listings for rel in listing]
     for pattern in cfg.include:
-        hits = [r for r in rels if matches(r, (pattern,)) and not matches(r, cfg.exclude)]
-        if not hits:
+        if not any(matches(r, (pattern,)) and not matches(r, cfg.exclude) for r in rels):
             problems.append(f"{key}.include: {pattern!r} matches no file under "
                             f"{list(cfg.roots)} (after {key}.exclude)")
     return problems

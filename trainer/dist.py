@@ -67,7 +67,7 @@ def ensure_single_process_dist() -> None:
     import torch.distributed as tdist
 
     os.environ.setdefault("DS_ACCELERATOR", "cuda" if torch.cuda.is_available() else "cpu")
-    if _world_size() == 1:
+    if _world_size() == 1 and not torch.cuda.is_available():  # the op is CPU-only
         skip_shm_comm_op()  # before DeepSpeed's comm backend starts (here or in initialize)
     if tdist.is_available() and tdist.is_initialized():
         return

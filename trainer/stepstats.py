@@ -80,11 +80,3 @@ class Window:
         rate = self.steps * tokens_per_step / max(self.seconds, 1e-9)
         self.seconds, self.steps = 0.0, 0
         return rate
-
-
-def to_device(t: torch.Tensor, device: torch.device) -> torch.Tensor:
-    """Host batch -> device. On CUDA through pinned memory with a non-blocking copy, so the
-    copy is queued like a kernel instead of stalling the host until it is done."""
-    if device.type != "cuda":
-        return t.to(device)
-    return t.pin_memory().to(device, non_blocking=True)

@@ -17,7 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
+from trainer.bpe import cached_bpe
 from trainer.config import BpeSpec, DataConfig
+from trainer.corpus import select
 from trainer.tokenizer import (JsonTokenizer, Tokenizer, check_vocab, encode_to_cache,
                                file_digest, load_tokenizer, read_utf8)
 
@@ -98,13 +100,9 @@ def _hf_tokens(cfg: DataConfig, vocab_size: int) -> Tokens:
 
 
 def _code_tokens(cfg: DataConfig, vocab_size: int) -> Tokens:
-    from trainer.corpus import select
-
     corpus, texts = select(cfg.roots, cfg.include, cfg.exclude, cfg.max_bytes, cfg.val_fraction)
     info: dict[str, object] = corpus.info()
     if isinstance(cfg.tokenizer, BpeSpec):
-        from trainer.bpe import cached_bpe
-
         path, trained = cached_bpe(corpus.train_sha256, cfg.tokenizer,
                                    (texts[f.name] for f in corpus.train))
         info.update(bpe_path=str(path), bpe_trained_now=trained)

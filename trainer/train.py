@@ -49,14 +49,13 @@ import torch.distributed as tdist
 from trainer import checkpoint, metrics
 from trainer.config import RunSpec
 from trainer.data import build_data
-from trainer.engine import (build_engine, clip_grad, grad_norm, resolve_precision, set_lr,
-                            trainer_clips)
+from trainer.engine import build_engine, resolve_precision, set_lr, train_step, trainer_clips
 from trainer.evaluation import perplexity, probe_metrics, validation_loss
 from trainer.preempt import Preempted, StopRequest, sigterm_stops
 from trainer.reporter import Reporter
 from trainer.schedule import lr_at
 from trainer.stability import DivergenceDetector, SpikeDetector
-from trainer.stepstats import StepRow, StepStats, Window, to_device
+from trainer.stepstats import StepRow, StepStats, Window
 
 
 @dataclass
@@ -200,19 +199,8 @@ class _Run:
     def _train_step(self, s: int) -> torch.Tensor:
         """Update ``s`` (0-based): (total loss, CE loss, pre-clip grad norm), (3,) on the device."""
         set_lr(self.engine, lr_at(s, self.t))
-        total = torch.zeros(2, device=self.device)
-        norm = None
-        for micro in range(self.t.grad_accum):
-            x, y = self.data.train_batch(s, micro)  # (B, T), (B, T)
-            out = self.engine(to_device(x, self.device), to_device(y, self.device))
-            self.engine.backward(out.loss)
-            if micro == self.t.grad_accum - 1 and self.own_clip:
-                norm = clip_grad(self.engine.module, self.t.grad_clip)
-            self.engine.step()
-            total += torch.stack([out.loss.detach().float(), out.ce_loss.detach().float()])
-        if norm is None:
-            norm = grad_norm(self.engine)
-        return torch.cat([total / self.t.grad_accum, norm.detach().float().reshape(1)])
+        micro = (self.data.train_batch(s, m) for m in range(self.t.grad_accum))  # (B, T) pairs
+        return train_step(self.engine, micro, self.t.grad_clip, self.own_clip)
 
     # ---- evaluation -------------------------------------------------------------------------
     def _evaluate(self) -> dict[str, float]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
 
@@ -13,3 +15,15 @@ def show_rows(total: int, key: str, default: int = 100) -> int:
     if limit < total:
         st.caption(f"Showing the first {limit} of {total} rows.")
     return limit
+
+
+def show_chart(chart: Any, where: Any = None, extra: int = 110) -> None:
+    """Draw an Altair chart at its plot height plus room for its axes and bottom legend: with
+    the default height="content", streamlit's autosize "fit" squeezes layered charts to a
+    sliver. Facet charts (no top-level height) keep "content"."""
+    import altair as alt
+
+    where = where or st
+    h = getattr(chart, "height", alt.Undefined)
+    height = int(h) + extra if isinstance(h, (int, float)) else "content"
+    where.altair_chart(chart, width="stretch", height=height)

@@ -11,7 +11,8 @@ import polars as pl
 import streamlit as st
 
 from dashboard import charts, curvedata, data, palette
-from dashboard.tables import row_labels
+from dashboard.tables import fmt_lr, row_labels
+from dashboard.views.common import show_chart
 
 CURVES: dict[str, str] = {"train/loss": "training loss", "val/loss": "validation loss",
                           "val/ppl": "validation perplexity", "train/lr": "learning rate",
@@ -95,14 +96,16 @@ def _points(url: str, sweep: str, runs: pl.DataFrame, picked: tuple[int, ...], n
             x: str, raw: pl.DataFrame) -> pl.DataFrame:
     """(run_id, variant, row, x, value) of one metric; x in steps or tokens."""
     frame = raw.filter(pl.col("name") == name).join(
-        _rows(runs).select(pl.col("id").alias("run_id"), "variant", "row"), on="run_id")
+        _rows(runs).select(pl.col("id").alias("run_id"), "variant", "row",
+                           pl.col("lr").map_elements(fmt_lr, return_dtype=pl.String)),
+        on="run_id")
     if x == "tokens":
         tps = data.tokens_per_step(url, sweep)
         frame = frame.filter(pl.col("run_id").is_in(list(tps))).with_columns(
             x=pl.col("step") * pl.col("run_id").replace_strict(tps, return_dtype=pl.Int64))
     else:
         frame = frame.with_columns(x=pl.col("step"))
-    return frame.select("run_id", "variant", "row", pl.col("x").cast(pl.Float64), "value")
+    return frame.select("run_id", "variant", "row", "lr", pl.col("x").cast(pl.Float64), "value")
 
 
 def _draw(url: str, sweep: str, picked: tuple[int, ...], opts: dict, max_points: int) -> None:
@@ -119,7 +122,8 @@ def _draw(url: str, sweep: str, picked: tuple[int, ...], opts: dict, max_points:
             continue
         spikes = None
         if name == "train/loss":
-            raw_runs = curvedata.per_run(pts, names).rename({"series": "run", "x": "step"})
+            raw_runs = curvedata.per_run(pts, names).drop("lr").rename(
+                {"series": "run", "x": "step"})
             spikes = charts.mark_spikes(raw_runs).rename({"run": "series", "step": "x"})
         title = CURVES[name] + (f" — {len(spikes)} spike(s) marked" if spikes is not None
                                 and len(spikes) else "")
@@ -127,9 +131,9 @@ def _draw(url: str, sweep: str, picked: tuple[int, ...], opts: dict, max_points:
         smooth = curvedata.ema(pts, opts["smooth"])
         grouped = curvedata.seed_mean(smooth)
         shown = grouped if opts["mode"] == "mean ± band" else curvedata.per_run(smooth, names)
-        st.altair_chart(charts.curves(shown, name, colors, x="x", x_title=xt,
+        show_chart(charts.curves(shown, name, colors, x="x", x_title=xt,
                                       log_y=opts["log_y"], band=opts["mode"] != "each run",
-                                      spikes=spikes), width="stretch")
+                                      spikes=spikes))
         if opts["delta"]:
             _delta(runs, url, sweep, grouped, name, colors, xt)
 
@@ -140,5 +144,5 @@ def _delta(runs: pl.DataFrame, url: str, sweep: str, grouped: pl.DataFrame, name
     if diff.is_empty():
         return
     st.caption(f"Δ {name} vs baseline (seed means, smoothed; below 0 = lower than baseline)")
-    st.altair_chart(charts.curves(diff, f"Δ {name}", colors, x="x", x_title=xt,
-                                  zero_rule=True), width="stretch")
+    show_chart(charts.curves(diff, f"Δ {name}", colors, x="x", x_title=xt,
+                                  zero_rule=True))

@@ -19,12 +19,11 @@ from dashboard.palette import verdict_color
 from dashboard.status import STATES
 from dashboard.tables import (VAL_PPL, apply_filters, fmt_delta_ci, fmt_lr, fmt_mean_std,
                               row_labels)
-from dashboard.views.common import show_rows
+from dashboard.views.common import show_chart, show_rows
 
 # verdict order of the "by verdict" sort: the conclusions first, the reference, then the rest
 _VERDICT_ORDER = ("better", "baseline", "within noise", "needs", "n = 1", "no data", "worse")
-STATIC_COLUMNS = ("rank", "variant", "mean ± std", "n", "Δ% [95% CI]", "verdict",
-                  "seeds needed")
+STATIC_COLUMNS = ("rank", "variant", "runs", "mean ± std", "n", "Δ% [95% CI]", "verdict")
 
 
 def default_ascending(metric: str) -> bool:
@@ -43,23 +42,24 @@ def verdict_rank(verdict: str | None) -> int:
 def display_frame(board: pl.DataFrame, url_of: dict[str, str] | None = None) -> pl.DataFrame:
     """The ranked frame as the strings shown on the page (and checked by the tests): the
     static columns, then the dimension columns db.leaderboard reports as varying."""
-    board = board.with_columns(row_labels(board))
+    if "row" not in board.columns:
+        board = board.with_columns(row_labels(board))
     lo = board.columns.index("lr") + 1 if "lr" in board.columns else 2
     dims = board.columns[lo:board.columns.index("n")]
     rows = []
     for r in board.iter_rows(named=True):
         row = {"rank": "" if r["rank"] is None else str(r["rank"]),
-               "variant": r["row"] + (" (baseline)" if r["is_baseline"] else ""),
-               "mean ± std": fmt_mean_std(r["mean"], r["std"]), "n": str(r["n"]),
-               "Δ% [95% CI]": "–" if r["is_baseline"] else
-               fmt_delta_ci(r["delta_pct"], r["ci_low_pct"], r["ci_high_pct"]),
-               "verdict": r["verdict"] or "–",
-               "seeds needed": "" if r["seeds_needed"] is None else str(r["seeds_needed"])}
-        for c in dims:
-            v = r[c]
-            row[c] = "–" if v is None else (fmt_lr(v) if c == "lr" else str(v))
+               "variant": r["row"] + (" (baseline)" if r["is_baseline"] else "")}
         if url_of is not None:
             row["runs"] = url_of.get(r["group_key"], "")
+        row.update({"mean ± std": fmt_mean_std(r["mean"], r["std"]), "n": str(r["n"]),
+                    "Δ% [95% CI]": "–" if r["is_baseline"] else
+                    fmt_delta_ci(r["delta_pct"], r["ci_low_pct"], r["ci_high_pct"]),
+                    "verdict": r["verdict"] or "–"})  # "needs >= k seeds" says k
+        for c in dims:  # gate_position -> position: narrower, the page says they are gates
+            v = r[c]
+            row[c.removeprefix("gate_")] = "–" if v is None else \
+                (fmt_lr(v) if c == "lr" else str(v))
         rows.append(row)
     return pl.DataFrame(rows) if rows else pl.DataFrame(schema={"variant": pl.String})
 
@@ -89,15 +89,15 @@ def run_links(url: str, sweep: str) -> dict[str, str]:
 
 
 def _summary(url: str, sweep: str, metric: str, board: pl.DataFrame) -> None:
+    """The verdict sentence, and the rows without an error bar (one seed, or compared with a
+    one-seed baseline)."""
     st.markdown(f"**{data.verdict_summary(url, sweep, metric)}**")
-    single = board.filter((pl.col("n") == 1) & ~pl.col("is_baseline"))
-    base_single = board.filter((pl.col("n") == 1) & pl.col("is_baseline"))
-    if single.height or base_single.height:
-        names = ", ".join(row_labels(pl.concat([base_single, single]))
-                          .head(6).to_list())
-        st.warning(f"n = 1: no error bar for {single.height + base_single.height} row(s) "
-                   f"({names}{', ...' if single.height + base_single.height > 6 else ''}): "
-                   "one seed cannot separate an effect from seed noise; add seeds.")
+    single = board.filter((pl.col("n") == 1) | (pl.col("verdict") == "n = 1"))
+    if single.height:
+        names = ", ".join(single["row"].head(6).to_list())
+        st.warning(f"n = 1: no error bar for {single.height} row(s) "
+                   f"({names}{', ...' if single.height > 6 else ''}): one seed cannot "
+                   "separate an effect from seed noise; add seeds.")
 
 
 def _table(board: pl.DataFrame, url: str, sweep: str) -> None:
@@ -110,11 +110,12 @@ def _table(board: pl.DataFrame, url: str, sweep: str) -> None:
     styled = shown.to_pandas().style.apply(colour, subset=["verdict"])
     st.dataframe(styled, hide_index=True, width="stretch", key="lb_table",
                  column_config={
+                     "rank": st.column_config.TextColumn("rank", width=45),
+                     "n": st.column_config.TextColumn("n", width=35),
                      "runs": st.column_config.LinkColumn("runs", display_text="open ›",
+                                                         width=60,
                                                          help="Run detail of this group"),
-                     "variant": st.column_config.TextColumn("variant", width="medium"),
-                     "Δ% [95% CI]": st.column_config.TextColumn("Δ% [95% CI]",
-                                                                width="medium")})
+                     "Δ% [95% CI]": st.column_config.TextColumn("Δ% [95% CI]", width=170)})
 
 
 def render(url: str, sweep: str | None) -> None:
@@ -132,14 +133,14 @@ def render(url: str, sweep: str | None) -> None:
     if board.is_empty() or board["mean"].is_null().all():
         st.info("No run of this sweep has this metric yet in the chosen states.")
         return
+    board = board.with_columns(row_labels(board))  # labels over the whole sweep
     _summary(url, sweep, metric, board)
     with st.expander("Filter by dimension"):
         board = apply_filters(board, _filters(board))
     if order == "verdict":
         board = board.with_columns(_v=pl.col("verdict").map_elements(
             verdict_rank, return_dtype=pl.Int64)).sort("_v", "rank", nulls_last=True).drop("_v")
-    st.altair_chart(charts.delta_dots(board.with_columns(row_labels(board)), metric),
-                    width="stretch")
+    show_chart(charts.delta_dots(board, metric))
     base = board.filter(pl.col("is_baseline"))
     st.caption(f"{metric} over seeds; Δ vs baseline "
                f"`{base['variant'][0] if base.height else data.baseline(url, sweep)}` "

@@ -9,6 +9,7 @@ import streamlit as st
 
 from dashboard import charts, data, palette
 from dashboard.tables import FIRST_ATTN, GATE_SCORE, MAX_ACT, row_labels
+from dashboard.views.common import show_chart
 
 PER_LAYER: dict[str, str] = {FIRST_ATTN: "first-token attention (attention sink)",
                              MAX_ACT: "max |activation| (massive activations, log scale)",
@@ -62,7 +63,7 @@ def _histograms(url: str, runs: pl.DataFrame, picked: list[str], colors: object)
             bars += [{"variant": variant, "row": row, "lo": edges[i], "hi": edges[i + 1],
                       "frac": fracs[i]} for i in range(len(fracs))]
     if bars:
-        st.altair_chart(charts.histograms(bars, colors))
+        show_chart(charts.histograms(bars, colors))
     else:
         st.caption("No gate_histogram artifact for these runs (ungated runs have none).")
 
@@ -85,7 +86,7 @@ def render(url: str, sweep: str | None) -> None:
             if frame.is_empty():
                 st.caption(f"No `{metric}/layer_i` summaries for these variants.")
                 continue
-            st.altair_chart(charts.per_layer(frame, metric, colors,
-                                             log_y=metric in LOG_SCALE), width="stretch")
+            show_chart(charts.per_layer(frame, metric, colors,
+                                             log_y=metric in LOG_SCALE))
     st.subheader("Gate score histograms")
     _histograms(url, runs, picked, colors)

@@ -13,6 +13,7 @@ import streamlit as st
 from dashboard import charts, data, palette
 from dashboard.configdiff import config_diff
 from dashboard.tables import fmt_num
+from dashboard.views.common import show_chart
 
 RERUNNABLE = ("succeeded", "failed", "diverged", "cancelled", "lost")
 LIVE = ("pending", "running")
@@ -54,21 +55,25 @@ def _attempts(attempts: list[Any]) -> None:
                 st.code(a.traceback or a.error, language="python")
 
 
-def _spawn(url: str, run: Any) -> None:
-    """Start `orchestrator rerun ID --db URL` detached (the CLI's own code path)."""
+def _spawn(url: str, run_id: int, name: str) -> None:
+    """Start `orchestrator rerun ID --db URL` detached (the CLI's own code path); a button
+    callback, so the page that follows already shows the new state."""
+    st.session_state[f"rd_confirm_{run_id}"] = False
     try:
         from orchestrator.rerun import spawn_rerun  # lazy: the dashboard stays Ray-free
-    except ImportError as exc:
-        st.error(f"Rerun is unavailable: orchestrator.rerun.spawn_rerun not importable ({exc}).")
-        return
-    try:
-        spawn_rerun(url, run.id)
+
+        spawn_rerun(url, run_id)
     except Exception as exc:  # noqa: BLE001 - shown to the user, who can use the CLI instead
-        st.error(f"Rerun of run {run.id} failed to start: {exc}. "
-                 f"Try `orchestrator rerun {run.id} --db {url}`.")
+        st.session_state[f"rd_error_{run_id}"] = (
+            f"Rerun of run {run_id} ({name}) failed to start: {exc}. "
+            f"Try `orchestrator rerun {run_id} --db {url}`.")
         return
     data.clear()
-    st.session_state[f"rd_started_{run.id}"] = True
+    st.session_state[f"rd_started_{run_id}"] = True
+
+
+def _set(key: str, value: bool) -> None:
+    st.session_state[key] = value
 
 
 def _rerun_controls(url: str, run: Any) -> None:
@@ -77,22 +82,21 @@ def _rerun_controls(url: str, run: Any) -> None:
     allowed = run.status in RERUNNABLE
     if st.session_state.get(f"rd_started_{run.id}"):
         st.success(f"Rerun of run {run.id} ({run.name}) started: status {run.status}.")
-    if st.button("Rerun this run…", key="rd_rerun", disabled=not allowed,
-                 help="a new attempt; resumes from the run's last checkpoint" if allowed
-                 else f"a {run.status} run is already scheduled"):
-        st.session_state[confirm] = True
+    error = st.session_state.pop(f"rd_error_{run.id}", None)
+    if error:
+        st.error(error)
+    st.button("Rerun this run…", key="rd_rerun", disabled=not allowed,
+              on_click=_set, args=(confirm, True),
+              help="a new attempt; resumes from the run's last checkpoint" if allowed
+              else f"a {run.status} run is already scheduled")
     if not (allowed and st.session_state.get(confirm)):
         return
     st.warning(f"Start a new attempt of **{run.name}** (status {run.status})? It resumes "
                "from the run's last checkpoint and uses compute.")
     c1, c2, _ = st.columns([1, 1, 4])
-    if c1.button("Yes, rerun", key="rd_rerun_yes", type="primary"):
-        st.session_state[confirm] = False
-        _spawn(url, run)
-        st.rerun(scope="fragment")
-    if c2.button("Cancel", key="rd_rerun_no"):
-        st.session_state[confirm] = False
-        st.rerun(scope="fragment")
+    c1.button("Yes, rerun", key="rd_rerun_yes", type="primary", on_click=_spawn,
+              args=(url, run.id, run.name))
+    c2.button("Cancel", key="rd_rerun_no", on_click=_set, args=(confirm, False))
 
 
 def _state_block(url: str, run_id: int) -> None:
@@ -125,7 +129,7 @@ def _curves(url: str, sweep: str, run: Any) -> None:
                             pl.lit(run.name).alias("series"),
                             pl.col("step").cast(pl.Float64).alias("x"), "value")
         col.markdown(f"**{name}**")
-        col.altair_chart(charts.curves(series, name, colors, x="x"), width="stretch")
+        show_chart(where=col, chart=charts.curves(series, name, colors, x="x"))
 
 
 def _checkpoints(artifacts: pl.DataFrame) -> None:

@@ -10,6 +10,7 @@ import streamlit as st
 
 from dashboard import charts, data, palette
 from dashboard.tables import fmt_lr, fmt_num
+from dashboard.views.common import show_chart
 
 TOLERANCES = (0.02, 0.05, 0.10, 0.20)
 
@@ -47,14 +48,13 @@ def render_view(url: str, sweep: str, key: str = "st") -> bool:
     with left:
         st.markdown("**Final val/loss vs LR** (95 % CI; hollow = unstable; dashed = max "
                     "stable LR)")
-        st.altair_chart(charts.vs_lr(curve, "mean", "final val/loss", colors, ci=True,
-                                     msl=msl), width="stretch")
+        show_chart(charts.vs_lr(curve, "mean", "final val/loss", colors, ci=True,
+                                     msl=msl))
     with mid:
-        st.markdown("**Loss spikes and divergence vs LR** (diverged runs per LR in the "
-                    "tooltip)")
-        st.altair_chart(charts.vs_lr(curve.with_columns(pl.col("loss_spikes").fill_null(0.0)),
-                                     "loss_spikes", "loss spikes (seed mean)", colors),
-                        width="stretch")
+        st.markdown("**Loss spikes and divergence vs LR** (✚ = a seed diverged there)")
+        show_chart(charts.vs_lr(curve.with_columns(pl.col("loss_spikes").fill_null(0.0)),
+                                "loss_spikes", "loss spikes (seed mean)", colors,
+                                diverged=True))
     with right:
         st.markdown("**Max activation vs LR** (log scale)")
         act = curve.filter(pl.col("max_activation").is_not_null()
@@ -62,8 +62,8 @@ def render_view(url: str, sweep: str, key: str = "st") -> bool:
         if act.is_empty():
             st.caption("No probe/max_activation summaries.")
         else:
-            st.altair_chart(charts.vs_lr(act, "max_activation", "max |activation|", colors,
-                                         log_y=True), width="stretch")
+            show_chart(charts.vs_lr(act, "max_activation", "max |activation|", colors,
+                                         log_y=True))
     st.dataframe(summary_frame(stab.summary), hide_index=True, key=f"{key}_summary")
     return True
 

@@ -13,12 +13,12 @@ with another learning rate's baseline would mix the LR effect into the delta).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from results_db.analysis.stats import DeltaCI, delta_ci, describe
 from results_db.analysis.verdict import needed, verdict
+from results_db.states import parse_status
 from results_db.vocab import DIMENSIONS, RESULT_STATES, higher_is_better
 
 if TYPE_CHECKING:
@@ -30,25 +30,17 @@ STAT_COLUMNS = ("n", "mean", "std", "is_baseline", "delta", "delta_pct", "ci_low
                 "ci_low_pct", "ci_high_pct", "ci_method", "verdict", "seeds_needed")
 
 
-def _finite(v: Any) -> bool:
-    return v is not None and isinstance(v, (int, float)) and math.isfinite(v)
-
-
 def _groups(values: pl.DataFrame, states: Sequence[str]) -> list[dict[str, Any]]:
-    """One dict per group_key in declared order: INFO, seeds/values (in ``states``, finite),
-    n_diverged."""
-    out: dict[str, dict[str, Any]] = {}
-    for r in values.sort("run_id").iter_rows(named=True):
-        g = out.get(r["group_key"])
-        if g is None:
-            g = out[r["group_key"]] = {c: r.get(c) for c in INFO}
-            g.update(group_key=r["group_key"], seeds=[], values=[], n_diverged=0)
-        if r["status"] == "diverged":
-            g["n_diverged"] += 1
-        if r["status"] in states and _finite(r["value"]):
-            g["seeds"].append(r["seed"])
-            g["values"].append(float(r["value"]))
-    return list(out.values())
+    """One dict per group_key in declared order (first run id): INFO, seeds/values (runs in
+    ``states`` with a finite value), n_diverged."""
+    import polars as pl
+
+    ok = pl.col("status").is_in(list(states)) & pl.col("value").is_finite().fill_null(False)
+    info = [pl.col(c).first() for c in INFO if c in values.columns]
+    agg = (values.sort("run_id").group_by("group_key", maintain_order=True)
+           .agg(*info, seeds=pl.col("seed").filter(ok), values=pl.col("value").filter(ok),
+                n_diverged=(pl.col("status") == "diverged").sum().cast(pl.Int64)))
+    return agg.to_dicts()
 
 
 def _baseline_of(g: dict[str, Any], bases: list[dict[str, Any]],
@@ -64,8 +56,8 @@ def _baseline_of(g: dict[str, Any], bases: list[dict[str, Any]],
 
 def _row(g: dict[str, Any], base: dict[str, Any] | None, is_base: bool, higher: bool,
          min_effect: float) -> dict[str, Any]:
-    d = describe(g["values"])
-    bmean = describe(base["values"]).mean if base is not None else None
+    d = g["described"]
+    bmean = base["described"].mean if base is not None else None
     if is_base:
         ci = DeltaCI(0.0 if d.mean is not None else None, None, None, "none", None, None)
     elif base is None:
@@ -98,14 +90,17 @@ def compare(values: pl.DataFrame, metric: str, baseline: str | None, *,
         raise ValueError(f"min_effect: a relative effect in (0, 1) (0.01 = 1 %), "
                          f"got {min_effect}")
     higher = higher_is_better(metric) if higher is None else higher
+    states = [parse_status(s, "states").value for s in states]
     groups = _groups(values.filter(pl.col("name") == metric), states)
+    for g in groups:
+        g["described"] = describe(g["values"])
     bases = [g for g in groups if baseline is not None and g["variant"] == baseline]
     axes = [c for c in DIMENSIONS if len({b.get(c) for b in bases}) > 1]
     rows = []
     for g in groups:
         is_base = baseline is not None and g["variant"] == baseline
         base = g if is_base else _baseline_of(g, bases, axes)
-        info = {k: v for k, v in g.items() if k not in ("seeds", "values")}
+        info = {k: v for k, v in g.items() if k not in ("seeds", "values", "described")}
         rows.append({**info, **_row(g, base, is_base, higher, min_effect),
                      "metric": metric, "baseline": baseline})
     return _frame(rows)

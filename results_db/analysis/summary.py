@@ -19,7 +19,9 @@ def verdict_sentence(board: pl.DataFrame, sweep: str, metric: str) -> str:
     2 are worse; 6 are within noise; 4 need more seeds (up to 9); ..." -- counts over the
     non-baseline rows of ``board`` (a leaderboard); rows are (variant, lr) pairs when the
     sweep has an LR axis."""
-    base = board["baseline"][0] if board.height and "baseline" in board.columns else None
+    if board.height == 0:
+        return f"Sweep {sweep}: no finished runs with a {metric} value yet."
+    base = board["baseline"][0] if "baseline" in board.columns else None
     if base is None:
         return (f"Sweep {sweep}: no baseline (no variant is named 'baseline' and none is the "
                 f"plain ungated model), so there are no deltas or verdicts on {metric}.")

@@ -1,0 +1,112 @@
+"""Read-only commands never create, migrate or change a results DB (issue 12).
+
+Every read command runs against a copy of the sample DB in rollback-journal mode and in WAL
+mode; the DB file is hashed before and after (and a WAL file, if SQLite made one for the
+read-only connection, stays empty). A missing DB is an error (exit 2) and is not created.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+import results_db
+import sample_db
+from orchestrator.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+SMOKE = ROOT / "sweeps" / "smoke.yaml"
+GATES = ROOT / "sweeps" / "gates.yaml"
+
+READ_COMMANDS: list[tuple[str, ...]] = [
+    ("validate", str(GATES)),
+    ("submit", str(GATES), "--dry-run"),
+    ("query", "select count(*) as n from runs"),
+    ("status",),
+    ("status", "gates-toy"),
+    ("runs", "--sweep", "gates-toy", "--status", "failed"),
+    ("show", "1"),
+    ("export", "--out", "{tmp}/export", "--sweep", "gates-toy"),
+    ("leaderboard", "gates-toy"),
+    ("table", "gates-toy", "--paper"),
+    ("effects", "gates-toy"),
+    ("stability", "lr-stability"),
+]
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _argv(cmd: tuple[str, ...], tmp: Path, url: str) -> list[str]:
+    return [a.replace("{tmp}", str(tmp)) for a in cmd] + ["--db", url]
+
+
+@pytest.mark.parametrize("journal", ["delete", "wal"])
+def test_read_commands_leave_the_db_bytes_unchanged(capsys: pytest.CaptureFixture[str],
+                                                    tmp_path: Path, journal: str) -> None:
+    url = sample_db.copy_to(tmp_path)
+    path = tmp_path / "sample.db"
+    con = sqlite3.connect(path)
+    assert con.execute(f"PRAGMA journal_mode={journal}").fetchone()[0] == journal
+    con.close()
+    before = sha(path)
+    for cmd in READ_COMMANDS:
+        code = main(_argv(cmd, tmp_path, url))
+        out, err = capsys.readouterr()
+        assert code == 0, (cmd, err)
+        assert sha(path) == before, f"{cmd[0]} changed the DB's bytes"
+        wal = path.with_name(path.name + "-wal")
+        assert not wal.exists() or wal.stat().st_size == 0, f"{cmd[0]} wrote to the WAL"
+    header = path.read_bytes()[18:20]  # SQLite's file-format bytes: 1,1 rollback; 2,2 WAL
+    assert header == (b"\x02\x02" if journal == "wal" else b"\x01\x01")
+
+
+@pytest.mark.parametrize("cmd", [c for c in READ_COMMANDS if c[0] not in ("validate", "submit")],
+                         ids=lambda c: c[0])
+def test_a_missing_db_is_an_error_and_is_not_created(capsys: pytest.CaptureFixture[str],
+                                                    tmp_path: Path, cmd: tuple[str, ...]) -> None:
+    url = f"sqlite:///{tmp_path / 'typo.db'}"
+    code = main(_argv(cmd, tmp_path, url))
+    err = capsys.readouterr().err
+    assert code == 2 and "typo.db does not exist" in err and "Traceback" not in err
+    assert not (tmp_path / "typo.db").exists()
+
+
+def test_validate_and_dry_run_without_a_db_create_none(capsys: pytest.CaptureFixture[str],
+                                                       tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'none.db'}"
+    for cmd in (("validate", str(SMOKE)), ("submit", str(SMOKE), "--dry-run")):
+        assert main(_argv(cmd, tmp_path, url)) == 0
+    assert "3 to run" in capsys.readouterr().out
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_outdated_or_foreign_db_is_refused_not_migrated(tmp_path: Path) -> None:
+    not_db = tmp_path / "notes.db"
+    not_db.write_text("just text\n")
+    with pytest.raises(results_db.DBNotFound, match="cannot be read"):
+        results_db.open(f"sqlite:///{not_db}", readonly=True)
+    empty = tmp_path / "empty.db"
+    sqlite3.connect(empty).execute("CREATE TABLE t (x)").connection.close()
+    with pytest.raises(results_db.DBNotFound, match="not a gatesweep results DB"):
+        results_db.open(f"sqlite:///{empty}", readonly=True)
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    results_db.upgrade(url, "0001")  # the first revision only
+    before = sha(tmp_path / "old.db")
+    with pytest.raises(results_db.DBOutdated, match="orchestrator db upgrade"):
+        results_db.open(url, readonly=True)
+    assert sha(tmp_path / "old.db") == before
+
+
+def test_a_readonly_handle_refuses_writes(tmp_path: Path) -> None:
+    url = sample_db.copy_to(tmp_path)
+    before = sha(tmp_path / "sample.db")
+    db = results_db.open(url, readonly=True)
+    with pytest.raises(Exception, match="not authorized|readonly|read-only"):
+        db.ensure_sweep("new", "name: new")
+    db.close()
+    assert sha(tmp_path / "sample.db") == before
