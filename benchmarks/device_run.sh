@@ -75,9 +75,13 @@ step mfu_1p7b "${MFU_TIMEOUT:-170}" \
 
 # ---- (3) the lead's sweep hook ---------------------------------------------------------------
 if [ -n "${DEVICE_SWEEP:-}" ]; then
+  SWEEP_STORAGE="${DEVICE_SWEEP_STORAGE:-/tmp/gatesweep_device_runs}"
   step sweep "${DEVICE_SWEEP_TIMEOUT:-240}" \
-    "$PY" -m benchmarks.device_sweep "$DEVICE_SWEEP" --db "sqlite:///$OUT/sweep.db" \
-    --storage "${DEVICE_SWEEP_STORAGE:-/tmp/gatesweep_device_runs}" > "$OUT/sweep.log" 2>&1
+    "$PY" -m benchmarks.device_sweep "$DEVICE_SWEEP" --storage "$SWEEP_STORAGE" \
+    --copy-to "$OUT/sweep.db" > "$OUT/sweep.log" 2>&1
+  # a timeout kills the copy too: copy what the DB holds so far
+  [ -f "$OUT/sweep.db" ] || "$PY" -c "import sys; from pathlib import Path; from benchmarks.device_sweep import copy_sqlite; copy_sqlite(sys.argv[1], Path(sys.argv[2]))" \
+    "sqlite:///$SWEEP_STORAGE/device_sweep.db" "$OUT/sweep.db" >> "$OUT/sweep.log" 2>&1
 fi
 
 echo "total: seconds=$SECONDS budget=$BUDGET" >> "$SUMMARY"

@@ -1,6 +1,7 @@
 """Run a sweep YAML in this process, one run after another, into a results DB -- without Ray.
 
     python -m benchmarks.device_sweep SWEEP.yaml [--db sqlite:////path/x.db] [--storage DIR]
+                                     [--copy-to FILE]
 
 For a borrowed GPU box that has torch but no Ray (benchmarks/device_run.sh's sweep step): the
 product's own path minus the scheduler -- ``orchestrator.submit.make_plan`` (parse, validate,
@@ -44,6 +45,7 @@ def run(sweep: Path, db_url: str, storage: Path) -> int:
     from orchestrator.runner import execute_job
     from orchestrator.submit import jobs_for, make_plan, register
     from orchestrator.trial_job import driver_owner, heartbeat_interval
+    from trainer import Preempted
 
     plan = make_plan(sweep)
     db = results_db.open(db_url)
@@ -54,9 +56,15 @@ def run(sweep: Path, db_url: str, storage: Path) -> int:
     for job in jobs_for(res.to_run, plan, storage, db_url):
         job = dataclasses.replace(job, owner=owner, heartbeat_s=heartbeat_interval())
         t0 = time.perf_counter()
-        out = execute_job(job)
+        try:
+            out = execute_job(job)
+        except Preempted as exc:  # recorded by execute_job; re-raised when it would retry
+            out = {"status": "failed", "fault": "preempted", "steps": exc.step}
         print(f"  {job.name}: {out.get('status')} after {out.get('steps')} steps, "
               f"{time.perf_counter() - t0:.1f}s", flush=True)
+        if out.get("fault") == "preempted":  # SIGTERM (e.g. the step's timeout): stop here
+            print("device_sweep: preempted; the remaining runs stay pending", flush=True)
+            break
     ids = [r.id for r in (*res.cached, *res.to_run, *res.running)]
     statuses = {row.name: row.status for row in (db.run(i) for i in ids) if row is not None}
     db.close()
@@ -67,6 +75,17 @@ def run(sweep: Path, db_url: str, storage: Path) -> int:
     return 1 if bad or not statuses else 0
 
 
+def copy_sqlite(db_url: str, dest: Path) -> None:
+    """One self-contained file (no -wal/-shm beside it) through SQLite's online backup API."""
+    import sqlite3
+
+    src_path = db_url.removeprefix("sqlite:///")
+    dest.unlink(missing_ok=True)
+    with sqlite3.connect(src_path) as src, sqlite3.connect(dest) as dst:
+        src.backup(dst)
+    print(f"device_sweep: copied the results DB to {dest}", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("sweep", type=Path)
@@ -74,11 +93,17 @@ def main(argv: list[str] | None = None) -> int:
                                                "device_sweep.db)")
     ap.add_argument("--storage", type=Path, default=Path("runs"),
                     help="checkpoint root (default ./runs)")
+    ap.add_argument("--copy-to", type=Path, default=None,
+                    help="afterwards, copy an SQLite results DB into this single file")
     args = ap.parse_args(argv)
     storage = args.storage.resolve()
     storage.mkdir(parents=True, exist_ok=True)
     db_url = args.db or f"sqlite:///{storage / 'device_sweep.db'}"
-    return run(args.sweep, db_url, storage)
+    try:
+        return run(args.sweep, db_url, storage)
+    finally:
+        if args.copy_to is not None and db_url.startswith("sqlite:///"):
+            copy_sqlite(db_url, args.copy_to)
 
 
 if __name__ == "__main__":

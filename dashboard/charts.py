@@ -113,7 +113,7 @@ def delta_dots(board: pl.DataFrame, metric: str, max_rows: int = 60) -> alt.Laye
     bars = alt.Chart(pdf).mark_rule(strokeWidth=2).encode(
         y=y, x=alt.X("ci_low_pct:Q", title=f"Δ {metric} vs baseline (%), 95 % CI"),
         x2="ci_high_pct:Q", color=alt.Color("verdict:N", scale=vscale, legend=LEGEND))
-    dots = alt.Chart(pdf).mark_point(size=90, filled=True).encode(
+    dots = alt.Chart(pdf).mark_point(size=90, strokeWidth=2, opacity=1).encode(
         y=y, x="delta_pct:Q", color=alt.Color("verdict:N", scale=vscale, legend=LEGEND),
         fill=alt.condition("datum.has_ci", alt.Color("verdict:N", scale=vscale),
                            alt.value("white")),
@@ -166,13 +166,15 @@ def per_layer(frame: pl.DataFrame, title: str, colors: alt.Scale,
     row coloured by its variant, error bars mean ± std over seeds."""
     scale = alt.Scale(type="log") if log_y else alt.Scale(zero=False)
     pdf = frame.to_pandas()
-    color = alt.Color("variant:N", scale=colors, legend=LEGEND)
+    color = alt.Color("variant:N", scale=colors, legend=alt.Legend(
+        orient="bottom", columns=2, labelLimit=0, title=None))  # narrow: small multiples
+    x = alt.X("layer:Q", title="layer", axis=alt.Axis(tickMinStep=1, format="d"),
+              scale=alt.Scale(nice=False, padding=12))
     line = alt.Chart(pdf).mark_line(point=True).encode(
-        x=alt.X("layer:O", title="layer"), y=alt.Y("mean:Q", title=title, scale=scale),
-        color=color, detail="row:N",
+        x=x, y=alt.Y("mean:Q", title=title, scale=scale), color=color, detail="row:N",
         tooltip=["row", "layer", alt.Tooltip("mean:Q", format=".4g"), "n"])
-    err = alt.Chart(pdf).mark_errorbar(ticks=True).encode(
-        x="layer:O", y=alt.Y("lo:Q", scale=scale, title=title), y2="hi:Q", color=color,
+    err = alt.Chart(pdf).mark_errorbar(ticks=alt.TickConfig(size=8)).encode(
+        x=x, y=alt.Y("lo:Q", scale=scale, title=title), y2="hi:Q", color=color,
         detail="row:N")
     return alt.layer(err, line).properties(height=260)
 

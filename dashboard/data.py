@@ -15,6 +15,8 @@ from typing import Any
 import polars as pl
 import streamlit as st
 
+from dashboard import ablation
+
 DEFAULT_URL = "sqlite:///results.db"
 LIVE_TTL_S = 3  # status of live runs: refreshed by the pages' fragments
 TTL_S = 15  # results (summaries, metrics): change only when a run reports
@@ -140,8 +142,6 @@ def ablation_frame(url: str, sweep: str, metrics: tuple[str, ...]) -> pl.DataFra
 @st.cache_data(ttl=TTL_S, show_spinner=False)
 def ablation_table(url: str, sweep: str, kind: str, with_paper: bool) -> Any:
     """One paper-layout table of the sweep (dashboard/ablation.py), cached."""
-    from dashboard import ablation
-
     names = ablation.metric_names(kind, summary_names(url, sweep))
     frame = ablation_frame(url, sweep, tuple(names))
     msl = max_stable_lr(url, sweep) if kind == "stability" else None

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import polars as pl
 
-STATES: tuple[str, ...] = ("pending", "running", "succeeded", "failed", "diverged",
-                           "cancelled", "lost")
-LIVE_STATES: tuple[str, ...] = ("pending", "running")
-DONE_STATES: tuple[str, ...] = ("succeeded", "failed", "diverged", "cancelled", "lost")
+from results_db import TERMINAL, RunStatus
+
+# The run states in the contract's order, from results_db (one owner of the state set).
+STATES: tuple[str, ...] = tuple(s.value for s in RunStatus)
+DONE_STATES: tuple[str, ...] = tuple(s.value for s in RunStatus if s in TERMINAL)
+LIVE_STATES: tuple[str, ...] = tuple(s for s in STATES if s not in DONE_STATES)
 
 
 def _sweep_col(frame: pl.DataFrame) -> str:

@@ -77,15 +77,13 @@ def entrypoint(file_name: str, db_url: str, storage: str, max_concurrent: int | 
 def check_db_url(db_url: str) -> str:
     """The job's driver runs on the head node: a relative SQLite path would be another file
     there, and :memory: would vanish. Absolute SQLite paths must be on a shared mount."""
-    from sqlalchemy import make_url
+    import results_db
 
-    from orchestrator.env import absolute_db_url
-
-    u = make_url(db_url)
-    if u.get_backend_name() == "sqlite" and (not u.database or u.database == ":memory:"):
+    database = results_db.sqlite_database(db_url)
+    if database is not None and database in ("", ":memory:"):
         raise UserError(f"--db {db_url}: a detached sweep needs a database file or server "
                         "that the cluster's head node can reach (PostgreSQL recommended)")
-    return absolute_db_url(db_url)
+    return results_db.absolute_url(db_url)
 
 
 def submit_detached(file: str | Path, db_url: str, address: str | None, storage: str | Path,
@@ -130,9 +128,9 @@ def _submission_id(sweep: str) -> str:
 
 
 def _redact(url: str) -> str:
-    from sqlalchemy import make_url
+    import results_db
 
-    return make_url(url).render_as_string(hide_password=True)
+    return results_db.redacted(url)
 
 
 def wait_for_job(client: Any, job_id: str, timeout_s: float = 600) -> str:

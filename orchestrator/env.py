@@ -79,16 +79,8 @@ def _dist_initialized() -> bool:
 
 
 def absolute_db_url(url: str) -> str:
-    """sqlite:///results.db -> sqlite:////abs/cwd/results.db.
+    """sqlite:///results.db -> sqlite:////abs/cwd/results.db (results_db.absolute_url: trials
+    run elsewhere and Tune may change their working directory)."""
+    import results_db
 
-    Trials run in other processes and Tune may change their working directory to the trial
-    dir, so a relative SQLite path would silently open a different (empty) database there.
-    """
-    from sqlalchemy import make_url
-
-    u = make_url(url)
-    db = u.database
-    if u.get_backend_name() != "sqlite" or not db or db == ":memory:" or db.startswith("file:") \
-            or os.path.isabs(db):
-        return url
-    return u.set(database=os.path.abspath(db)).render_as_string(hide_password=False)
+    return results_db.absolute_url(url)

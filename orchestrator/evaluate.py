@@ -2,7 +2,9 @@
 
 Evaluates finished runs later: each run's spec comes from the DB (``runs.config``), its
 weights from the newest complete checkpoint under its ``checkpoint_dir`` artifact, and
-``trainer.final_eval.evaluate_checkpoint`` does the work.
+``trainer.final_eval.evaluate_checkpoint`` does the work. Checkpoints are read weights-only
+(trainer/load.py refuses pickled code), except ZeRO-3 ones, which DeepSpeed's ``zero_to_fp32``
+unpickles fully: evaluate only runs whose checkpoint directory you trust.
 
 Where the numbers go (decision): the ``bench/...`` / ``longctx/...`` summaries are upserted
 for the run and attributed to the run's **latest attempt**; no attempt is created and the run's

@@ -42,6 +42,7 @@ class DBReporter:
         self._lock = threading.Lock()
         self._cancelled = threading.Event()
         self._superseded = threading.Event()
+        self.stop_reason = ""  # set by request_stop (SIGTERM): heartbeat() answers False
         self._stop = threading.Event()
         self.first_step: int | None = None  # the first step this attempt logged (resume proof)
         self._beat = threading.Thread(target=self._beat_loop, args=(heartbeat_s,),
@@ -68,7 +69,11 @@ class DBReporter:
         """False once the attempt is no longer the run's current one: the caller must stop.
         (The thread does the writing; the trainer's call is where the news surfaces.)"""
         self._raise_if_cancelled()
-        return not self._superseded.is_set()
+        return not (self._superseded.is_set() or self.stop_reason)
+
+    def request_stop(self, reason: str) -> None:
+        """Ask the trainer to stop at its next step boundary (orchestrator/sigterm.py)."""
+        self.stop_reason = self.stop_reason or reason
 
     def artifact(self, kind: str, payload: str | Path | Mapping[str, Any]) -> None:
         if isinstance(payload, (str, Path)):

@@ -66,6 +66,8 @@ def rerun_runs(db_url: str, run_ids: list[int | str], fresh: bool = False,
         for r in rows:
             spawn_rerun(db_url, r.id, fresh=fresh)
         return {r.id: "pending" for r in rows}
+    db.reconcile()  # a dead driver's silent attempts are lost now, not "running"
+    rows = resolve_runs(db, list(run_ids))
     busy = [r.name for r in rows if r.status == "running"]
     if busy:
         raise UserError(f"run(s) {', '.join(busy)} are running; cancel them first "
@@ -105,10 +107,12 @@ DEFAULT_RERUN = ("failed", "lost")
 def sweep_rerun_plan(db: Any, sweep: str, statuses: list[str] | None = None) -> SweepRerun:
     """Runs of ``sweep`` to rerun: those in ``statuses`` (default failed, lost) plus pending
     runs nobody will start -- their driver's lease ran out (it died before starting them).
+    Reconciles first (writes): a run whose attempt went silent is lost, and taken.
     Everything else is left alone with its reason: live runs (holder and heartbeat age),
     pending runs a live driver still holds, finished results."""
     from results_db.states import DONE_OK
 
+    db.reconcile()  # silent attempts (each past its own heartbeat threshold) -> lost first
     wanted = set(statuses or DEFAULT_RERUN)
     take: list[int] = []
     left: list[tuple[int, str]] = []

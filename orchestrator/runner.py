@@ -19,6 +19,7 @@ from typing import Any
 
 from orchestrator.env import prepare_trial_env
 from orchestrator.faults import Fault, RetryPolicy, classify, describe
+from orchestrator.sigterm import graceful_sigterm
 from orchestrator.trial_job import TrialJob
 
 SKIPPED = "skipped"
@@ -63,7 +64,8 @@ def train_attempt(db: Any, job: TrialJob, attempt_id: int, reporter: Any) -> dic
     try:
         job.checkpoint_dir.mkdir(parents=True, exist_ok=True)
         db.add_artifact(job.run_id, attempt_id, "checkpoint_dir", path=str(job.checkpoint_dir))
-        res = train(job.spec, reporter, job.checkpoint_dir)
+        with graceful_sigterm(reporter.request_stop):  # SIGTERM -> checkpoint, Preempted
+            res = train(job.spec, reporter, job.checkpoint_dir)
     except RunCancelled:
         reporter.close()
         return _cancelled(db, attempt_id, reporter)

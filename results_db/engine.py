@@ -58,6 +58,32 @@ def resolve_url(url: str | URL | None) -> URL:
     return u
 
 
+def sqlite_database(url: str | URL) -> str | None:
+    """The database path of a SQLite URL ('' or ':memory:' possible); None for other backends.
+    (The orchestrator asks this instead of parsing URLs itself: no SQLAlchemy outside here.)"""
+    u = make_url(url)
+    return (u.database or "") if u.get_backend_name() == "sqlite" else None
+
+
+def absolute_url(url: str) -> str:
+    """sqlite:///results.db -> sqlite:////abs/cwd/results.db; other URLs unchanged.
+
+    Trials run in other processes and Tune may change their working directory to the trial
+    dir, so a relative SQLite path would silently open a different (empty) database there.
+    """
+    u = make_url(url)
+    db = u.database
+    if u.get_backend_name() != "sqlite" or not db or db == ":memory:" or db.startswith("file:") \
+            or os.path.isabs(db):
+        return url
+    return u.set(database=os.path.abspath(db)).render_as_string(hide_password=False)
+
+
+def redacted(url: str | URL) -> str:
+    """The URL with its password hidden (for messages and Ray job metadata)."""
+    return make_url(url).render_as_string(hide_password=True)
+
+
 def is_sqlite(url: URL) -> bool:
     return url.get_backend_name() == "sqlite"
 

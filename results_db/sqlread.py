@@ -1,7 +1,8 @@
 """SQL rows -> polars DataFrames: the bottom of results_db's read side.
 
-query.py (the ReaderMixin), frames.py (the analysis reads) and downsample.py all build frames
-with these; nothing here imports them back, so the read modules form no import cycle.
+query.py (the ReaderMixin) and frames.py (the analysis reads) build frames with these, and so
+must every module query.py imports (downsample.py): importing ``frame`` from query.py there
+would close an import cycle. Nothing here imports them back.
 """
 
 from __future__ import annotations

@@ -17,9 +17,9 @@ def test_t_quantile_closed_forms_and_table_values() -> None:
     # df = 2: t = (2p - 1) / sqrt(2 p (1 - p)) = 0.95 / sqrt(0.04875) = 4.302653
     assert t_quantile(0.975, 2) == pytest.approx(0.95 / math.sqrt(0.04875), rel=1e-12)
     # printed t tables (3 decimals): t(0.975, 5) = 2.571, t(0.975, 30) = 2.042,
-    # t(0.8, 30) = 0.854, t(0.995, 10) = 3.169
+    # t(0.8, 30) = 0.854, t(0.995, 10) = 3.169, t(0.975, 120) = 1.980
     for p, df, table in ((0.975, 5, 2.571), (0.975, 30, 2.042), (0.8, 30, 0.854),
-                         (0.995, 10, 3.169)):
+                         (0.995, 10, 3.169), (0.975, 120, 1.980)):
         assert t_quantile(p, df) == pytest.approx(table, abs=6e-4)
     assert t_quantile(0.025, 5) == pytest.approx(-t_quantile(0.975, 5))
     assert t_quantile(0.975, 1e6) == pytest.approx(1.959964, abs=1e-5)  # -> normal
@@ -37,9 +37,12 @@ def test_incomplete_beta_closed_forms() -> None:
 
 def test_matches_scipy_when_available() -> None:
     sp = pytest.importorskip("scipy.stats")
-    for df in (1, 2, 3, 4.5, 9, 30, 120):
+    for df in (1, 2, 3, 4.5, 9, 30, 59.5):
         for p in (0.6, 0.8, 0.975, 0.995):
             assert t_quantile(p, df) == pytest.approx(float(sp.t.ppf(p, df)), rel=1e-9)
+    for df in (60, 61.5, 120, 1000, 1e5):  # the Cornish-Fisher series
+        for p in (0.6, 0.8, 0.975, 0.995):
+            assert t_quantile(p, df) == pytest.approx(float(sp.t.ppf(p, df)), rel=1e-8)
 
 
 def test_describe() -> None:

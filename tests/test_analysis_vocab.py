@@ -60,3 +60,12 @@ def test_verdict_kind() -> None:
                                            ("probe/max_activation", False)])
 def test_metric_direction(metric: str, higher: bool) -> None:
     assert vocab.higher_is_better(metric) is higher
+
+
+def test_results_db_exports_the_vocabulary() -> None:
+    """Contract (issue 10): the vocabulary is importable from the package itself."""
+    import results_db
+
+    for name in ("DIMENSIONS", "FINISHED_STATES", "VERDICTS"):
+        assert getattr(results_db, name, None) is getattr(vocab, name), \
+            f"results_db/__init__.py must re-export results_db.vocab.{name}"

@@ -113,9 +113,12 @@ def test_include_exclude_and_byte_budget(tmp_path: Path) -> None:
     assert order[:2] == [n for n in order if n in chosen][:2]  # taken in the fixed hash order
 
 
-def test_non_utf8_files_are_skipped_and_counted(tmp_path: Path) -> None:
+def test_non_utf8_and_empty_files_are_skipped(tmp_path: Path) -> None:
     make_tree(tmp_path / "src", n=6)
     (tmp_path / "src" / "latin.py").write_bytes(b"# caf\xe9\nx = 1\n" * 50)
+    for i in range(20):  # empty __init__.py files: never chosen (an empty held-out split)
+        (tmp_path / "src" / f"empty{i}").mkdir()
+        (tmp_path / "src" / f"empty{i}" / "__init__.py").write_text("", encoding="utf-8")
     d = build_data(code_spec(tmp_path / "src"))
     assert d.info["skipped_non_utf8"] == 1 and d.info["files"] == 6
     assert data_summary(d.info)["data/skipped_non_utf8"] == 1.0

@@ -208,7 +208,8 @@ def test_ablation_probes_and_stability_tables(app: AppTest) -> None:
     at.radio(key="ab_kind").set_value("probes").run()
     probes = at.dataframe[0].value
     base = probes[probes["Variant"] == "baseline"].iloc[0]
-    assert (base["Gate score"], base["M-Act"], base["F-Attn"]) == ("–", "300 ± 0", "0.450 ± 0.000")
+    assert (base["Gate score"], base["M-Act"], base["F-Attn"]) == \
+        ("–", "300 ± 0", "0.450 ± 0.000")
     assert base["Paper M-Act"] == "1053"
     at.radio(key="ab_kind").set_value("stability").run()
     stab = at.dataframe[0].value

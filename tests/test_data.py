@@ -324,6 +324,11 @@ def test_check_python_code_roots_and_patterns(tmp_path: Path) -> None:
                    "exclude": ["**/tests/**"]}) == [
         "data.include: 'no_such_pkg/**/*.py' matches no file under ['stdlib'] "
         "(after data.exclude)"]
+    (tmp_path / "one").mkdir()
+    (tmp_path / "one" / "a.py").write_text("x = 1\n", encoding="utf-8")
+    assert _check({"source": "python_code", "roots": [str(tmp_path / "one")]}) == [
+        "data.include: only 1 file matches ['**/*.py']; the held-out split by file needs at "
+        "least 2"]
     assert _check({"source": "python_code", "roots": [str(tmp_path / "nope")]},
                   key="eval.ppl_sets.code") == [
         f"eval.ppl_sets.code.roots: {str(tmp_path / 'nope')!r} is neither one of "

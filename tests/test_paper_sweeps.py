@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.cluster import NodeResources, check_parallelism, max_concurrent_trials
-from orchestrator.submit import make_plan
+from orchestrator.plan import make_plan
 from trainer.config import ModelConfig
 from trainer.params import count_params
 
@@ -216,7 +216,6 @@ def test_gpu_recipes_are_the_promised_set() -> None:
 
 @pytest.mark.parametrize("path", GPU_RECIPES, ids=[p.name for p in GPU_RECIPES])
 def test_gpu_recipe_fits_one_gpu_budget_and_its_corpus(path: Path) -> None:
-    from orchestrator.plan import make_plan
     from trainer.data import check
 
     runs = make_plan(path).runs
@@ -235,8 +234,6 @@ def test_gpu_recipe_fits_one_gpu_budget_and_its_corpus(path: Path) -> None:
 
 
 def test_gpu_recipes_have_the_rows_the_issue_asks_for() -> None:
-    from orchestrator.plan import make_plan
-
     def plan(name: str) -> list:  # type: ignore[type-arg]
         return make_plan(GPU / name).runs
 

@@ -85,3 +85,48 @@ def test_trial_job_is_validated_once_and_frozen(tmp_path: Path) -> None:
         TrialJob.of(1, "r", spec, tmp_path, "sqlite:///x.db", retries=-1)
     owner = driver_owner()
     assert owner.startswith("submit ") and " on host " in owner
+
+
+def test_sigterm_becomes_a_stop_request_in_the_main_thread() -> None:
+    import os
+    import signal
+
+    from orchestrator.sigterm import graceful_sigterm
+
+    asked: list[str] = []
+    before = signal.getsignal(signal.SIGTERM)
+    with graceful_sigterm(asked.append) as hooked:
+        assert hooked
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.1)  # the handler runs at the next bytecode of the main thread
+    assert asked == ["SIGTERM"]
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_sigterm_in_a_ray_trial_thread_stops_instead_of_exiting() -> None:
+    """In a Ray worker, Ray's own main-thread handler calls this function to exit: while a
+    trial trains it asks for a stop instead; the second SIGTERM exits as before."""
+    import threading
+
+    import ray._private.worker as ray_worker
+
+    from orchestrator.sigterm import graceful_sigterm
+
+    asked: list[str] = []
+    out: dict[str, object] = {}
+    original = ray_worker.raise_sys_exit_with_custom_error_message
+
+    def trial() -> None:
+        with graceful_sigterm(asked.append) as hooked:
+            out["hooked"] = hooked
+            ray_worker.raise_sys_exit_with_custom_error_message("SIGTERM", exit_code=1)
+            try:
+                ray_worker.raise_sys_exit_with_custom_error_message("SIGTERM", exit_code=1)
+            except SystemExit as exc:
+                out["second"] = exc.code
+
+    th = threading.Thread(target=trial)
+    th.start()
+    th.join(timeout=10)
+    assert out == {"hooked": True, "second": 1} and asked == ["SIGTERM"]
+    assert ray_worker.raise_sys_exit_with_custom_error_message is original

@@ -347,3 +347,19 @@ def test_compiled_model_trains_like_eager_without_per_step_recompiles(reference,
     # fused kernels round differently; the gap grows with training (0.5 % by step 9, measured)
     for s, value in losses(rep).items():
         assert value == pytest.approx(eager[s], rel=1e-3 if s <= 4 else 2e-2), s
+
+
+def test_a_single_process_run_never_builds_the_shm_comm_op(tmp_path: Path) -> None:
+    """issue 11: no 60-80 s C++ compile on a fresh machine for one-process trials."""
+    code = ("import deepspeed.comm.comm as c\n"
+            "from trainer.dist import ensure_single_process_dist\n"
+            "ensure_single_process_dist()\n"
+            "print('shm', c.cdb.shm_comm_op)\n")
+    env = {k: v for k, v in os.environ.items() if k not in DIST_VARS}
+    env.update(TORCH_EXTENSIONS_DIR=str(tmp_path / "ext"), DS_ACCELERATOR="cpu",
+               PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "shm None" in out.stdout
+    assert not (tmp_path / "ext" / "deepspeed_shm_comm").exists()

@@ -3,7 +3,8 @@
 Every machine that runs gatesweep has an interpreter, hence a few tens of MB of Python source
 (the standard library, installed packages): a real, offline, natural-language-like corpus.
 
-- Roots: ``stdlib`` and ``site-packages`` (this interpreter's), or directories.
+- Roots: ``stdlib`` (without its site-packages) and ``site-packages`` (every directory this
+  interpreter installs packages into), or directories.
 - Files: relative paths (posix) matched by ``include`` and not by ``exclude`` globs
   (``**`` spans directories, ``*`` / ``?`` / ``[..]`` stay inside one path segment).
 - Order and budget: files are ordered by sha256 of ``root-name/relative-path`` (a fixed
@@ -24,6 +25,7 @@ import functools
 import hashlib
 import os
 import re
+import site
 import sys
 import sysconfig
 from dataclasses import dataclass, field
@@ -75,17 +77,32 @@ class Corpus:
 STDLIB_SKIP = frozenset({"site-packages", "dist-packages"})
 
 
-def resolve_root(root: str) -> tuple[str, Path]:
-    """(label, directory) of a root keyword or directory; ValueError names the key."""
+def _site_dirs() -> list[Path]:
+    """Every directory this interpreter installs packages into (a venv's site-packages, or a
+    system Python's several dist-packages), existing ones only, in a fixed order."""
+    paths = sysconfig.get_paths()
+    found = [paths["purelib"], paths["platlib"]]
+    if sys.prefix == sys.base_prefix:  # no venv: the system's site directories count too
+        found += site.getsitepackages()
+    out: list[Path] = []
+    for p in map(Path, found):
+        if p.is_dir() and p.resolve() not in [q.resolve() for q in out]:
+            out.append(p)
+    return out
+
+
+def resolve_root(root: str) -> list[tuple[str, Path]]:
+    """(label, directory) pairs of a root keyword or directory; ValueError names the key."""
     if root == "stdlib":
-        return root, Path(sysconfig.get_paths()["stdlib"])
+        return [(root, Path(sysconfig.get_paths()["stdlib"]))]
     if root == "site-packages":
-        return root, Path(sysconfig.get_paths()["purelib"])
+        dirs = _site_dirs()
+        return [(root if i == 0 else f"{root}{i}", d) for i, d in enumerate(dirs)]
     path = Path(root).expanduser()
     if not path.is_dir():
         raise ValueError(f"data.roots: {root!r} is neither one of {list(ROOT_KEYWORDS)} nor an "
                          f"existing directory")
-    return str(path.resolve()), path
+    return [(str(path.resolve()), path)]
 
 
 @functools.lru_cache(maxsize=256)
@@ -137,10 +154,10 @@ def walk(root: Path, skip_top: frozenset[str] = frozenset()) -> tuple[str, ...]:
     return tuple(out)
 
 
-def list_root(root: str) -> tuple[str, Path, tuple[str, ...]]:
-    """(label, directory, relative file paths) of one root."""
-    label, base = resolve_root(root)
-    return label, base, walk(base, STDLIB_SKIP if root == "stdlib" else frozenset())
+def list_root(root: str) -> list[tuple[str, Path, tuple[str, ...]]]:
+    """(label, directory, relative file paths) of each directory of one root."""
+    skip = STDLIB_SKIP if root == "stdlib" else frozenset()
+    return [(label, base, walk(base, skip)) for label, base in resolve_root(root)]
 
 
 def _order_key(name: str, salt: str = "") -> str:
@@ -151,12 +168,13 @@ def candidates(roots: tuple[str, ...], include: tuple[str, ...],
                exclude: tuple[str, ...]) -> list[CorpusFile]:
     """Every matching regular file of every root, in the fixed hash order."""
     found: dict[str, CorpusFile] = {}
-    for root in roots:
-        label, base, rels = list_root(root)
+    for label, base, rels in (d for root in roots for d in list_root(root)):
         for rel in rels:
             if matches(rel, include) and not matches(rel, exclude):
                 path = base / rel
-                if path.is_file():  # a regular file (or a link to one)
+                # a regular file (or a link to one) with content: empty __init__.py files would
+                # only make empty held-out files
+                if path.is_file() and path.stat().st_size > 0:
                     found.setdefault(f"{label}/{rel}", CorpusFile(path, f"{label}/{rel}",
                                                                   path.stat().st_size))
     return sorted(found.values(), key=lambda f: _order_key(f.name))

@@ -7,13 +7,15 @@ problem is one line that starts with the key it is about (``data.path: ...``).
 Checks: file paths exist, are regular files (not FIFOs or devices: reading those blocks or
 never ends) and readable; text samples (the first SAMPLE_BYTES) decode as UTF-8; a .bin has a
 whole number of tokens and enough of them; a tokenizer file loads (and fits
-``vocab_size`` when given); python_code roots exist and every include pattern matches a file.
+``vocab_size`` when given); python_code roots exist, every include pattern matches a file and
+at least 2 files are chosen; the ``hf`` source has the ``datasets`` package.
 """
 
 from __future__ import annotations
 
 import codecs
 import glob
+import importlib.util
 import os
 import stat
 from pathlib import Path
@@ -107,7 +109,7 @@ def _check_code(cfg: DataConfig, key: str) -> list[str]:
     problems, listings = [], []
     for root in cfg.roots:
         try:
-            listings.append(list_root(root)[2])
+            listings += [rels for _, _, rels in list_root(root)]
         except ValueError as exc:
             problems.append(str(exc).replace("data.roots", f"{key}.roots", 1))
     if problems:
@@ -117,6 +119,10 @@ def _check_code(cfg: DataConfig, key: str) -> list[str]:
         if not any(matches(r, (pattern,)) and not matches(r, cfg.exclude) for r in rels):
             problems.append(f"{key}.include: {pattern!r} matches no file under "
                             f"{list(cfg.roots)} (after {key}.exclude)")
+    chosen = (r for r in rels if matches(r, cfg.include) and not matches(r, cfg.exclude))
+    if not problems and next(chosen, None) is not None and next(chosen, None) is None:
+        problems.append(f"{key}.include: only 1 file matches {list(cfg.include)}; the held-out "
+                        f"split by file needs at least 2")
     return problems
 
 
@@ -134,4 +140,6 @@ def check(data: DataConfig, train: TrainConfig, *, vocab_size: int | None = None
         problems += _check_files(data, train, key)
     elif data.source == "python_code":
         problems += _check_code(data, key)
+    elif data.source == "hf" and importlib.util.find_spec("datasets") is None:
+        problems.append(f"{key}.source: 'hf' needs the `datasets` package (pip install datasets)")
     return problems

@@ -32,8 +32,19 @@ def find_checkpoint(checkpoint_dir: str | Path) -> Path:
 
 
 def _torch_load(path: Path) -> dict[str, Any]:
-    # DeepSpeed pickles non-tensor state (configs, shapes): weights_only cannot read it
-    return torch.load(path, map_location="cpu", weights_only=False)
+    """Weights-only unpickling: a checkpoint directory is user input, and a full unpickle runs
+    whatever code the file names. DeepSpeed's model-state files (ZeRO 0-2, MoE experts) hold
+    only tensors, containers and plain values, which ``weights_only=True`` reads. (ZeRO-3
+    gathering goes through DeepSpeed's own ``zero_to_fp32``, which unpickles fully: point
+    ``evaluate`` only at checkpoints you trust.)"""
+    import pickle
+
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        raise ValueError(f"checkpoint {path}: refusing to unpickle objects other than tensors "
+                         f"and plain values (weights-only load): {str(exc).splitlines()[0]}"
+                         ) from None
 
 
 def checkpoint_state_dict(tag_dir: Path) -> dict[str, torch.Tensor]:

@@ -41,7 +41,10 @@ def resolve_files(cfg: DataConfig) -> list[Path]:
 
 
 def _memmap(path: Path) -> np.ndarray:
-    return np.memmap(path, dtype=path.suffixes[-2].lstrip("."), mode="r")
+    dtype = path.suffixes[-2].lstrip(".")
+    if path.stat().st_size == 0:  # mmap refuses empty files; an empty split is an empty array
+        return np.zeros(0, dtype=dtype)
+    return np.memmap(path, dtype=dtype, mode="r")
 
 
 def _tail_split(tokens: np.ndarray, val_fraction: float, info: dict[str, object]) -> Tokens:

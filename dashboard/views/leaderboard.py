@@ -13,13 +13,13 @@ import urllib.parse
 import polars as pl
 import streamlit as st
 
-from results_db.vocab import higher_is_better
 from dashboard import charts, data
 from dashboard.palette import verdict_color
 from dashboard.status import STATES
 from dashboard.tables import (VAL_PPL, apply_filters, fmt_delta_ci, fmt_lr, fmt_mean_std,
                               row_labels)
 from dashboard.views.common import show_chart, show_rows
+from results_db.vocab import higher_is_better
 
 # verdict order of the "by verdict" sort: the conclusions first, the reference, then the rest
 _VERDICT_ORDER = ("better", "baseline", "within noise", "needs", "n = 1", "no data", "worse")

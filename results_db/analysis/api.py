@@ -53,6 +53,16 @@ class AnalysisMixin:
         return compare(values, metric, self.baseline(sweep), states=states,
                        min_effect=min_effect, higher=higher)
 
+    def _compare_many(self, sweep: str, metrics: Sequence[str], min_effect: float,
+                      states: Sequence[str]) -> list[pl.DataFrame]:
+        """compare() per metric over one read of the runs and one baseline decision."""
+        from results_db.frames import run_values
+
+        values = run_values(self.reader, sweep, list(metrics))
+        base = self.baseline(sweep)
+        return [compare(values, m, base, states=states, min_effect=min_effect,
+                        higher=higher_is_better(m)) for m in metrics]
+
     def leaderboard(self, sweep: str, metric: str = "val/ppl", *, min_effect: float = 0.01,
                     states: Sequence[str] = RESULT_STATES,
                     ascending: bool | None = None) -> pl.DataFrame:
@@ -86,9 +96,10 @@ class AnalysisMixin:
         plus ``<m>:text`` ("12.3 ± 0.41"). With an LR axis, the ladder's max_stable_lr."""
         from results_db.analysis.table import ablation
 
+        if not metrics:
+            raise ValueError("ablation_table: metrics is empty; give at least one name")
         stab = self.stability(sweep)
-        return ablation([self._compare(sweep, m, min_effect, states, higher_is_better(m))
-                         for m in metrics], list(metrics),
+        return ablation(self._compare_many(sweep, metrics, min_effect, states), list(metrics),
                         None if stab is None else stab.summary)
 
     def effects(self, sweep: str, metric: str = "val/ppl", *, min_effect: float = 0.01,

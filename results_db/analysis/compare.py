@@ -13,6 +13,7 @@ with another learning rate's baseline would mix the LR effect into the delta).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -86,9 +87,8 @@ def compare(values: pl.DataFrame, metric: str, baseline: str | None, *,
     as results_db.frames.run_values returns it."""
     import polars as pl
 
-    if not 0 < min_effect < 1:
-        raise ValueError(f"min_effect: a relative effect in (0, 1) (0.01 = 1 %), "
-                         f"got {min_effect}")
+    if not 0 < min_effect < math.inf:
+        raise ValueError(f"min_effect: a relative effect > 0 (0.01 = 1 %), got {min_effect}")
     higher = higher_is_better(metric) if higher is None else higher
     states = [parse_status(s, "states").value for s in states]
     groups = _groups(values.filter(pl.col("name") == metric), states)
