@@ -36,8 +36,7 @@ def ensure_db(url: str, runs: int, points: int, sweep: str = "synth") -> str:
     from results_db import synth
 
     db = results_db.open(url)
-    have = db.query(f"SELECT COUNT(*) AS n FROM runs r JOIN sweeps s ON s.id = r.sweep_id "
-                    f"WHERE s.name = '{sweep}'")["n"][0]
+    have = db.runs(sweep=sweep, with_config=False, columns=["id"]).height
     if have < runs:
         print(f"filling {url} {sweep}: {runs} runs x {points} points (writer API) ...",
               flush=True)
@@ -45,9 +44,8 @@ def ensure_db(url: str, runs: int, points: int, sweep: str = "synth") -> str:
         stats = synth.fill(db, runs=runs, points=points, sweep=sweep)
         print(f"  done in {time.perf_counter() - t:.0f} s ({stats['metric_rows_per_s']:.0f} "
               "metric rows/s)", flush=True)
-    n_metrics = db.query("SELECT COUNT(*) AS n FROM metrics")["n"][0]
-    n_runs = db.query("SELECT COUNT(*) AS n FROM runs")["n"][0]
-    print(f"DB: {n_runs} runs, {n_metrics} metric rows", flush=True)
+    n_runs = db.runs(with_config=False, columns=["id"]).height
+    print(f"DB: {n_runs} runs", flush=True)
     db.close()
     return sweep
 

@@ -59,7 +59,9 @@ def check_data(plan: Plan) -> None:
             tail = f"run {runs[0].name}" if n == 1 else f"in {n} runs, e.g. {runs[0].name}"
             issues.append(_issue(plan.src, where, f"{problem} ({tail})"))
     if issues:
-        raise SpecError(issues)
+        raise SpecError([*issues, SpecIssue(str(plan.path), None, (), (
+            "data is checked on this machine; --no-data skips the check (paths that exist "
+            "only on a cluster)"))])
 
 
 def _data_configs(run: ExpandedRun) -> list[tuple[str, Any]]:

@@ -138,7 +138,8 @@ def pydantic_issues(src: Source, exc: ValidationError,
         if "input" in err and err["type"] not in ("missing", "extra_forbidden"):
             got = err["input"]
             if not isinstance(got, (dict, list)):
-                msg += f" (got {got!r})"
+                text = repr(got)
+                msg += f" (got {text if len(text) <= 60 else text[:60] + '...'})"
         issues.append(src.issue(path, msg))
     return issues
 

@@ -158,6 +158,11 @@ def load_text(text: str, file: str = "<string>") -> Source:
     return src
 
 
+def _short(text: str, n: int = 40) -> str:
+    """``text`` cut to ``n`` characters: an error message quotes a value, not a megabyte."""
+    return text if len(text) <= n else f"{text[:n]}... ({len(text)} characters)"
+
+
 def _char(ch: int | str) -> str:
     return f"U+{ch if isinstance(ch, int) else ord(ch):04X}"
 
@@ -252,8 +257,9 @@ class _Builder:
             return self.scalars.construct_object(node, deep=True)
         except (yaml.YAMLError, ValueError, OverflowError) as exc:
             raise SpecError([SpecIssue(self.src.file, node.start_mark.line + 1, path,
-                                       f"cannot read the value {node.value!r}: "
-                                       f"{getattr(exc, 'problem', None) or exc}")]) from None
+                                       f"cannot read the value {_short(repr(node.value))}: "
+                                       f"{_short(str(getattr(exc, 'problem', None) or exc), 80)}"
+                                       )]) from None
 
     def _mapping(self, node: yaml.MappingNode, path: KeyPath, depth: int) -> dict[Any, Any]:
         try:

@@ -24,7 +24,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from results_db.rollup import BLOCK, TABLE
+from results_db.rollup import BLOCK, TABLE, has_rollup
+from results_db.sqlread import frame
 
 # The (run, name) step range of the current bucket ``b`` (bucket rows: run_id, name, lo, hi).
 _RANGE = "m.run_id = b.run_id AND m.name = b.name AND m.step BETWEEN b.lo AND b.hi"
@@ -205,15 +206,17 @@ wide AS (SELECT run_id, name, s0, CAST(s1 - s0 + 1 AS BIGINT) AS w FROM span
 rb AS MATERIALIZED (SELECT r.run_id, r.name, r.min_step, r.min_value, r.max_step,
     r.max_value, r.last_step, r.last_value, r.nan_step,
     (CAST(r.first_step - c.s0 AS BIGINT) * {nb}) / c.w AS qb
-  FROM wide c JOIN {TABLE} r ON r.run_id = c.run_id AND r.name = c.name),
+  FROM wide c CROSS JOIN {TABLE} r WHERE r.run_id = c.run_id AND r.name = c.name),
+short AS MATERIALIZED (SELECT run_id, name FROM span WHERE cnt <= {maxp}),
 {_PG_CAGG if dialect != "sqlite" else ""}
 {fine}
 UNION {coarse}
 UNION ALL
-SELECT m.run_id, m.name, m.step, m.value FROM span s
-  JOIN metrics m ON m.run_id = s.run_id AND m.name = s.name
-WHERE s.cnt <= {maxp}
+SELECT m.run_id, m.name, m.step, m.value FROM short s
+  CROSS JOIN metrics m WHERE m.run_id = s.run_id AND m.name = s.name
 ORDER BY 1, 2, 3"""
+    # CROSS JOIN: SQLite keeps the (few) series as the outer loop and seeks metrics by its
+    # primary key; a plain JOIN let it scan all of metrics against an empty ``short``.
     return ("WITH RECURSIVE" + sql[4:] if dialect == "sqlite" else sql), params
 
 
@@ -237,9 +240,6 @@ def read_metrics(engine: Any, run_ids: Sequence[int] | None, names: Sequence[str
                  max_points: int | None) -> Any:
     """``db.metrics`` as a DataFrame (run_id, name, step, value): downsampled reads use the
     rollup when this DB has it (a read-only DB may predate migration 0003_rollup)."""
-    from results_db.query import frame
-    from results_db.rollup import has_rollup
-
     if max_points and max_points >= 4:
         with engine.connect() as conn:
             use = has_rollup(conn)

@@ -46,7 +46,7 @@ retries: {retries}
 def _sweep(tmp: Path, name: str, variants: list[str], retries: int = 1, preset: str = "small",
            steps: int = STEPS, seq: int = 64) -> Path:
     path = tmp / f"{name}.yaml"
-    rows = "\n".join(f"  {v}: {{}}" if i == 0 else f"  {v}: {{train.lr: {1e-3 * (i + 1)}}}"
+    rows = "\n".join(f"  {v}: {{train.lr: {round(1.1e-3 * (i + 1), 6)}}}"  # distinct configs
                      for i, v in enumerate(variants))
     path.write_text(SWEEP.format(name=name, preset=preset, steps=steps, seq=seq,
                                  variants=rows, retries=retries))

@@ -266,6 +266,10 @@ def test_check_passes_usable_data(tmp_path: Path) -> None:
     np.arange(4000, dtype=np.uint16).tofile(tmp_path / "t.bin")
     assert _check({}) == []
     assert _check({"source": "text", "path": str(tmp_path / "*.txt")}) == []
+    (tmp_path / "sub" / "deeper").mkdir(parents=True)
+    write_text(tmp_path / "sub" / "deeper" / "b.txt")
+    assert _check({"source": "text", "path": str(tmp_path / "sub" / "**")}) == []  # dirs skipped
+    assert len(_check({"source": "text", "path": str(tmp_path / "**")})) == 1  # t.bin: binary
     assert _check({"source": "tokens", "path": str(tmp_path / "t.bin")}) == []
     assert _check({"source": "python_code", "include": ["json/*.py"]}) == []
     # every text problem this file can show is also one that build_data raises later

@@ -1,6 +1,8 @@
 """db.metrics(max_points=...) against a plain-Python reference of the bucket rule, on SQLite
 and PostgreSQL: irregular steps, NULL (NaN) runs covering whole buckets, a spike, series at and
-just over the limit, with and without a names filter."""
+just over the limit, with and without a names filter. The long series here have buckets wider
+than a rollup block, so they take the rollup read (results_db/rollup.py);
+tests/test_results_db_rollup.py covers the raw-point read too."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from collections import defaultdict
 import pytest
 
 import results_db
+from results_db.rollup import BLOCK
 from results_db.synth import add_finished_run
 
 MAXP = 40  # 10 buckets of at most 4 points
@@ -22,22 +25,36 @@ def db(db_url: str):
         yield d
 
 
+def buckets(pts: list[tuple[int, float | None]], maxp: int) -> dict[int, int]:
+    """{step: its bucket}. Buckets are N/4 equal step ranges; when they span >= one rollup
+    block (results_db/rollup.py: 256 steps), whole blocks are bucketed, each by its first
+    stored step (the rollup read), else each point by its own step (the raw-point read)."""
+    nb = maxp // 4
+    s0, width = pts[0][0], pts[-1][0] - pts[0][0] + 1
+    if width < BLOCK * nb:
+        return {s: (s - s0) * nb // width for s, _ in pts}
+    first: dict[int, int] = {}
+    for s, _ in pts:
+        first.setdefault(s // BLOCK, s)
+    return {s: (first[s // BLOCK] - s0) * nb // width for s, _ in pts}
+
+
 def reference(points: list[tuple[int, float | None]], maxp: int) -> list[tuple[int, float | None]]:
     """The documented rule: whole when short, else per step bucket its min, max, last number
-    and first NULL."""
+    and first NULL (ties: the earliest step)."""
     pts = sorted(points)
     if len(pts) <= maxp:
         return pts
-    nb = maxp // 4
-    s0, width = pts[0][0], pts[-1][0] - pts[0][0] + 1
-    buckets: dict[int, list[tuple[int, float | None]]] = defaultdict(list)
+    of = buckets(pts, maxp)
+    grouped: dict[int, list[tuple[int, float | None]]] = defaultdict(list)
     for step, value in pts:
-        buckets[(step - s0) * nb // width].append((step, value))
+        grouped[of[step]].append((step, value))
     keep: set[tuple[int, float | None]] = set()
-    for rows in buckets.values():
+    for rows in grouped.values():
         nums = [r for r in rows if r[1] is not None]
         if nums:
-            keep |= {min(nums, key=lambda r: r[1]), max(nums, key=lambda r: r[1])}
+            keep |= {min(nums, key=lambda r: (r[1], r[0])),
+                     max(nums, key=lambda r: (r[1], -r[0]))}
         if rows[-1][1] is not None:  # a NULL last point: the first NULL stands for it
             keep.add(rows[-1])
         nulls = [r for r in rows if r[1] is None]
@@ -102,8 +119,8 @@ def test_nan_buckets_keep_one_null_point(db, filled) -> None:
     m = db.metrics([ids[1]], ["train/loss"], max_points=MAXP)
     nulls = [s for s, v in zip(m["step"], m["value"], strict=True) if v is None]
     pts = expected[(ids[1], "train/loss")]
-    s0, width = pts[0][0], pts[-1][0] - pts[0][0] + 1
-    null_buckets = {(s - s0) * (MAXP // 4) // width for s, v in pts if v is None}
+    of = buckets(pts, MAXP)
+    null_buckets = {of[s] for s, v in pts if v is None}
     assert len(nulls) == len(null_buckets)  # exactly one NULL point per bucket holding NaN
     assert pts[1200][0] in nulls and pts[1900][0] in nulls  # first NaN of each bucket
 

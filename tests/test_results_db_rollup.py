@@ -12,9 +12,11 @@ from sqlalchemy import text
 
 import results_db
 from results_db import rollup
-from results_db.downsample import read_metrics
+from results_db.downsample import metrics_sql, read_metrics
 from results_db.migrate import downgrade_engine, upgrade_engine
+from results_db.sqlread import frame
 from results_db.synth import add_finished_run
+from test_results_db_downsample import reference
 
 B = rollup.BLOCK
 
@@ -85,31 +87,6 @@ def test_backfill_equals_ingest(db) -> None:
         assert after[key] == pytest.approx(before[key], nan_ok=True), key
 
 
-def block_reference(points: list[tuple[int, float | None]], maxp: int) -> list[tuple]:
-    """The rollup read's rule: buckets of whole blocks (a block in the bucket of its first
-    step), per bucket min, max, last number and first NULL."""
-    pts = sorted(points)
-    nb = maxp // 4
-    s0, w = pts[0][0], pts[-1][0] - pts[0][0] + 1
-    blocks: dict[int, list] = defaultdict(list)
-    for p in pts:
-        blocks[p[0] // B].append(p)
-    buckets: dict[int, list] = defaultdict(list)
-    for rows in blocks.values():
-        buckets[(rows[0][0] - s0) * nb // w].extend(rows)
-    keep: set = set()
-    for rows in buckets.values():
-        nums = [r for r in rows if r[1] is not None]
-        if nums:
-            keep |= {min(nums, key=lambda r: (r[1], r[0])), max(nums, key=lambda r: (r[1], -r[0]))}
-        if rows[-1][1] is not None:
-            keep.add(rows[-1])
-        nulls = [r for r in rows if r[1] is None]
-        if nulls:
-            keep.add(nulls[0])
-    return sorted(keep)
-
-
 def test_downsampled_read_uses_the_rollup_rule(db) -> None:
     sid = db.ensure_sweep("long")
     rng = random.Random(9)
@@ -125,13 +102,16 @@ def test_downsampled_read_uses_the_rollup_rule(db) -> None:
     long_pts = [(r["step"], r["value"]) for r in got.iter_rows(named=True)
                 if r["run_id"] == rid]
     assert long_pts == [(s, pytest.approx(v) if v is not None else None)
-                        for s, v in block_reference(series, maxp)]
+                        for s, v in reference(series, maxp)]
     assert len(long_pts) <= maxp
     assert (series[5000][0], 99.0) in long_pts and (series[9000][0], None) in long_pts
     assert got.filter(got["run_id"] == short).height == 50  # short series: whole
-    # buckets narrower than a block: the exact raw-point rule (db.metrics without rollup)
-    exact = read_metrics(db.reader, [rid], ["train/loss"], 800)  # 200-step buckets
-    assert exact.equals(db.metrics(run_ids=[rid], names=["train/loss"], max_points=800))
+    # buckets narrower than a block (200 steps): the raw-point read, per point
+    exact = read_metrics(db.reader, [rid], ["train/loss"], 800)
+    assert [(r["step"], r["value"]) for r in exact.iter_rows(named=True)] == \
+        reference(series, 800)
+    sql, params = metrics_sql([rid], ["train/loss"], 800, db.reader.dialect.name)
+    assert exact.equals(frame(db.reader, sql, params))  # the same SQL as before the rollup
 
 
 def test_a_db_without_the_rollup_reads_raw_points(db) -> None:
@@ -141,7 +121,8 @@ def test_a_db_without_the_rollup_reads_raw_points(db) -> None:
     want = read_metrics(db.reader, [rid], ["train/loss"], 8)
     downgrade_engine(db.engine, "0002_claims")  # as a read-only DB of an older schema is
     got = read_metrics(db.reader, [rid], ["train/loss"], 8)
-    for frame in (want, got):  # 2 buckets: min 0, max 6, and the series' last point
-        assert frame.height <= 8 and {0.0, 6.0} <= set(frame["value"].to_list())
-        assert frame.row(-1)[2:] == (4999, 4999 % 7)
-    assert got.equals(db.metrics(run_ids=[rid], names=["train/loss"], max_points=8))
+    for read in (want, got):  # 2 buckets: min 0, max 6, and the series' last point
+        assert read.height <= 8 and {0.0, 6.0} <= set(read["value"].to_list())
+        assert read.row(-1)[2:] == (4999, 4999 % 7)
+    sql, params = metrics_sql([rid], ["train/loss"], 8, db.reader.dialect.name)
+    assert got.equals(frame(db.reader, sql, params))

@@ -118,3 +118,57 @@ def test_empty_and_non_mapping_files() -> None:
 def test_name_must_be_path_safe() -> None:
     with pytest.raises(SpecError, match=r"<string>:1: name: String should match pattern"):
         loads_spec("name: ../etc\nbase: {model: {preset: tiny}}\n")
+
+
+# ---- issue 12: bounded reading, numbers, one line per problem --------------------------------
+
+@pytest.mark.parametrize("text", [
+    "a: !!python/name:os.system x\n", "a: !!python/tuple [1, 2]\n", "a: !!map {b: 1}\n",
+    "a: !!str 1\n", "a: !local x\n", "--- !!map\na: 1\n"])
+def test_every_tag_is_refused_with_its_line(text: str) -> None:
+    with pytest.raises(SpecError, match=r"<string>:\d+: .*YAML tag .* is not allowed"):
+        load_text(text)
+
+
+def test_depth_is_bounded_while_parsing_not_after() -> None:
+    import sys
+
+    deep = "a: " + "[" * (sys.getrecursionlimit() * 10) + "\n"  # not even closed: never read
+    with pytest.raises(SpecError, match=r"<string>:1: a\.0\.0.*: nesting deeper than 32"):
+        load_text(deep)
+
+
+def test_a_problem_of_many_runs_is_one_line_with_its_count() -> None:
+    text = ("name: x\nbase:\n  model: {preset: tiny}\n  train: {stepz: 3}\n"
+            "variants: {a: {}, b: {}, c: {}}\naxes: {train.lr: [1e-3, 2e-3]}\nseeds: [0, 1]\n")
+    with pytest.raises(SpecError) as info:
+        expand(*loads_spec(text))
+    assert len(info.value.issues) == 1
+    assert str(info.value.issues[0]).startswith("<string>:4: base.train.stepz: unknown key")
+    assert "(in 12 runs, e.g. a-lr1e-3-s0)" in str(info.value)
+
+
+@pytest.mark.parametrize("grid,key,line", [
+    ("axes: {train.lr: [1e-3, 2e-3]}\nseeds: [" + ", ".join(map(str, range(1000))) + "]\n",
+     "seeds", 5),
+    ("axes: {train.warmup: [" + ", ".join(map(str, range(1000))) + "]}\nseeds: [0, 1, 2]\n",
+     "axes.train.warmup", 4),
+    ("lr_ladder: {min: 1e-4, max: 1e-2, steps: 1000}\nseeds: [0, 1, 2, 3, 4, 5]\n",
+     "lr_ladder", 4)])
+def test_the_run_limit_names_the_key_that_drives_it(grid: str, key: str, line: int) -> None:
+    text = "name: x\nbase: {model: {preset: tiny}}\n" + "variants: {a: {}, b: {}, c: {}}\n" + grid
+    with pytest.raises(SpecError, match=rf"<string>:{line}: {key.split('.')[0]}.*more than "
+                                        rf"5000; reduce {key}"):
+        expand(*loads_spec(text))
+
+
+@pytest.mark.parametrize("base,msg", [
+    ("train: {lr: .inf}", "finite number"), ("train: {lr: .nan}", "finite number"),
+    ("train: {steps: yes}", "got a boolean"), ("train: {steps: 1e400}", "finite number"),
+    ("train: {steps: 100000000000000000000000}", "64-bit integer"),
+    ("model: {preset: tiny, rope_base: -.inf}", "finite number"),
+    ("resources: {cpus: .inf}", "finite number")])
+def test_non_finite_boolean_and_oversized_numbers_are_refused(base: str, msg: str) -> None:
+    model = "" if "model:" in base else "model: {preset: tiny}, "
+    with pytest.raises(SpecError, match=msg):
+        expand(*loads_spec(f"name: x\nbase: {{{model}{base}}}\n"))

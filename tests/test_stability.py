@@ -106,3 +106,34 @@ def test_divergence_state_round_trips() -> None:
     b = DivergenceDetector(patience=2)
     b.load_state_dict(a.state_dict())
     assert b.update(20.0, 3) and a.update(20.0, 3)
+
+
+def test_a_run_that_climbs_back_from_its_best_diverges() -> None:
+    """issue 10: loss 0.9 -> 2.2 never nears 2x the initial ~9, yet the model lost its training."""
+    det = DivergenceDetector()
+    learned = [9.0 * math.exp(-i / 40) + 0.9 for i in range(300)]  # settles near 0.9
+    climb = [0.9 + 1.3 * min(1.0, i / 100) for i in range(200)]  # back up to 2.2
+    steps = [i for i, x in enumerate(learned + climb, start=1) if det.update(x, i)]
+    assert det.diverged and "ran away from its best" in det.reason
+    first = steps[0]
+    assert 300 < first < 400  # during the climb, not at its very start
+    assert det.best == pytest.approx(0.9 + 9.0 * math.exp(-280 / 40), abs=0.05)
+
+
+def test_noisy_training_and_one_spike_never_count_as_running_away() -> None:
+    det = DivergenceDetector()
+    series = noisy_decay(500, 0.3, seed=5)  # heavy noise around 3..5
+    series[250] = 12.0  # one big spike: the window median shrugs it off
+    assert not any(det.update(x, i) for i, x in enumerate(series, start=1))
+
+
+def test_the_run_away_window_round_trips_and_old_states_load() -> None:
+    a = DivergenceDetector(window=4)
+    for i, x in enumerate([1.0, 1.0, 1.0, 1.0], start=1):
+        a.update(x, i)
+    b = DivergenceDetector(window=4)
+    b.load_state_dict(a.state_dict())
+    assert b.best == 1.0 and list(b.recent) == [1.0] * 4
+    old = DivergenceDetector()
+    old.load_state_dict({"initial": 5.0, "over": 0})  # a checkpoint from before the rule
+    assert old.best is None and not old.update(5.0, 1)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import typing
 from types import UnionType as _UnionType
 from typing import Any, Literal
@@ -42,24 +43,31 @@ class _Strict(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def _plain_number(cls, v: Any, info: ValidationInfo) -> Any:
+        if not isinstance(v, (int, float)):
+            return v
+        field = cls.model_fields.get(info.field_name or "")
+        kinds = _number_kinds(field.annotation) if field is not None else set()
         if isinstance(v, bool):
-            field = cls.model_fields.get(info.field_name or "")
-            if field is not None and _wants_number(field.annotation):
+            if kinds and bool not in kinds:
                 raise ValueError("expected a number, got a boolean (YAML reads yes/no/on/off/"
                                  "true/false as booleans)")
-        elif isinstance(v, int) and abs(v) > INT64_MAX:
-            raise ValueError(f"{v:.3g} is out of range; expected at most {INT64_MAX} "
+        elif (isinstance(v, int) or (math.isfinite(v) and kinds == {int})) \
+                and abs(v) > INT64_MAX:  # a float beyond 64 bits only matters for int fields
+            text = f"{v:.3g}" if isinstance(v, float) else str(v)
+            text = text if len(text) <= 24 else f"{text[:4]}... ({len(text)} digits)"
+            raise ValueError(f"{text} is out of range; expected at most {INT64_MAX} "
                              "(a 64-bit integer)")
         return v
 
 
-def _wants_number(tp: Any) -> bool:
-    """True for int/float fields (also optional or Literal of numbers), not for bool ones."""
+def _number_kinds(tp: Any) -> set[type]:
+    """Which of int/float/bool a field accepts (optional and Literal-of-ints included)."""
     args = typing.get_args(tp) if typing.get_origin(tp) in (typing.Union, _UnionType) else (tp,)
-    if bool in args:
-        return False
-    return any(a in (int, float) or (typing.get_origin(a) is Literal and any(
-        type(x) is int for x in typing.get_args(a))) for a in args)
+    kinds = {a for a in args if a in (int, float, bool)}
+    if any(typing.get_origin(a) is Literal and any(type(x) is int for x in typing.get_args(a))
+           for a in args):
+        kinds.add(int)
+    return kinds
 
 
 class GateSpec(_Strict):

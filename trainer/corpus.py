@@ -66,7 +66,7 @@ class Corpus:
         return h.hexdigest()
 
     def info(self) -> dict[str, object]:
-        """What the run records about its corpus (see trainer/data.py ``describe``)."""
+        """What the run records about its corpus (trainer.data.data_summary / data_artifact)."""
         return {"corpus_sha256": self.sha256, "python": sys.version.split()[0],
                 "files": len(self.train) + len(self.val), "train_files": len(self.train),
                 "val_files": len(self.val), "train_bytes": sum(f.size for f in self.train),

@@ -82,7 +82,9 @@ def _check_tokenizer(cfg: DataConfig, key: str, vocab_size: int | None) -> list[
 
 def _check_files(cfg: DataConfig, train: TrainConfig, key: str) -> list[str]:
     pattern = str(Path(cfg.path or "").expanduser())
-    files = sorted(Path(p) for p in glob.glob(pattern, recursive=True))
+    # directories that a ** glob matches are skipped, as build_data skips them; FIFOs and
+    # devices are kept, to be named below
+    files = sorted(p for p in map(Path, glob.glob(pattern, recursive=True)) if not p.is_dir())
     if not files:
         return [f"{key}.path: no file matches {cfg.path!r} ({key}.source: {cfg.source})"]
     problems = [p for f in files if (p := _regular_readable(f, f"{key}.path"))]

@@ -12,11 +12,12 @@ import streamlit as st
 
 from dashboard import charts, data, palette
 from dashboard.configdiff import config_diff
+from dashboard.status import DONE_STATES, LIVE_STATES
 from dashboard.tables import fmt_num
 from dashboard.views.common import show_chart
 
-RERUNNABLE = ("succeeded", "failed", "diverged", "cancelled", "lost")
-LIVE = ("pending", "running")
+RERUNNABLE = DONE_STATES  # a finished run (any way); pending/running ones are scheduled
+LIVE = LIVE_STATES
 REFRESH_S = 3
 CHECKPOINT_KINDS = ("checkpoint_dir", "checkpoint")
 
