@@ -2,7 +2,9 @@
 # The one GPU session's script (issue 11): bounded (<= 8 min wall by default, every step under
 # `timeout`), fail-soft (a failing step never loses the others' output), everything into $OUT
 # (at most 8 files). Needs python3 with torch, numpy, pydantic, pyyaml, rich and the installed
-# `deepspeed` package folder on PYTHONPATH (sqlalchemy + alembic for the sweep step).
+# `deepspeed` package folder on PYTHONPATH together with what deepspeed imports at start-up:
+# hjson, dill, einops, msgpack, packaging, psutil, tabulate, tqdm (env.txt lists any missing);
+# sqlalchemy + alembic (+ mako) for the sweep step.
 #
 #   OUT=/some/dir bash benchmarks/device_run.sh
 #   OUT=/some/dir DEVICE_SWEEP=sweeps/gpu/quick.yaml bash benchmarks/device_run.sh
@@ -62,6 +64,8 @@ step() {
 {
   date -u; uname -a; nvidia-smi 2>&1 | head -15
   "$PY" -c "import torch, sys; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.cuda.is_available(), torch.cuda.get_device_name() if torch.cuda.is_available() else '')" 2>&1
+  # deepspeed imports these at start-up; the sweep step needs sqlalchemy + alembic too
+  "$PY" -c "import importlib.util as u; m=[n for n in ('deepspeed','hjson','dill','einops','msgpack','packaging','psutil','tabulate','tqdm','pydantic','yaml','rich','sqlalchemy','alembic') if u.find_spec(n) is None]; print('missing python packages:', ' '.join(m) or 'none')" 2>&1
   "$PY" -c "import deepspeed; print('deepspeed', deepspeed.__version__)" 2>&1 | tail -1
 } > "$OUT/env.txt" 2>&1
 

@@ -154,11 +154,27 @@ def warm_up(r: Runner, args: argparse.Namespace, device: torch.device) -> None:
     print(f"{r.name}: warm-up {args.warmup} steps {time.perf_counter() - t0:.1f}s", flush=True)
 
 
+ERRORS: dict[str, str] = {}  # runner -> why it has no figures (fail soft: the others still run)
+
+
+def _failed(name: str, exc: BaseException) -> None:
+    ERRORS[name] = f"{type(exc).__name__}: {exc}"[:500]
+    print(f"{name}: FAILED {ERRORS[name]}", flush=True)
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
 def measure_interleaved(names: list[str], args: argparse.Namespace, batches: list,
                         device: torch.device) -> dict[str, Runner]:
-    runners = {n: build(n, args, batches, device) for n in names}
-    for r in runners.values():
-        warm_up(r, args, device)
+    runners = {}
+    for n in names:
+        try:
+            runners[n] = build(n, args, batches, device)
+            warm_up(runners[n], args, device)
+        except Exception as exc:  # noqa: BLE001 - reported in the output and the JSON
+            runners.pop(n, None)
+            _failed(n, exc)
     rng = random.Random(0)
     for rnd in range(args.rounds):
         order = list(runners.values())
@@ -175,10 +191,15 @@ def measure_sequential(names: list[str], args: argparse.Namespace, batches: list
     """One runner in memory at a time: build, warm up, time, free."""
     done: dict[str, Runner] = {}
     for n in names:
-        r = build(n, args, batches, device)
-        warm_up(r, args, device)
-        for rnd in range(args.rounds):
-            time_round(r, args, rnd, device)
+        try:
+            r = build(n, args, batches, device)
+            warm_up(r, args, device)
+            for rnd in range(args.rounds):
+                time_round(r, args, rnd, device)
+        except Exception as exc:  # noqa: BLE001 - e.g. out of memory: the next runner still runs
+            r = None
+            _failed(n, exc)
+            continue
         r.step = _freed  # drop the closure: the model, engine and optimizer go with it
         done[n] = r
         gc.collect()
@@ -235,7 +256,8 @@ def figures(runners: dict[str, Runner], args: argparse.Namespace,
             "torch": torch.__version__, "threads": torch.get_num_threads(),
             "preset": args.preset, "batch": args.batch, "seq": args.seq, "stat": args.stat,
             "rounds": args.rounds, "steps": args.steps, "mode": args.mode,
-            "date": time.strftime("%Y-%m-%d"), "runners": per, "ratios": ratios}
+            "date": time.strftime("%Y-%m-%d"), "runners": per, "ratios": ratios,
+            "errors": dict(ERRORS)}
 
 
 def print_report(doc: dict) -> None:
@@ -291,8 +313,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    ensure_single_process_dist()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if any(n != "bare" for n in args.names):
+        try:
+            ensure_single_process_dist()  # imports deepspeed
+        except Exception as exc:  # noqa: BLE001 - keep the bare loop's figures
+            for n in [n for n in args.names if n != "bare"]:
+                _failed(n, exc)
+            args.names = [n for n in args.names if n == "bare"]
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
     args.mode = "sequential" if args.sequential or device.type == "cuda" else "interleaved"
@@ -303,9 +331,11 @@ def main(argv: list[str] | None = None) -> int:
     measure = measure_sequential if args.mode == "sequential" else measure_interleaved
     doc = figures(measure(args.names, args, batches, device), args, device)
     print_report(doc)
+    for n, why in ERRORS.items():
+        print(f"{n}: no figures ({why})")
     if args.json:
         args.json.write_text(json.dumps(doc, indent=1))
-    return 0
+    return 1 if ERRORS else 0
 
 
 if __name__ == "__main__":

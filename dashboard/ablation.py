@@ -112,14 +112,14 @@ def _quality_rows(rows: list[dict[str, Any]], benches: list[str], with_paper: bo
         if with_paper:
             pp = paper_ppl(r, tables)
             ppct = None if pp is None or not base_ppl else (pp - base_ppl) / base_ppl * 100
-            d["Paper PPL"] = fmt_num(pp)
-            d["Paper Δ%"] = fmt_pct(ppct) if not r["is_baseline"] else "–"
+            d["Paper PPL (Δ%)"] = fmt_num(pp) if r["is_baseline"] or ppct is None else \
+                f"{fmt_num(pp)} ({fmt_pct(ppct)})"
             d["Agree"] = agreement(r[f"{m}:delta_pct"], ppct, r[f"{m}:verdict"])
             added = None
             for t in ("table1", "table6"):
                 if t in tables and added is None:
                     added = paper.paper_value(r["variant"], r, t, "Added (M)")
-            d["Paper Added (M)"] = "–" if added is None else f"{added:g}"  # as printed
+            d["Paper +M"] = "–" if added is None else f"{added:g}"  # "Added (M)" as printed
         out.append(d)
     return out
 

@@ -95,7 +95,8 @@ def _relabel(hists: list[tuple[str, list[float], list[float]]], label: str) -> l
 
 
 # --- chart builders: every colour by variant through a palette scale (dashboard/palette.py) --
-LEGEND = alt.Legend(orient="bottom", columns=4, labelLimit=0, title=None)  # full names
+# full names; opaque symbols (a band layer would otherwise lend the legend its faint fill)
+LEGEND = alt.Legend(orient="bottom", columns=4, labelLimit=0, title=None, symbolOpacity=1)
 
 
 def delta_dots(board: pl.DataFrame, metric: str, max_rows: int = 60) -> alt.LayerChart:
@@ -140,7 +141,7 @@ def curves(series: pl.DataFrame, y_title: str, colors: alt.Scale, *, x: str = "s
     if band and {"lo", "hi"} <= set(series.columns):
         layers.append(alt.Chart(series.to_pandas()).mark_area(opacity=0.18).encode(
             x=enc["x"], y=alt.Y("lo:Q", scale=scale, title=y_title), y2="hi:Q",
-            color=alt.Color("variant:N", scale=colors, legend=None), detail="series:N"))
+            color=color, detail="series:N"))
     line_enc = dict(enc)
     if "lr" in series.columns and series["lr"].n_unique() > 1:  # an LR ladder: dash by LR
         line_enc["strokeDash"] = alt.StrokeDash("lr:N", title="lr", legend=alt.Legend(

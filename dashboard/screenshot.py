@@ -23,6 +23,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 from pathlib import Path
 
 APP = Path(__file__).with_name("app.py")
@@ -132,6 +133,24 @@ _CHARTS_DRAWN_JS = """() => Array.from(document.querySelectorAll('[data-testid=s
   .every(el => el.querySelector('svg'))"""
 
 
+_COUNT_JS = ("() => document.querySelectorAll('[data-testid=stElementContainer]').length"
+             " + (document.querySelector('[data-testid=stStatusWidget]') ? 100000 : 0)")
+
+
+def _wait_settled(page: Any, timeout_s: float, quiet_s: float = 1.5) -> None:
+    """Until the number of page elements has not changed for ``quiet_s`` (the status widget
+    can appear late, after the first elements are drawn)."""
+    deadline = time.monotonic() + timeout_s
+    last, since = -1, time.monotonic()
+    while time.monotonic() < deadline:
+        n = page.evaluate(_COUNT_JS)
+        if n != last:
+            last, since = n, time.monotonic()
+        elif n < 100000 and time.monotonic() - since >= quiet_s:
+            return
+        page.wait_for_timeout(250)
+
+
 def capture(b: object, url: str, wait_for: str, out: Path | None, timeout_ms: int = 45_000,
             colors: Sequence[str] = (), height: int = 1000) -> Shot:
     """Open ``url``, wait until ``wait_for`` is visible, screenshot to ``out``; returns the
@@ -142,6 +161,7 @@ def capture(b: object, url: str, wait_for: str, out: Path | None, timeout_ms: in
         page.get_by_text(wait_for, exact=False).first.wait_for(state="visible",
                                                                timeout=timeout_ms)
         page.wait_for_function(_RUN_OVER_JS, timeout=timeout_ms)  # the script run is over
+        _wait_settled(page, timeout_ms / 1000)
         # lazily loaded widgets/charts replace their skeletons; best effort, charts below the
         # fold may keep theirs
         with contextlib.suppress(Exception):

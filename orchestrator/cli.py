@@ -21,6 +21,7 @@ from orchestrator.cli_app import (DbOpt, StaleOpt, StorageOpt, app, db_app, db_u
                                   open_read, out, split_csv, stale_after)
 from orchestrator.errors import SpecError, UserError
 
+
 @app.command()
 def validate(file: Path, db: DbOpt = None, params: Annotated[bool, typer.Option(
         help="Count parameters (analytic, per distinct model)")] = True,
@@ -95,6 +96,9 @@ def _known_status(db: str | None, fingerprints: list[str]) -> dict[str, str]:
     try:
         frame = open_read(db).runs(columns=["fingerprint", "status"])
     except results_db.DBNotFound:
+        return {}
+    except results_db.DBOutdated as exc:  # the file is still valid: say why states are missing
+        err.print(f"note: {exc}; DB states are not shown")
         return {}
     if frame.height == 0:
         return {}

@@ -147,8 +147,6 @@ def show(run: str, db: DbOpt = None) -> None:
 def last_metrics(d: Any, run_id: int) -> Any:
     """name, step, value of each metric's newest point; downsampled reads keep every series'
     last point (results_db/downsample.py), so a run of 100k steps is not read in full."""
-    import polars as pl
-
     m = d.metrics(run_ids=[run_id], max_points=64)
     if m.height == 0:
         return m

@@ -19,9 +19,12 @@ from pathlib import Path
 
 # The client side lives in orchestrator/detach.py (the CLI imports it; this entrypoint imports
 # the CLI): re-exported here for callers of the old names.
-from orchestrator.detach import (JOB_PYTHON_ENV, DetachedJob, check_db_url,  # noqa: F401
-                                 entrypoint, follow_hint, job_client, require_address,
-                                 submit_detached, wait_for_job)
+from orchestrator.detach import (JOB_PYTHON_ENV, DetachedJob, check_db_url, entrypoint,
+                                 follow_hint, job_client, require_address, submit_detached,
+                                 wait_for_job)
+
+__all__ = ["JOB_PYTHON_ENV", "DetachedJob", "check_db_url", "entrypoint", "follow_hint",
+           "job_client", "job_main", "require_address", "submit_detached", "wait_for_job"]
 
 
 def job_main(argv: list[str]) -> int:

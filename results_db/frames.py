@@ -1,4 +1,5 @@
-"""The reads behind results_db/analysis: finished runs x metrics as one long polars frame.
+"""The reads behind results_db/analysis: the sweep's runs with their metrics as one wide
+polars frame, the label of each seed group, each variant's first run.
 
 Only SQL lives here; what the numbers mean (baseline, deltas, CIs, verdicts, effects, LR
 stability) is decided in results_db/analysis/ over these frames.
@@ -34,50 +35,71 @@ _CASTS = {"lr": "Float64", "value": "Float64", "params_total": "Int64", "params_
           "qk_norm": "Boolean"}
 
 
-def _typed(df: pl.DataFrame) -> pl.DataFrame:
-    """SQL text has no result types (and SQLite booleans are ints): cast the known columns;
-    every other column is text."""
+def _typed(df: pl.DataFrame, floats: Sequence[str] = ()) -> pl.DataFrame:
+    """SQL text has no result types (and SQLite booleans are ints): cast the known columns
+    and ``floats``; every other column is text."""
     import polars as pl
 
-    casts = {c: getattr(pl, t) for c, t in _CASTS.items()}
+    casts = {**{c: getattr(pl, t) for c, t in _CASTS.items()}, **{c: pl.Float64 for c in floats}}
     return df.with_columns(pl.col(c).cast(casts.get(c, pl.String)) for c in df.columns)
 
 
-def run_values(engine: Engine, sweep: str, metrics: Sequence[str],
-               states: Sequence[str] = FINISHED_STATES) -> pl.DataFrame:
-    """One row per run of ``sweep`` in ``states`` and metric: sweep, RUN_INFO, run_id, seed,
-    status, name, value (null when the run has no such summary, or its value was NaN). Two
-    narrow queries (runs, then their summaries) joined here: repeating the run columns per
-    metric in SQL would multiply the rows fetched."""
-    import polars as pl
+RUN_KEYS: tuple[str, ...] = ("run_id", "group_key", "lr_group_key", "variant", "lr", "seed",
+                             "status")
 
+
+def _first_ids(by: str, st: str | None) -> str:
+    """Subquery: the smallest run id per ``by`` among the sweep's runs (with a status in the
+    bound list ``st`` unless it is None)."""
+    where = f" AND f.status IN ({st})" if st is not None else ""
+    return (f"SELECT MIN(f.id) FROM runs f JOIN sweeps fw ON fw.id = f.sweep_id "
+            f"WHERE fw.name = :sweep{where} GROUP BY f.{by}")
+
+
+def runs_wide(engine: Engine, sweep: str, metrics: Sequence[str],
+              states: Sequence[str] = FINISHED_STATES) -> pl.DataFrame:
+    """One row per run of ``sweep`` in ``states``, by id: RUN_KEYS, then one Float64 column
+    per metric (named by it; null when the run has no such summary, or it was NaN on SQLite).
+    One query: the summaries are pivoted in SQL, so 10k runs x 7 metrics come back as 10k
+    rows (what costs here is Python objects per cell, not SQLite)."""
+    names = list(dict.fromkeys(metrics))
+    clash = [m for m in names if m in RUN_KEYS]
+    if clash:
+        raise ValueError(f"metrics: {clash} collide with the run columns {RUN_KEYS}")
     params: dict[str, Any] = {"sweep": sweep}
     st = in_list("st", list(states), params)
-    names = in_list("m", list(metrics), params)
-    cols = ", ".join(f"r.{c}" for c in RUN_INFO)
-    runs = frame(engine, f"""SELECT w.name AS sweep, {cols}, r.id AS run_id, r.seed AS seed,
-        r.status AS status FROM runs r JOIN sweeps w ON w.id = r.sweep_id
-      WHERE r.status IN ({st}) AND w.name = :sweep ORDER BY r.id""", params)
-    values = frame(engine, f"""SELECT s.run_id AS run_id, s.name AS name, s.value AS value
-      FROM summaries s JOIN runs r ON r.id = s.run_id JOIN sweeps w ON w.id = r.sweep_id
-      WHERE s.name IN ({names}) AND r.status IN ({st}) AND w.name = :sweep""", params)
-    if runs.height == 0:
-        empty = {c: [] for c in ("sweep", *RUN_INFO, "run_id", "seed", "status", "name",
-                                 "value")}
-        return _typed(pl.DataFrame(empty))
-    wanted = pl.DataFrame({"name": list(dict.fromkeys(metrics))}, schema={"name": pl.String})
-    grid = _typed(runs).join(wanted, how="cross")  # every run x every asked metric
-    return grid.join(_typed(values), on=["run_id", "name"], how="left").sort("run_id", "name")
+    ms = in_list("m", names, params)
+    pivot = "".join(f", MAX(CASE WHEN s.name = :m{i} THEN s.value END) AS v{i}"
+                    for i in range(len(names)))
+    df = frame(engine, f"""SELECT r.id AS run_id, r.group_key AS group_key,
+        r.lr_group_key AS lr_group_key, r.variant AS variant, r.lr AS lr, r.seed AS seed,
+        r.status AS status{pivot}
+      FROM runs r JOIN sweeps w ON w.id = r.sweep_id
+      LEFT JOIN summaries s ON s.run_id = r.id AND s.name IN ({ms})
+      WHERE w.name = :sweep AND r.status IN ({st})
+      GROUP BY r.id, r.group_key, r.lr_group_key, r.variant, r.lr, r.seed, r.status
+      ORDER BY r.id""", params)
+    values = [f"v{i}" for i in range(len(names))]
+    return _typed(df, values).rename(dict(zip(values, names, strict=True)))
 
 
-def wide_values(values: pl.DataFrame) -> pl.DataFrame:
-    """run_values pivoted: one row per run, one column per metric name."""
-    import polars as pl
+def group_info(engine: Engine, sweep: str,
+               states: Sequence[str] = FINISHED_STATES) -> pl.DataFrame:
+    """One row per seed group (group_key) of ``sweep``'s runs in ``states``, in order of its
+    first run: group_key and RUN_INFO of that first run (what labels the group)."""
+    params: dict[str, Any] = {"sweep": sweep}
+    st = in_list("st", list(states), params)
+    cols = ", ".join(f"r.{c} AS {c}" for c in RUN_INFO if c != "group_key")
+    df = frame(engine, f"""SELECT r.group_key AS group_key, {cols} FROM runs r
+      WHERE r.id IN ({_first_ids("group_key", st)}) ORDER BY r.id""", params)
+    return _typed(df)
 
-    keys = [c for c in values.columns if c not in ("name", "value")]
-    if values.height == 0:
-        return values.drop("name", "value")
-    piv = values.pivot(on="name", index="run_id", values="value", aggregate_function="first")
-    runs = values.select(keys).unique("run_id", maintain_order=True)
-    return runs.join(piv, on="run_id", how="left").with_columns(
-        pl.col(c).cast(pl.Float64) for c in piv.columns if c != "run_id")
+
+def first_runs(engine: Engine, sweep: str) -> pl.DataFrame:
+    """The first run (smallest id) of each variant of ``sweep``, any state: BASELINE_COLUMNS
+    (what the baseline rule reads; it looks at each variant's first run only)."""
+    cols = ", ".join(f"r.{c} AS {c}" for c in BASELINE_COLUMNS)
+    df = frame(engine, f"""SELECT {cols} FROM runs r
+      WHERE r.id IN ({_first_ids("variant", None)}) ORDER BY r.id""", {"sweep": sweep})
+    return _typed(df)
+

@@ -130,7 +130,7 @@ def test_status_flags_stale_runs_without_writing(capsys: pytest.CaptureFixture[s
     code, out, _ = run_cli(capsys, "status", "--db", filled, "--stale-after", "60")
     assert code == 0 and "no heartbeat" not in out
     code, out, _ = run_cli(capsys, "status", "smoke", "--db", filled, "--stale-after", "0")
-    assert code == 0 and f"no heartbeat for more than 0 s" in out and f"ids {third}" in out
+    assert code == 0 and "no heartbeat for more than 0 s" in out and f"ids {third}" in out
     assert db.run(int(third)).status == "running"
     code, _, err = run_cli(capsys, "status", "nosuch", "--db", filled)
     assert code == 2 and "no sweep named 'nosuch'" in err
@@ -212,3 +212,19 @@ def test_dashboard_serves_on_localhost(filled: str) -> None:
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
+
+
+def test_sweep_eta_from_live_runs() -> None:
+    """The slowest running run's own ETA, plus the queue at the mean run length (elapsed +
+    ETA) over the runs in flight: 100 + 2 x mean(100 + 50, 100 + 100) / 2 = 275 s."""
+    from datetime import datetime, timedelta, timezone
+
+    from orchestrator.cli_read import sweep_eta
+
+    started = datetime.now(timezone.utc) - timedelta(seconds=100)
+    live = pl.DataFrame({"status": ["running", "running", "pending", "pending"],
+                         "eta_s": [50.0, 100.0, None, None],
+                         "started": [started, started, None, None]})
+    assert sweep_eta(live) == pytest.approx(275.0, abs=1.0)
+    assert sweep_eta(live.filter(pl.col("status") == "pending")) is None  # nothing measured
+    assert sweep_eta(live.head(0)) == 0.0  # nothing left

@@ -195,12 +195,12 @@ def test_ablation_quality_table_with_paper_direction(app: AppTest) -> None:
     assert list(table["ΔPPL [95% CI]"])[1].startswith("-10.8% [")
     # paper figures: Table 1 rows 1, 5, 10, 6 and Table 4 row 7 (NS-sigmoid); the paper's Δ
     # against its baseline 6.026 and whether ours points the same way
-    assert list(table["Paper PPL"]) == ["6.026", "5.761", "5.792", "5.820", "5.900"]
-    assert list(table["Paper Δ%"]) == ["–", "-4.4%", "-3.9%", "-3.4%", "-2.1%"]
+    assert list(table["Paper PPL (Δ%)"]) == ["6.026", "5.761 (-4.4%)", "5.792 (-3.9%)",
+                                             "5.820 (-3.4%)", "5.900 (-2.1%)"]
     assert list(table["Agree"]) == ["–", "agree", "agree", "agree (noise)", "disagree (noise)"]
-    assert list(table["Paper Added (M)"]) == ["0", "201", "1.6", "25", "–"]
+    assert list(table["Paper +M"]) == ["0", "201", "1.6", "25", "–"]
     at.toggle(key="ab_paper").set_value(False).run()
-    assert not at.warning and "Paper PPL" not in at.dataframe[0].value.columns
+    assert not at.warning and "Paper PPL (Δ%)" not in at.dataframe[0].value.columns
 
 
 def test_ablation_probes_and_stability_tables(app: AppTest) -> None:

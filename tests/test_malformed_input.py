@@ -74,6 +74,8 @@ CASES: list[tuple[str, str, int | None, str, str]] = [
      "unknown key 'trian'"),
     ("typo_in_base_field", HEAD + "  train: {stepz: 3}\nvariants: {a: {}, b: {}}\nseeds: [0, 1]\n",
      4, "base.train.stepz", "unknown key (not a field here) (in 4 runs"),
+    ("int_5000_digits", HEAD + "  train: {steps: " + "9" * 5000 + "}\n", 4,
+     "base.train.steps", "cannot read the value '9999"),
     ("wrong_type", HEAD + "  train: {batch_size: many}\n", 4, "base.train.batch_size",
      "valid integer"),
     ("bad_enum", HEAD + "variants: {a: {gate.position: G7}}\n", 4, "variants.a.gate.position",

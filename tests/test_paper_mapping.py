@@ -226,41 +226,40 @@ def _registered(tmp_path: Path, yaml: str) -> tuple[Any, str]:
 
 
 def _table(db: Any, sweep: str, kind: str) -> dict[str, dict[str, str]]:
-    from dashboard import ablation, data
+    from dashboard import ablation
 
-    cols = (*data.RUN_COLUMNS, "norm_style", "switch_head", "clip_residual")
-    runs = db.runs(sweep=sweep, with_config=False, columns=cols)
-    summaries = db.summaries(sweep=sweep).select("run_id", "name", "value")
+    names = ablation.metric_names(kind, db.summary_names(sweep))
     msl = db.max_stable_lr(sweep) if kind == "stability" else None
-    table = ablation.build(kind, runs, summaries, with_paper=True, max_stable_lr=msl)
+    table = ablation.build(kind, db.ablation_table(sweep, names), names, with_paper=True,
+                           max_stable_lr=msl)
     return {r["Variant"]: r for r in table.display.iter_rows(named=True)}
 
 
 def test_quality_and_stability_tables_show_the_issue7_rows(tmp_path: Path) -> None:
     db, sweep = _registered(tmp_path, "baselines.yaml")
     q = _table(db, sweep, "quality")
-    lo = "@ lr=3.00e-03"
-    assert q[f"baseline {lo}"]["Paper PPL"] == "6.026"
-    assert q[f"sdpa_headwise {lo}"]["Paper PPL"] == "5.792"
-    assert (q["switch_v_8top2"]["Method"], q["switch_v_8top2"]["Paper PPL"]) == \
+    lo = "@ lr=3e-3"
+    assert q[f"baseline {lo}"]["Paper PPL (Δ%)"] == "6.026"
+    assert q[f"sdpa_headwise {lo}"]["Paper PPL (Δ%)"].startswith("5.792 (")
+    assert (q["switch_v_8top2"]["Method"], q["switch_v_8top2"]["Paper PPL (Δ%)"][:5]) == \
         ("Switch v", "5.870")
-    assert (q["switch_kv_8top8"]["Method"], q["switch_kv_8top8"]["Paper Added (M)"]) == \
+    assert (q["switch_kv_8top8"]["Method"], q["switch_kv_8top8"]["Paper +M"]) == \
         ("Switch kv", "38")
     # sandwich norm is a dense-model row (Table 2): not quoted beside the MoE tables' figures
     assert q[f"baseline_sandwich {lo}"]["Method"] == "Baseline + Sandwich Norm"
-    assert q[f"baseline_sandwich {lo}"]["Paper PPL"] == "–"
+    assert q[f"baseline_sandwich {lo}"]["Paper PPL (Δ%)"] == "–"
     assert q[f"baseline_clip {lo}"]["Method"] == "Baseline + Clip ±1"
     s = _table(db, sweep, "stability")
-    assert s["baseline_sandwich"]["Paper max LR"] == "8.00e-03"  # row 7: trains at 8e-3
-    assert s["baseline"]["Paper max LR"] == "5.30e-03"  # row 12 diverged at 8e-3
-    assert s["sdpa_headwise"]["Paper max LR"] == "4.00e-03"
+    assert s["baseline_sandwich"]["Paper max LR"] == "8e-3"  # row 7: trains at 8e-3
+    assert s["baseline"]["Paper max LR"] == "5.3e-3"  # row 12 diverged at 8e-3
+    assert s["sdpa_headwise"]["Paper max LR"] == "4e-3"
     assert s["baseline_clip"]["Paper max LR"] == "–"
 
 
 def test_dense_paper_sweep_quotes_table2(tmp_path: Path) -> None:
     db, sweep = _registered(tmp_path, "paper/dense_1p7b.yaml")
     q = _table(db, sweep, "quality")
-    assert q["t2r07_48l_400b_sandwich_lr8e3"]["Paper PPL"] == "7.407"
+    assert q["t2r07_48l_400b_sandwich_lr8e3"]["Paper PPL (Δ%)"].startswith("7.407")
     assert q["t2r07_48l_400b_sandwich_lr8e3"]["Method"] == "Baseline + Sandwich Norm"
-    assert q["t2r12_48l_1t_baseline_lr8e3"]["Paper PPL"] == "–"  # diverged in the paper
-    assert q["t2r09_48l_400b_sdpa_headwise"]["Paper PPL"] == "7.370"
+    assert q["t2r12_48l_1t_baseline_lr8e3"]["Paper PPL (Δ%)"] == "–"  # diverged in the paper
+    assert q["t2r09_48l_400b_sdpa_headwise"]["Paper PPL (Δ%)"].startswith("7.370")

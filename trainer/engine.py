@@ -142,8 +142,10 @@ def build_engine(model: torch.nn.Module, spec: RunSpec, precision: Precision,
     if spec.model.moe is not None and t.zero_stage == 3:
         raise ValueError("train.zero_stage: DeepSpeed's MoE layer trains under ZeRO 0-2, not 3; "
                          "use zero_stage 0, 1 or 2 for MoE models")
+    # fused: one kernel for the whole update on CUDA (the ZeRO 0 optimizer is ours, unwrapped)
+    fused = torch.cuda.is_available() and t.zero_stage == 0
     opt = torch.optim.AdamW(param_groups(model, t.weight_decay), lr=t.lr, betas=t.betas,
-                            eps=1e-8)
+                            eps=1e-8, fused=fused or None)
     engine, _, _, _ = deepspeed.initialize(model=model, optimizer=opt,
                                            config=ds_config(spec, precision, world_size))
     if t.compile:

@@ -13,6 +13,13 @@ from dashboard.views import stability
 from dashboard.views.common import show_rows
 
 
+# short columns at their content's width, so the Agree column stays on a 1500 px screen
+CONCLUSION_FIRST = ("Variant", "Method", "PPL", "ΔPPL [95% CI]", "Verdict", "Agree",
+                    "Paper PPL (Δ%)", "n")
+NARROW = {"Act": 80, "Score shape": 85, "Added": 55, "n": 35, "Paper +M": 70, "Verdict": 125,
+          "Agree": 115, "Paper PPL (Δ%)": 120, "PPL": 115, "ΔPPL [95% CI]": 150}
+
+
 def render(url: str, sweep: str | None) -> None:
     st.header(f"Ablation tables — {sweep}")
     kinds = list(KINDS)
@@ -34,7 +41,14 @@ def render(url: str, sweep: str | None) -> None:
         return
     st.caption(_caption(kind, table.baseline))
     shown = table.display.head(show_rows(table.display.height, "ab_limit"))
-    st.dataframe(shown, hide_index=True, width="stretch", key="ab_table")
+    # on screen, the conclusion first (Δ, verdict, the paper's direction), the descriptive
+    # columns after; the exports keep the paper's column order
+    if kind == "quality":
+        first = [c for c in CONCLUSION_FIRST if c in shown.columns]
+        shown = shown.select(first + [c for c in shown.columns if c not in first])
+    st.dataframe(shown, hide_index=True, width="stretch", key="ab_table",
+                 column_config={c: st.column_config.TextColumn(c, width=w)
+                                for c, w in NARROW.items() if c in shown.columns})
     stem = f"{sweep}-{kind}"
     c1, c2, c3 = st.columns(3)
     c1.download_button("CSV", to_csv(table.numeric), f"{stem}.csv", "text/csv", key="dl_csv")

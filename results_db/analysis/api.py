@@ -29,6 +29,7 @@ ABLATION_METRICS: tuple[str, ...] = (
 HEAD = ("rank", "variant", "lr")
 STATS = ("n", "mean", "std", "is_baseline", "delta", "delta_pct", "ci_low", "ci_high",
          "ci_low_pct", "ci_high_pct", "ci_method", "verdict", "seeds_needed")
+STABILITY_METRIC, STABILITY_TOL = "val/loss", 0.05  # the LR rule's defaults
 TAIL = ("metric", "baseline", "n_diverged", "group_key", "lr_group_key", "params_total",
         "params_gates")
 
@@ -38,30 +39,23 @@ class AnalysisMixin:
 
     def baseline(self, sweep: str) -> str | None:
         """The sweep's baseline variant (results_db.analysis.baseline.pick_baseline) over all
-        its runs, whatever their state; None when no variant qualifies."""
-        from results_db.frames import BASELINE_COLUMNS
+        its runs, whatever their state; None when no variant qualifies. The rule looks at
+        each variant's first run only, so only those are read."""
+        from results_db.frames import first_runs
 
-        runs = self.runs(sweep=sweep, with_config=False,  # type: ignore[attr-defined]
-                         columns=BASELINE_COLUMNS)
-        return pick_baseline(runs)
+        return pick_baseline(first_runs(self.reader, sweep))
+
+    def _read(self, sweep: str, metrics: Sequence[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """(runs x metrics, wide; the seed groups' labels): one read serves every table."""
+        from results_db.frames import group_info, runs_wide
+
+        return runs_wide(self.reader, sweep, metrics), group_info(self.reader, sweep)
 
     def _compare(self, sweep: str, metric: str, min_effect: float, states: Sequence[str],
                  higher: bool) -> pl.DataFrame:
-        from results_db.frames import run_values
-
-        values = run_values(self.reader, sweep, [metric])
-        return compare(values, metric, self.baseline(sweep), states=states,
+        runs, info = self._read(sweep, [metric])
+        return compare(runs, info, metric, self.baseline(sweep), states=states,
                        min_effect=min_effect, higher=higher)
-
-    def _compare_many(self, sweep: str, metrics: Sequence[str], min_effect: float,
-                      states: Sequence[str]) -> list[pl.DataFrame]:
-        """compare() per metric over one read of the runs and one baseline decision."""
-        from results_db.frames import run_values
-
-        values = run_values(self.reader, sweep, list(metrics))
-        base = self.baseline(sweep)
-        return [compare(values, m, base, states=states, min_effect=min_effect,
-                        higher=higher_is_better(m)) for m in metrics]
 
     def leaderboard(self, sweep: str, metric: str = "val/ppl", *, min_effect: float = 0.01,
                     states: Sequence[str] = RESULT_STATES,
@@ -93,14 +87,18 @@ class AnalysisMixin:
         """One row per seed group (baseline first, then declared order): variant, lr, all
         dimension columns, n, n_diverged, is_baseline, and per metric ``<m>:<column>`` for
         n, mean, std, delta, delta_pct, ci_low/high(_pct), ci_method, verdict, seeds_needed,
-        plus ``<m>:text`` ("12.3 ± 0.41"). With an LR axis, the ladder's max_stable_lr."""
+        plus ``<m>:text`` ("12.3 ± 0.41"). With an LR axis, the ladder's max_stable_lr.
+        One read of the runs serves every metric and the stability summary."""
         from results_db.analysis.table import ablation
 
         if not metrics:
             raise ValueError("ablation_table: metrics is empty; give at least one name")
-        stab = self.stability(sweep)
-        return ablation(self._compare_many(sweep, metrics, min_effect, states), list(metrics),
-                        None if stab is None else stab.summary)
+        runs, info = self._read(sweep, [*metrics, STABILITY_METRIC, *EXTRA_METRICS])
+        base = self.baseline(sweep)
+        tables = [compare(runs, info, m, base, states=states, min_effect=min_effect,
+                          higher=higher_is_better(m)) for m in metrics]
+        ladders = _ladders(analyse(runs, STABILITY_METRIC, STABILITY_TOL))
+        return ablation(tables, list(metrics), ladders)
 
     def effects(self, sweep: str, metric: str = "val/ppl", *, min_effect: float = 0.01,
                 states: Sequence[str] = RESULT_STATES) -> pl.DataFrame:
@@ -110,30 +108,27 @@ class AnalysisMixin:
         higher = higher_is_better(metric)
         return main_effects(self._compare(sweep, metric, min_effect, states, higher), higher)
 
-    def stability(self, sweep: str, metric: str = "val/loss",
-                  tol: float = 0.05) -> Stability | None:
+    def stability(self, sweep: str, metric: str = STABILITY_METRIC,
+                  tol: float = STABILITY_TOL) -> Stability | None:
         """LR stability (results_db/analysis/stability.py): ``.curve`` per (variant, lr),
         ``.summary`` per variant (most stable first), ``.rule``; None when no variant of the
         sweep ran at more than one learning rate."""
         st = self._stability(sweep, metric, tol)
-        return st if st.summary.height and st.summary["n_lrs"].max() > 1 else None
+        return st if _ladders(st) is not None else None
 
     def _stability(self, sweep: str, metric: str, tol: float) -> Stability:
-        from results_db.frames import run_values, wide_values
+        from results_db.frames import runs_wide
 
-        wide = wide_values(run_values(self.reader, sweep, [metric, *EXTRA_METRICS]))
-        return analyse(_with_columns(wide, [metric, *EXTRA_METRICS]), metric, tol)
+        return analyse(runs_wide(self.reader, sweep, [metric, *EXTRA_METRICS]), metric, tol)
 
-    def max_stable_lr(self, sweep: str, tolerance: float = 0.05,
-                      metric: str = "val/loss") -> pl.DataFrame:
+    def max_stable_lr(self, sweep: str, tolerance: float = STABILITY_TOL,
+                      metric: str = STABILITY_METRIC) -> pl.DataFrame:
         """Per LR ladder (also with a single LR): the stability summary -- lr_group_key,
         variant, best_lr, best_value, max_stable_lr, n_lrs, lrs, min_diverged_lr,
         value_at_max, top_lr, rel_at_top_lr."""
         return self._stability(sweep, metric, tolerance).summary
 
 
-def _with_columns(df: pl.DataFrame, names: Sequence[str]) -> pl.DataFrame:
-    import polars as pl
-
-    return df.with_columns(pl.lit(None, pl.Float64).alias(n) for n in names
-                           if n not in df.columns)
+def _ladders(st: Stability) -> pl.DataFrame | None:
+    """The stability summary when some variant ran at more than one learning rate."""
+    return st.summary if st.summary.height and st.summary["n_lrs"].max() > 1 else None

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from results_db.analysis.stats import DeltaCI, delta_ci, describe
-from results_db.analysis.verdict import needed, verdict
+from results_db.analysis.stats import LEVEL, seeds_needed_many, t_quantiles
+from results_db.analysis.verdict import verdict_expr
 from results_db.states import parse_status
 from results_db.vocab import DIMENSIONS, RESULT_STATES, higher_is_better
 
@@ -29,84 +29,165 @@ INFO = ("variant", "lr", "lr_group_key", *[d for d in DIMENSIONS if d != "lr"], 
         "params_total", "params_gates")
 STAT_COLUMNS = ("n", "mean", "std", "is_baseline", "delta", "delta_pct", "ci_low", "ci_high",
                 "ci_low_pct", "ci_high_pct", "ci_method", "verdict", "seeds_needed")
+_NUL = "\u0000"  # a null cell in a match key: null matches null, as in Python's ==
 
 
-def _groups(values: pl.DataFrame, states: Sequence[str]) -> list[dict[str, Any]]:
-    """One dict per group_key in declared order (first run id): INFO, seeds/values (runs in
-    ``states`` with a finite value), n_diverged."""
+def _groups(runs: pl.DataFrame, info: pl.DataFrame, ok: pl.Expr) -> pl.DataFrame:
+    """One row per group_key in declared order (first run id): INFO (from ``info``),
+    n_diverged, and over the ``ok`` runs n, mean, std (ddof 1) of ``value``, their sorted
+    seeds and whether those are distinct."""
     import polars as pl
 
-    ok = pl.col("status").is_in(list(states)) & pl.col("value").is_finite().fill_null(False)
-    info = [pl.col(c).first() for c in INFO if c in values.columns]
-    agg = (values.sort("run_id").group_by("group_key", maintain_order=True)
-           .agg(*info, seeds=pl.col("seed").filter(ok), values=pl.col("value").filter(ok),
-                n_diverged=(pl.col("status") == "diverged").sum().cast(pl.Int64)))
-    return agg.to_dicts()
+    seed = pl.col("seed").filter(ok)
+    stats = (runs.sort("run_id").group_by("group_key", maintain_order=True)
+             .agg(n_diverged=(pl.col("status") == "diverged").sum().cast(pl.Int64),
+                  n=ok.sum().cast(pl.Int64), mean=pl.col("value").filter(ok).mean(),
+                  std=pl.col("value").filter(ok).std(), seeds=seed.sort(),
+                  distinct=seed.n_unique() == ok.sum()))
+    labels = info.select("group_key", *[c for c in INFO if c in info.columns])
+    return labels.join(stats, on="group_key", how="right", maintain_order="right") \
+        .select("group_key", *labels.columns[1:], *stats.columns[1:])
 
 
-def _baseline_of(g: dict[str, Any], bases: list[dict[str, Any]],
-                 axes: list[str]) -> dict[str, Any] | None:
-    for keys in (axes, ["lr"] if "lr" in axes else None):
-        if keys is None:
-            break
-        hit = [b for b in bases if all(b.get(k) == g.get(k) for k in keys)]
-        if hit:
-            return hit[0]
-    return None
+def _key(df: pl.DataFrame, cols: Sequence[str]) -> pl.Expr:
+    """One string per row over ``cols`` (null-safe): rows match when all of cols are equal."""
+    import polars as pl
+
+    if not cols:
+        return pl.lit("")
+    return pl.concat_str([pl.col(c).cast(pl.String).fill_null(_NUL) for c in cols],
+                         separator="\u001f")
 
 
-def _row(g: dict[str, Any], base: dict[str, Any] | None, is_base: bool, higher: bool,
-         min_effect: float) -> dict[str, Any]:
-    d = g["described"]
-    bmean = base["described"].mean if base is not None else None
-    if is_base:
-        ci = DeltaCI(0.0 if d.mean is not None else None, None, None, "none", None, None)
-    elif base is None:
-        ci = DeltaCI(None, None, None, "none", None, None)
-    else:
-        ci = delta_ci(g["values"], base["values"], g["seeds"], base["seeds"])
-    k = None if is_base else needed(ci, bmean, min_effect)
+def _match(groups: pl.DataFrame, baseline: str | None) -> pl.DataFrame:
+    """Adds ``is_baseline`` and ``base_key``: the baseline group each group is compared with
+    -- itself for the baseline's groups; else the first (declared order) baseline group at
+    the same value of every dimension the baseline was swept over; else the first at the
+    same ``lr``; else null."""
+    import polars as pl
 
-    def pct(x: float | None) -> float | None:
-        return None if x is None or not bmean else 100.0 * x / bmean
+    is_base = pl.lit(False) if baseline is None else pl.col("variant") == baseline
+    groups = groups.with_columns(is_baseline=is_base)
+    bases = groups.filter(pl.col("is_baseline"))
+    axes = [c for c in DIMENSIONS if c in bases.columns and bases[c].n_unique() > 1]
+    tiers = [axes, ["lr"]] if "lr" in axes else [axes]
+    out = groups.with_columns(base_key=pl.when(pl.col("is_baseline"))
+                              .then(pl.col("group_key")))
+    if bases.height == 0:
+        return out
+    for i, cols in enumerate(tiers):
+        firsts = (bases.select(_k=_key(bases, cols), **{f"_b{i}": pl.col("group_key")})
+                  .unique("_k", keep="first", maintain_order=True))
+        out = out.with_columns(_k=_key(out, cols)).join(firsts, on="_k", how="left",
+                                                        maintain_order="left").drop("_k")
+        out = out.with_columns(base_key=pl.coalesce("base_key", f"_b{i}")).drop(f"_b{i}")
+    return out
 
-    return {"n": d.n, "mean": d.mean, "std": d.std, "is_baseline": is_base,
-            "delta": ci.delta, "delta_pct": pct(ci.delta), "ci_low": ci.low,
-            "ci_high": ci.high, "ci_low_pct": pct(ci.low), "ci_high_pct": pct(ci.high),
-            "ci_method": ci.method,
-            "verdict": verdict(ci, is_baseline=is_base, n=d.n, base_mean=bmean,
-                               higher_is_better=higher, min_effect=min_effect, k=k),
-            "seeds_needed": k}
+
+def _paired_diffs(values: pl.DataFrame, ok: pl.Expr, table: pl.DataFrame) -> pl.DataFrame:
+    """Per paired group: mean and sd of the per-seed differences x_seed - base_seed."""
+    import polars as pl
+
+    runs = values.filter(ok).select("group_key", "seed", "value")
+    pairs = table.filter(pl.col("paired")).select("group_key", "base_key")
+    d = (runs.join(pairs, on="group_key")
+         .join(runs.rename({"group_key": "base_key", "value": "base_value"}),
+               on=["base_key", "seed"]))
+    return d.group_by("group_key").agg(d_mean=(pl.col("value") - pl.col("base_value")).mean(),
+                                       d_std=(pl.col("value") - pl.col("base_value")).std())
 
 
-def compare(values: pl.DataFrame, metric: str, baseline: str | None, *,
+def _with_t(table: pl.DataFrame, df_col: str) -> pl.DataFrame:
+    """Adds ``t``: the two-sided LEVEL Student-t quantile at each row's ``df_col`` (null
+    where that is null), one t_quantiles call over the distinct dfs."""
+    import polars as pl
+
+    dfs = table[df_col].drop_nulls().unique().to_list()
+    q = t_quantiles(0.5 + LEVEL / 2, dfs)
+    lookup = pl.DataFrame({df_col: list(q), "t": list(q.values())},
+                          schema={df_col: pl.Float64, "t": pl.Float64})
+    return table.join(lookup, on=df_col, how="left", maintain_order="left")
+
+
+def _ci(t: pl.DataFrame, paired_diffs: pl.DataFrame) -> pl.DataFrame:
+    """delta, ci_low/high, ci_method, spread (the std seeds_needed reads) for every row:
+    paired, Welch or none, as stats.delta_ci defines them."""
+    import polars as pl
+
+    t = t.join(paired_diffs, on="group_key", how="left", maintain_order="left")
+    n, bn, s, bs = pl.col("n"), pl.col("base_n"), pl.col("std"), pl.col("base_std")
+    vx, vb = s ** 2 / n, bs ** 2 / bn
+    se = (vx + vb).sqrt()
+    has = pl.col("base_key").is_not_null() & pl.col("mean").is_not_null() \
+        & pl.col("base_mean").is_not_null() & ~pl.col("is_baseline")
+    welch = has & ~pl.col("paired") & (n >= 2) & (bn >= 2)
+    method = (pl.when(has & pl.col("paired")).then(pl.lit("paired"))
+              .when(welch).then(pl.lit("welch")).otherwise(pl.lit("none")))
+    t = t.with_columns(ci_method=method, _se=se, _welch_df=pl.when(se == 0.0)
+                       .then((n + bn - 2).cast(pl.Float64))
+                       .otherwise((vx + vb) ** 2 / (vx ** 2 / (n - 1) + vb ** 2 / (bn - 1))))
+    m = pl.col("ci_method")
+    t = t.with_columns(_df=pl.when(m == "paired").then((n - 1).cast(pl.Float64))
+                       .when(m == "welch").then(pl.col("_welch_df")))
+    t = _with_t(t, "_df")
+    half = (pl.when(m == "paired").then(pl.col("t") * pl.col("d_std") / n.cast(pl.Float64).sqrt())
+            .when(m == "welch").then(pl.when(pl.col("_se") == 0.0).then(0.0)
+                                     .otherwise(pl.col("t") * pl.col("_se"))))
+    delta = (pl.when(pl.col("is_baseline")).then(pl.when(pl.col("mean").is_not_null()).then(0.0))
+             .when(m == "paired").then(pl.col("d_mean"))
+             .when(has).then(pl.col("mean") - pl.col("base_mean")))
+    spread = (pl.when(m == "paired").then(pl.col("d_std"))
+              .when(m == "welch").then(((s ** 2 + bs ** 2) / 2).sqrt()))
+    return t.with_columns(delta=delta, _half=half, _spread=spread).with_columns(
+        ci_low=pl.col("delta") - pl.col("_half"), ci_high=pl.col("delta") + pl.col("_half"))
+
+
+def compare(runs: pl.DataFrame, info: pl.DataFrame, metric: str, baseline: str | None, *,
             states: Sequence[str] = RESULT_STATES, min_effect: float = 0.01,
             higher: bool | None = None) -> pl.DataFrame:
-    """Per group (declared order): INFO, group_key, n_diverged, STAT_COLUMNS, metric,
-    baseline. ``values``: long frame (run_id, seed, status, name, value, group_key, INFO...)
-    as results_db.frames.run_values returns it."""
+    """Per group (declared order): group_key, INFO, n_diverged, STAT_COLUMNS, metric,
+    baseline. ``runs``: one row per run (run_id, group_key, seed, status and a ``metric``
+    column) as results_db.frames.runs_wide returns it; ``info``: the groups' labels
+    (group_key, INFO) as frames.group_info returns them. All groups at once (polars
+    expressions; the t quantiles once per distinct df): stats.delta_ci / seeds_needed and
+    verdict.py define the numbers, tests/test_analysis_vectorised.py holds this to them."""
     import polars as pl
 
     if not 0 < min_effect < math.inf:
         raise ValueError(f"min_effect: a relative effect > 0 (0.01 = 1 %), got {min_effect}")
     higher = higher_is_better(metric) if higher is None else higher
     states = [parse_status(s, "states").value for s in states]
-    groups = _groups(values.filter(pl.col("name") == metric), states)
-    for g in groups:
-        g["described"] = describe(g["values"])
-    bases = [g for g in groups if baseline is not None and g["variant"] == baseline]
-    axes = [c for c in DIMENSIONS if len({b.get(c) for b in bases}) > 1]
-    rows = []
-    for g in groups:
-        is_base = baseline is not None and g["variant"] == baseline
-        base = g if is_base else _baseline_of(g, bases, axes)
-        info = {k: v for k, v in g.items() if k not in ("seeds", "values", "described")}
-        rows.append({**info, **_row(g, base, is_base, higher, min_effect),
-                     "metric": metric, "baseline": baseline})
-    return _frame(rows)
+    if metric not in runs.columns:
+        raise ValueError(f"compare: no column {metric!r} in the runs frame")
+    values = runs.select("run_id", "group_key", "seed", "status", value=pl.col(metric))
+    ok = pl.col("status").is_in(states) & pl.col("value").is_finite().fill_null(False)
+    groups = _groups(values, info, ok)
+    if groups.height == 0:
+        return _frame(None)
+    t = _match(groups.with_row_index("_row"), baseline)
+    base = t.select(base_key="group_key", base_n="n", base_mean="mean", base_std="std",
+                    base_seeds="seeds", base_distinct="distinct")
+    t = t.join(base, on="base_key", how="left", maintain_order="left")
+    paired = (~pl.col("is_baseline") & pl.col("base_key").is_not_null() & (pl.col("n") >= 2)
+              & pl.col("distinct") & pl.col("base_distinct")
+              & (pl.col("seeds") == pl.col("base_seeds"))).fill_null(False)
+    t = t.with_columns(paired=paired)
+    t = _ci(t, _paired_diffs(values, ok, t))
+    bmean = pl.col("base_mean")
+    rel = pl.when(~pl.col("is_baseline") & (bmean != 0)).then(pl.col("_spread") / bmean.abs())
+    t = t.with_columns(_rel=rel)
+    t = t.with_columns(seeds_needed=seeds_needed_many(t["_rel"], min_effect,
+                                                      t["ci_method"] == "paired"))
+    pct = {f"{c}_pct": pl.when(bmean != 0).then(100.0 * pl.col(c) / bmean)
+           for c in ("delta", "ci_low", "ci_high")}
+    t = t.with_columns(**pct).with_columns(
+        verdict=verdict_expr(higher_is_better=higher, min_effect=min_effect),
+        metric=pl.lit(metric), baseline=pl.lit(baseline, pl.String)).sort("_row")
+    info = [c for c in groups.columns if c not in ("n", "mean", "std", "seeds", "distinct")]
+    return _frame(t.select(*info, *STAT_COLUMNS, "metric", "baseline"))
 
 
-def _frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
+def _frame(table: pl.DataFrame | None) -> pl.DataFrame:
     import polars as pl
 
     schema = {"n": pl.Int64, "mean": pl.Float64, "std": pl.Float64, "is_baseline": pl.Boolean,
@@ -115,10 +196,9 @@ def _frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
               "ci_method": pl.String, "verdict": pl.String, "seeds_needed": pl.Int64,
               "lr": pl.Float64, "variant": pl.String, "group_key": pl.String,
               "n_diverged": pl.Int64, "metric": pl.String, "baseline": pl.String}
-    if not rows:
+    if table is None:
         return pl.DataFrame(schema={**{c: pl.String for c in INFO}, **schema})
-    return pl.DataFrame(rows, infer_schema_length=None).with_columns(
-        pl.col(c).cast(t) for c, t in schema.items())
+    return table.with_columns(pl.col(c).cast(t) for c, t in schema.items())
 
 
 def rank(table: pl.DataFrame, higher: bool) -> pl.Series:

@@ -14,10 +14,10 @@ keeps that row's own delta CI. Null values (e.g. gate_granularity of an ungated 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from results_db.analysis.compare import varying
-from results_db.analysis.stats import mean_ci
+from results_db.analysis.stats import LEVEL, t_quantiles
 
 if TYPE_CHECKING:
     import polars as pl
@@ -26,39 +26,54 @@ COLUMNS = ("dimension", "value", "n_variants", "n_runs", "mean_delta_pct", "ci_l
            "ci_high_pct", "verdict")
 
 
-def _verdict(low: float | None, high: float | None, higher: bool) -> str:
-    if low is None or high is None:
-        return "n = 1"
-    if high < 0 or low > 0:
-        return "better" if (high < 0) != higher else "worse"
-    return "within noise"
+def _levels(rows: pl.DataFrame, dim: str) -> pl.DataFrame:
+    """One row per value of ``dim``: its rows' count k, mean and sd of delta_pct, and the
+    single row's own CI (used when k = 1). ``value`` is Python's str() of the value (the
+    distinct values are few), sorted as text."""
+    import polars as pl
+
+    levels = rows.filter(pl.col(dim).is_not_null())
+    agg = levels.group_by(dim).agg(
+        n_variants=pl.col("variant").n_unique().cast(pl.Int64),
+        n_runs=pl.col("n").sum().cast(pl.Int64), k=pl.len().cast(pl.Int64),
+        mean_delta_pct=pl.col("delta_pct").mean(), _sd=pl.col("delta_pct").std(),
+        _low1=pl.col("ci_low_pct").first(), _high1=pl.col("ci_high_pct").first())
+    text = pl.Series("value", [str(v) for v in agg[dim].to_list()], dtype=pl.String)
+    return agg.with_columns(text, dimension=pl.lit(dim)).drop(dim).sort("value")
 
 
-def _level(dim: str, value: Any, rows: pl.DataFrame, higher: bool) -> dict[str, Any]:
-    deltas = [float(x) for x in rows["delta_pct"].to_list()]
-    if len(deltas) >= 2:
-        low, high = mean_ci(deltas)
-    else:
-        low, high = rows["ci_low_pct"][0], rows["ci_high_pct"][0]
-    return {"dimension": dim, "value": str(value), "n_variants": rows["variant"].n_unique(),
-            "n_runs": int(rows["n"].sum()), "mean_delta_pct": sum(deltas) / len(deltas),
-            "ci_low_pct": low, "ci_high_pct": high, "verdict": _verdict(low, high, higher)}
+def _verdict(higher: bool) -> pl.Expr:
+    import polars as pl
+
+    low, high = pl.col("ci_low_pct"), pl.col("ci_high_pct")
+    return (pl.when(low.is_null() | high.is_null()).then(pl.lit("n = 1"))
+            .when((high < 0) | (low > 0))
+            .then(pl.when((high < 0) != higher).then(pl.lit("better")).otherwise(pl.lit("worse")))
+            .otherwise(pl.lit("within noise")))
 
 
 def main_effects(table: pl.DataFrame, higher: bool) -> pl.DataFrame:
     """``table``: compare.compare() output. One row per (dimension, value), dimensions in
-    DIMENSIONS order, values sorted."""
+    DIMENSIONS order, values sorted. Every level of every dimension at once: one group_by
+    per dimension, the t quantiles once per distinct row count."""
     import polars as pl
 
-    rows = table.filter(~pl.col("is_baseline") & pl.col("delta_pct").is_not_null())
-    out = []
-    for dim in varying(rows, exclude=("lr",)):
-        levels = rows.filter(pl.col(dim).is_not_null())
-        if levels[dim].n_unique() < 2:
-            continue
-        for value in sorted(levels[dim].unique().to_list(), key=str):
-            out.append(_level(dim, value, levels.filter(pl.col(dim) == value), higher))
     schema = {"dimension": pl.String, "value": pl.String, "n_variants": pl.Int64,
               "n_runs": pl.Int64, "mean_delta_pct": pl.Float64, "ci_low_pct": pl.Float64,
               "ci_high_pct": pl.Float64, "verdict": pl.String}
-    return pl.DataFrame(out, schema=schema)
+    rows = table.filter(~pl.col("is_baseline") & pl.col("delta_pct").is_not_null())
+    parts = [_levels(rows, dim) for dim in varying(rows, exclude=("lr",))
+             if rows[dim].drop_nulls().n_unique() >= 2]
+    if not parts:
+        return pl.DataFrame(schema=schema)
+    out = pl.concat(parts, how="vertical_relaxed")
+    q = t_quantiles(0.5 + LEVEL / 2, [k - 1 for k in out["k"].unique().to_list() if k >= 2])
+    lookup = pl.DataFrame({"k": [int(df) + 1 for df in q], "_t": list(q.values())},
+                          schema={"k": pl.Int64, "_t": pl.Float64})
+    out = out.join(lookup, on="k", how="left", maintain_order="left")
+    half = pl.col("_t") * pl.col("_sd") / pl.col("k").cast(pl.Float64).sqrt()
+    mean = pl.col("mean_delta_pct")
+    out = out.with_columns(
+        ci_low_pct=pl.when(pl.col("k") >= 2).then(mean - half).otherwise(pl.col("_low1")),
+        ci_high_pct=pl.when(pl.col("k") >= 2).then(mean + half).otherwise(pl.col("_high1")))
+    return out.with_columns(verdict=_verdict(higher)).select(list(schema)).cast(schema)

@@ -23,11 +23,10 @@ summary lists the most stable ladder first.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from results_db.analysis.stats import describe, mean_ci
+from results_db.analysis.stats import LEVEL, t_quantiles
 from results_db.vocab import RESULT_STATES, higher_is_better
 
 if TYPE_CHECKING:
@@ -53,53 +52,74 @@ def rule_text(metric: str, tol: float) -> str:
             f"ties are ordered by the degradation at the largest LR tried.")
 
 
-def _finite(v: Any) -> bool:
-    return isinstance(v, (int, float)) and math.isfinite(v)
+def _points(runs: pl.DataFrame, metric: str) -> pl.DataFrame:
+    """Per (ladder, lr), ladders in order of their first run, LRs ascending: n, mean, std,
+    CI over the seeds that neither diverged nor ended non-finite, diverged, loss_spikes
+    (sum of the finite counts; null without any), max_activation (largest finite)."""
+    import polars as pl
+
+    flag = pl.col(DIVERGED_FLAG).fill_null(0.0).fill_nan(0.0) > 0  # NaN flag: not a flag
+    bad = (pl.col("status") == "diverged") | flag | ~pl.col(metric).is_finite().fill_null(False)
+    ok = ~bad & pl.col("status").is_in(list(RESULT_STATES))
+    spikes = pl.col(SPIKES).filter(pl.col(SPIKES).is_finite().fill_null(False))
+    acts = pl.col(MAX_ACT).filter(pl.col(MAX_ACT).is_finite().fill_null(False))
+    r = runs.filter(pl.col("lr").is_not_null()).sort("run_id")
+    names = r.group_by("lr_group_key", maintain_order=True).agg(
+        variant=pl.col("variant").unique(maintain_order=True).str.join(","))
+    names = names.with_row_index("_ladder")
+    pts = r.group_by("lr_group_key", "lr").agg(
+        n=pl.len().cast(pl.Int64), _k=ok.sum().cast(pl.Int64),
+        mean=pl.col(metric).filter(ok).mean(), std=pl.col(metric).filter(ok).std(),
+        diverged=bad.sum().cast(pl.Int64),
+        loss_spikes=pl.when(spikes.count() > 0).then(spikes.sum()),
+        max_activation=acts.max())
+    pts = pts.join(names, on="lr_group_key").sort("_ladder", "lr")
+    dfs = [k - 1.0 for k in pts["_k"].unique().to_list() if k >= 2]
+    q = t_quantiles(0.5 + LEVEL / 2, dfs)
+    lookup = pl.DataFrame({"_k": [int(d) + 1 for d in q], "_t": list(q.values())},
+                          schema={"_k": pl.Int64, "_t": pl.Float64})
+    pts = pts.join(lookup, on="_k", how="left", maintain_order="left")
+    half = pl.col("_t") * pl.col("std") / pl.col("_k").cast(pl.Float64).sqrt()
+    return pts.with_columns(ci_low=pl.col("mean") - half, ci_high=pl.col("mean") + half)
 
 
-def _point(runs: list[dict[str, Any]], metric: str) -> dict[str, Any]:
-    """One (ladder, lr) from its runs (each: status and the four metric values)."""
-    bad = [r["status"] == "diverged" or (r.get(DIVERGED_FLAG) or 0) > 0
-           or not _finite(r.get(metric)) for r in runs]
-    ok = [float(r[metric]) for r, b in zip(runs, bad, strict=True)
-          if not b and r["status"] in RESULT_STATES]
-    d = describe(ok)
-    low, high = mean_ci(ok)
-    spikes = [r[SPIKES] for r in runs if _finite(r.get(SPIKES))]
-    acts = [r[MAX_ACT] for r in runs if _finite(r.get(MAX_ACT))]
-    return {"n": len(runs), "mean": d.mean, "std": d.std, "ci_low": low, "ci_high": high,
-            "diverged": sum(bad), "loss_spikes": sum(spikes) if spikes else None,
-            "max_activation": max(acts) if acts else None}
+def _ladders(pts: pl.DataFrame, tol: float) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Marks rel_to_best/degraded/stable on every point and summarises every ladder (module
+    docstring) with window expressions over the ladder (points sorted by lr)."""
+    import polars as pl
 
-
-def _ladder(points: list[dict[str, Any]], tol: float) -> dict[str, Any]:
-    """Mark rel_to_best/degraded/stable on the ladder's points (sorted by lr); its summary."""
-    ok = [p for p in points if p["diverged"] == 0 and p["mean"] is not None]
-    best = min(ok, key=lambda p: p["mean"]) if ok else None
-    for p in points:
-        rel = p["mean"] / best["mean"] - 1 if best and p["mean"] is not None \
-            and best["mean"] else None
-        p["rel_to_best"] = rel
-        p["degraded"] = p["diverged"] == 0 and rel is not None and rel > tol
-        p["stable"] = p["diverged"] == 0 and rel is not None and rel <= tol
-    msl = None
-    if best is not None:
-        for p in points[points.index(best):]:
-            if not p["stable"]:
-                break
-            msl = p["lr"]
-    top = points[-1]
-    at_max = next((p["mean"] for p in points if p["lr"] == msl), None)
-    return {"best_lr": best["lr"] if best else None, "best_value": best["mean"] if best else None,
-            "max_stable_lr": msl, "n_lrs": len(points), "lrs": [p["lr"] for p in points],
-            "min_diverged_lr": min((p["lr"] for p in points if p["diverged"]), default=None),
-            "value_at_max": at_max, "top_lr": top["lr"],
-            "rel_at_top_lr": math.inf if top["diverged"] else top["rel_to_best"]}
+    lad = "lr_group_key"
+    mean, div, lr = pl.col("mean"), pl.col("diverged"), pl.col("lr")
+    okp = (div == 0) & mean.is_not_null()
+    pts = pts.with_columns(_i=pl.int_range(pl.len()).over(lad),
+                           _best=mean.filter(okp).min().over(lad))
+    # the first (lowest-lr) point at the best mean: Python's min() over the sorted ladder
+    best_i = pl.col("_i").filter(okp & (mean == pl.col("_best"))).min().over(lad)
+    rel = pl.when(pl.col("_best").is_not_null() & (pl.col("_best") != 0))\
+        .then(mean / pl.col("_best") - 1)
+    pts = pts.with_columns(_bi=best_i, rel_to_best=rel).with_columns(
+        degraded=((div == 0) & pl.col("rel_to_best").is_not_null()
+                  & (pl.col("rel_to_best") > tol)),
+        stable=((div == 0) & pl.col("rel_to_best").is_not_null()
+                & (pl.col("rel_to_best") <= tol)))
+    after = pl.col("_i") >= pl.col("_bi")
+    stop = pl.col("_i").filter(after & ~pl.col("stable")).min().over(lad)  # first failure
+    pts = pts.with_columns(_run=after & (stop.is_null() | (pl.col("_i") < stop)))
+    msl = lr.filter(pl.col("_run")).max()
+    summary = pts.group_by(lad, maintain_order=True).agg(
+        variant=pl.col("variant").first(), best_lr=lr.filter(pl.col("_i") == pl.col("_bi"))
+        .first(), best_value=pl.col("_best").first(), max_stable_lr=msl,
+        n_lrs=pl.len().cast(pl.Int64), lrs=lr, min_diverged_lr=lr.filter(div > 0).min(),
+        value_at_max=mean.filter(lr == msl).first(), top_lr=lr.last(),
+        rel_at_top_lr=pl.when(div.last() > 0).then(float("inf"))
+        .otherwise(pl.col("rel_to_best").last()))
+    return pts, summary
 
 
 def analyse(runs: pl.DataFrame, metric: str = "val/loss", tol: float = 0.05) -> Stability:
     """``runs``: one row per finished run with variant, lr, lr_group_key, run_id, status and
-    one column per metric in (metric, *EXTRA_METRICS) (null where not logged)."""
+    one column per metric in (metric, *EXTRA_METRICS) (null where not logged). Every ladder
+    at once (polars; the t quantiles once per distinct seed count)."""
     import polars as pl
 
     if not 0 <= tol < 10:
@@ -107,20 +127,8 @@ def analyse(runs: pl.DataFrame, metric: str = "val/loss", tol: float = 0.05) -> 
     if higher_is_better(metric):
         raise ValueError(f"stability: {metric!r} is higher-is-better; the LR rule needs a "
                          f"loss-like metric (val/loss, val/ppl)")
-    ladders: dict[str, dict[float, list[dict[str, Any]]]] = {}
-    names: dict[str, list[str]] = {}
-    for r in runs.filter(pl.col("lr").is_not_null()).sort("run_id").iter_rows(named=True):
-        ladders.setdefault(r["lr_group_key"], {}).setdefault(float(r["lr"]), []).append(r)
-        v = names.setdefault(r["lr_group_key"], [])
-        if r["variant"] not in v:
-            v.append(r["variant"])
-    curve, summary = [], []
-    for key, by_lr in ladders.items():
-        variant = ",".join(names[key])
-        points = [{"lr_group_key": key, "variant": variant, "lr": lr, **_point(rs, metric)}
-                  for lr, rs in sorted(by_lr.items())]
-        summary.append({"lr_group_key": key, "variant": variant, **_ladder(points, tol)})
-        curve += points
+    runs = runs.with_columns(pl.col(c).cast(pl.Float64) for c in (metric, *EXTRA_METRICS))
+    curve, summary = _ladders(_points(runs, metric), tol)
     return Stability(_curve_frame(curve), _summary_frame(summary), rule_text(metric, tol))
 
 
@@ -140,17 +148,15 @@ def _dtype(name: str) -> Any:
     return pl.List(pl.Float64) if name == "List(Float64)" else getattr(pl, name)
 
 
-def _curve_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
-    import polars as pl
-
+def _curve_frame(points: pl.DataFrame) -> pl.DataFrame:
     schema = {c: _dtype(t) for c, t in _CURVE.items()}
-    return pl.DataFrame([{c: r[c] for c in schema} for r in rows], schema=schema)
+    return points.select(list(schema)).cast(schema)
 
 
-def _summary_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
+def _summary_frame(summary: pl.DataFrame) -> pl.DataFrame:
     import polars as pl
 
     schema = {c: _dtype(t) for c, t in _SUMMARY.items()}
-    df = pl.DataFrame(rows, schema=schema)
+    df = summary.select(list(schema)).cast(schema)
     return df.sort(pl.col("max_stable_lr"), pl.col("rel_at_top_lr"), "variant",
                    descending=[True, False, False], nulls_last=True)

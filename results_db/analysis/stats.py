@@ -13,9 +13,12 @@
   and returns intervals far too narrow. So ``ci_method`` is never "bootstrap".
 - ``seeds_needed(rel_std, min_effect)``: seeds per variant for a two-sided 5 % test to detect
   a relative effect ``min_effect`` with 80 % power, from the observed relative std.
-- ``t_quantile(p, df)``: Student-t quantiles via the regularized incomplete beta function
-  (continued fraction, Numerical Recipes 6.4) and a safeguarded Newton iteration; closed forms
-  for df 1 and 2, the Cornish-Fisher series above df 60.
+- ``t_quantile(p, df)`` / ``t_quantiles(p, dfs)``: Student-t quantiles (tdist.py).
+
+These scalar functions are the written-out definition (the tests pin them to hand-computed
+values); compare.py, effects.py and stability.py compute the same formulas as polars
+expressions over all groups at once, with the t quantiles looked up once per distinct df, and
+tests/test_analysis_vectorised.py checks that the two agree.
 """
 
 from __future__ import annotations
@@ -24,7 +27,16 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from statistics import NormalDist
+from typing import TYPE_CHECKING
+
+from results_db.analysis.tdist import betainc, t_cdf, t_quantile, t_quantiles
+
+if TYPE_CHECKING:
+    import polars as pl
+
+__all__ = ["LEVEL", "MAX_SEEDS", "POWER", "DeltaCI", "Described", "betainc", "delta_ci",
+           "describe", "mean_ci", "seeds_needed", "seeds_needed_many", "t_cdf", "t_quantile",
+           "t_quantiles"]
 
 LEVEL = 0.95
 POWER = 0.8
@@ -47,103 +59,6 @@ def describe(values: Sequence[float]) -> Described:
         return Described(n, mean, None)
     var = math.fsum((v - mean) ** 2 for v in values) / (n - 1)
     return Described(n, mean, math.sqrt(var))
-
-
-# --- Student t -------------------------------------------------------------------------------
-def _betacf(a: float, b: float, x: float) -> float:
-    """Continued fraction of the incomplete beta (modified Lentz)."""
-    tiny, eps = 1e-300, 1e-15
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 400):
-        m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c if abs(1.0 + aa / c) > tiny else tiny
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c if abs(1.0 + aa / c) > tiny else tiny
-        delta = d * c
-        h *= delta
-        if abs(delta - 1.0) < eps:
-            break
-    return h
-
-
-def betainc(a: float, b: float, x: float) -> float:
-    """Regularized incomplete beta I_x(a, b)."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    ln_front = (math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
-                + a * math.log(x) + b * math.log1p(-x))
-    if x < (a + 1.0) / (a + b + 2.0):
-        return math.exp(ln_front) * _betacf(a, b, x) / a
-    return 1.0 - math.exp(ln_front) * _betacf(b, a, 1.0 - x) / b
-
-
-def t_cdf(t: float, df: float) -> float:
-    """P(T <= t) for Student's t with ``df`` degrees of freedom."""
-    tail = 0.5 * betainc(df / 2.0, 0.5, df / (df + t * t))
-    return 1.0 - tail if t > 0 else tail
-
-
-def _t_pdf(t: float, df: float) -> float:
-    ln = (math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
-          - (df + 1) / 2 * math.log1p(t * t / df))
-    return math.exp(ln)
-
-
-LARGE_DF = 60.0  # above: the Cornish-Fisher series (relative error < 1e-8), no root finding
-
-
-def _cornish_fisher(p: float, df: float) -> float:
-    """t quantile from the normal one by its asymptotic series in 1/df (Abramowitz & Stegun
-    26.7.5): fast where the incomplete-beta iteration is slowest."""
-    z = NormalDist().inv_cdf(p)
-    z2 = z * z
-    g1 = (z2 + 1) * z / 4
-    g2 = ((5 * z2 + 16) * z2 + 3) * z / 96
-    g3 = (((3 * z2 + 19) * z2 + 17) * z2 - 15) * z / 384
-    g4 = ((((79 * z2 + 776) * z2 + 1482) * z2 - 1920) * z2 - 945) * z / 92160
-    return z + g1 / df + g2 / df ** 2 + g3 / df ** 3 + g4 / df ** 4
-
-
-@lru_cache(maxsize=4096)
-def t_quantile(p: float, df: float) -> float:
-    """The ``p`` quantile of Student's t (df > 0, 0 < p < 1)."""
-    if not 0.0 < p < 1.0 or not df > 0:
-        raise ValueError(f"t_quantile: need 0 < p < 1 and df > 0, got p={p}, df={df}")
-    if p < 0.5:
-        return -t_quantile(1.0 - p, df)
-    if p == 0.5:
-        return 0.0
-    if df == 1:
-        return math.tan(math.pi * (p - 0.5))
-    if df == 2:
-        return (2 * p - 1) / math.sqrt(2 * p * (1 - p))
-    if df >= LARGE_DF:
-        return _cornish_fisher(p, df)
-    lo, hi = 0.0, 1.0
-    while t_cdf(hi, df) < p:  # bracket the root
-        lo, hi = hi, hi * 2.0
-    t = (lo + hi) / 2.0
-    for _ in range(100):  # Newton, falling back to bisection when it leaves the bracket
-        f = t_cdf(t, df) - p
-        if abs(f) < 1e-14:
-            break
-        lo, hi = (t, hi) if f < 0 else (lo, t)
-        step = t - f / _t_pdf(t, df)
-        t = step if lo < step < hi else (lo + hi) / 2.0
-        if hi - lo < 1e-13 * max(1.0, hi):
-            break
-    return t
 
 
 # --- delta CI ------------------------------------------------------------------------------
@@ -209,35 +124,52 @@ def mean_ci(values: Sequence[float], level: float = LEVEL) -> tuple[float | None
     return d.mean - half, d.mean + half
 
 
+@lru_cache(maxsize=16)
+def _power_curve(paired: bool, level: float, power: float) -> tuple[float, ...]:
+    """(t(level_q, df) + t(power, df)) * sqrt(k / n) for n = 2 .. MAX_SEEDS (index n - 2):
+    strictly decreasing in n (both the quantiles and sqrt(k / n) fall)."""
+    k = 1.0 if paired else 2.0
+    ns = range(2, MAX_SEEDS + 1)
+    dfs = [float(n - 1 if paired else 2 * n - 2) for n in ns]
+    q_level, q_power = t_quantiles(0.5 + level / 2, dfs), t_quantiles(power, dfs)
+    return tuple((q_level[df] + q_power[df]) * math.sqrt(k / n)
+                 for n, df in zip(ns, dfs, strict=True))
+
+
+def seeds_needed_many(rel_std: pl.Series, min_effect: float, paired: pl.Series, *,
+                      level: float = LEVEL, power: float = POWER) -> pl.Series:
+    """seeds_needed for every element at once (Int64; null where ``rel_std`` is null):
+    the smallest n in 2..MAX_SEEDS with curve(n) <= min_effect / rel_std, found by a binary
+    search (search_sorted) in the per-call power curve; MAX_SEEDS when none is."""
+    import polars as pl
+
+    if not min_effect > 0:
+        raise ValueError(f"seeds_needed: min_effect is a relative effect > 0 (0.01 = 1 %), "
+                         f"got {min_effect}")
+    out = pl.Series("seeds_needed", [None] * len(rel_std), dtype=pl.Int64)
+    limit = -(min_effect / rel_std.cast(pl.Float64))  # rel_std 0 -> -inf -> n = 2
+    for flag in (False, True):
+        rising = -pl.Series(_power_curve(flag, level, power))  # ascending
+        n = (rising.search_sorted(limit.fill_null(0.0), side="left").cast(pl.Int64) + 2) \
+            .clip(upper_bound=MAX_SEEDS)
+        pick = (paired.fill_null(False) == flag) & rel_std.is_not_null()
+        out = pl.select(pl.when(pick).then(n).otherwise(out)).to_series()
+    return out.alias("seeds_needed")
+
+
 def seeds_needed(rel_std: float, min_effect: float = 0.01, *, paired: bool = False,
                  level: float = LEVEL, power: float = POWER) -> int:
     """Seeds per variant to detect a relative effect ``min_effect`` (0.01 = 1 %) with a
     two-sided test at ``level`` and ``power``, given the relative seed std ``rel_std``
     (std / |baseline mean|; for ``paired`` the relative std of per-seed differences).
 
-    Smallest n >= 2 with (t(level_q, df) + t(power, df)) * rel_std * sqrt(k / n) <= min_effect,
+    Smallest n >= 2 with (t(level_q, df) + t(power, df)) * sqrt(k / n) * rel_std <= min_effect,
     k = 2, df = 2n - 2 for two independent groups of n seeds; k = 1, df = n - 1 paired.
-    Capped at MAX_SEEDS."""
-    if not min_effect > 0:
-        raise ValueError(f"seeds_needed: min_effect is a relative effect > 0 (0.01 = 1 %), "
-                         f"got {min_effect}")
+    Capped at MAX_SEEDS. (seeds_needed_many on one element: one rule.)"""
+    import polars as pl
+
     if not rel_std >= 0 or math.isinf(rel_std):
         raise ValueError(f"seeds_needed: rel_std must be finite and >= 0, got {rel_std}")
-    k = 1.0 if paired else 2.0
-
-    def enough(n: int) -> bool:
-        df = n - 1 if paired else 2 * n - 2
-        z = t_quantile(0.5 + level / 2, df) + t_quantile(power, df)
-        return z * rel_std * math.sqrt(k / n) <= min_effect
-
-    if enough(2):
-        return 2
-    lo, hi = 2, 4
-    while not enough(hi):  # enough() is monotone in n: double, then bisect
-        if hi >= MAX_SEEDS:
-            return MAX_SEEDS
-        lo, hi = hi, min(hi * 2, MAX_SEEDS)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if enough(mid) else (mid, hi)
-    return hi
+    k = seeds_needed_many(pl.Series([float(rel_std)]), min_effect, pl.Series([paired]),
+                          level=level, power=power)
+    return int(k[0])

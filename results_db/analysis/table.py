@@ -33,18 +33,20 @@ def ablation(tables: Sequence[pl.DataFrame], metrics: Sequence[str],
     out = first.select(keys)
     if out.height == 0:
         return out.with_columns(n=pl.lit(None, pl.Int64), n_diverged=pl.lit(None, pl.Int64))
+    out = out.with_row_index("_declared")
     n = pl.max_horizontal([pl.col(f"{m}:n") for m in metrics])
     for m, t in zip(metrics, tables, strict=True):
         part = t.select("group_key", "n_diverged", *[pl.col(c).alias(f"{m}:{c}")
                                                      for c in PER_METRIC])
         out = out.join(part.drop("n_diverged") if "n_diverged" in out.columns else part,
-                       on="group_key", how="left")
-        out = out.with_columns(pl.struct(f"{m}:mean", f"{m}:std").map_elements(
-            lambda s, m=m: pm_text(s[f"{m}:mean"], s[f"{m}:std"]), return_dtype=pl.String)
-            .alias(f"{m}:text"))
+                       on="group_key", how="left", maintain_order="left")
+        # text formatting (%g) has no polars expression: one comprehension per column
+        text = [pm_text(a, b) for a, b in zip(out[f"{m}:mean"].to_list(),
+                                              out[f"{m}:std"].to_list(), strict=True)]
+        out = out.with_columns(pl.Series(f"{m}:text", text, dtype=pl.String))
     out = out.with_columns(n=n)
     if stability is not None:
         msl = stability.select("lr_group_key", "max_stable_lr")
-        out = out.join(msl, on="lr_group_key", how="left")
+        out = out.join(msl, on="lr_group_key", how="left", maintain_order="left")
     order = pl.col("is_baseline").not_()
-    return out.with_row_index("_declared").sort(order, "_declared").drop("_declared")
+    return out.sort(order, "_declared").drop("_declared")

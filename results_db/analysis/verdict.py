@@ -16,30 +16,30 @@ In order:
 
 from __future__ import annotations
 
-from results_db.analysis.stats import DeltaCI, seeds_needed
+from typing import TYPE_CHECKING
+
 from results_db.vocab import NEEDS_SEEDS
 
-
-def needed(ci: DeltaCI, base_mean: float | None, min_effect: float) -> int | None:
-    """seeds_needed for this comparison (None without a spread or a baseline mean)."""
-    if ci.spread is None or not base_mean:
-        return None
-    return seeds_needed(ci.spread / abs(base_mean), min_effect, paired=ci.method == "paired")
+if TYPE_CHECKING:
+    import polars as pl
 
 
-def verdict(ci: DeltaCI, *, is_baseline: bool, n: int, base_mean: float | None,
-            higher_is_better: bool, min_effect: float, k: int | None) -> str:
-    """The row's verdict (module docstring); ``k`` is ``needed(...)``."""
-    if is_baseline:
-        return "baseline"
-    if n == 0 or ci.delta is None or base_mean is None:
-        return "no data"
-    if ci.method == "none" or ci.low is None or ci.high is None:
-        return "n = 1"
-    if ci.high < 0 or ci.low > 0:
-        improved = ci.high < 0 if not higher_is_better else ci.low > 0
-        return "better" if improved else "worse"
-    margin = min_effect * abs(base_mean)
-    if (-margin <= ci.low and ci.high <= margin) or k is None or k <= n:
-        return "within noise"
-    return NEEDS_SEEDS.format(k=k)
+def verdict_expr(*, higher_is_better: bool, min_effect: float) -> pl.Expr:
+    """The verdict of every row at once (module docstring), over the columns is_baseline, n,
+    delta, base_mean, ci_method, ci_low, ci_high and seeds_needed of compare.py's frame."""
+    import polars as pl
+
+    low, high, k = pl.col("ci_low"), pl.col("ci_high"), pl.col("seeds_needed")
+    margin = min_effect * pl.col("base_mean").abs()
+    improved = low > 0 if higher_is_better else high < 0
+    before, after = NEEDS_SEEDS.split("{k}")
+    return (pl.when(pl.col("is_baseline")).then(pl.lit("baseline"))
+            .when((pl.col("n") == 0) | pl.col("delta").is_null()
+                  | pl.col("base_mean").is_null()).then(pl.lit("no data"))
+            .when((pl.col("ci_method") == "none") | low.is_null() | high.is_null())
+            .then(pl.lit("n = 1"))
+            .when((high < 0) | (low > 0))
+            .then(pl.when(improved).then(pl.lit("better")).otherwise(pl.lit("worse")))
+            .when(((-margin <= low) & (high <= margin)) | k.is_null() | (k <= pl.col("n")))
+            .then(pl.lit("within noise"))
+            .otherwise(pl.lit(before) + k.cast(pl.String) + pl.lit(after)))
