@@ -6,6 +6,7 @@ Charts take already-downsampled long frames; nothing here queries the DB.
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,8 +31,10 @@ def spike_mask(values: np.ndarray, window: int = SPIKE_WINDOW) -> np.ndarray:
         return out
     # (T - window, window): the `window` points before each candidate point
     windows = np.lib.stride_tricks.sliding_window_view(values[:-1], window)
-    med = np.nanmedian(windows, axis=1)
-    mad = np.nanmedian(np.abs(windows - med[:, None]), axis=1)
+    with warnings.catch_warnings():  # an all-NaN window (a diverged run): no spike, no noise
+        warnings.simplefilter("ignore", RuntimeWarning)
+        med = np.nanmedian(windows, axis=1)
+        mad = np.nanmedian(np.abs(windows - med[:, None]), axis=1)
     cur = values[window:]
     thresh = np.maximum(SPIKE_MADS * mad, SPIKE_MIN_REL * np.abs(med))
     with np.errstate(invalid="ignore"):

@@ -228,3 +228,24 @@ def test_sweep_eta_from_live_runs() -> None:
     assert sweep_eta(live) == pytest.approx(275.0, abs=1.0)
     assert sweep_eta(live.filter(pl.col("status") == "pending")) is None  # nothing measured
     assert sweep_eta(live.head(0)) == 0.0  # nothing left
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["validate", "{bad}"], ["validate", "{smoke}"]],
+                         ids=["help", "yaml-error", "validate-smoke"])
+def test_fast_paths_import_no_heavy_package(tmp_path: Path, argv: list[str]) -> None:
+    """--help, an error path and validate (no DB) must not import torch, Ray, DeepSpeed or
+    polars (issue 12: they cost seconds); a fresh interpreter reports what got imported."""
+    import subprocess
+    import sys
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nbase: {model: {preset: tiny}, train: {steps: yes}}\n")
+    args = [a.format(bad=bad, smoke=SMOKE) for a in argv]
+    db = f"sqlite:///{tmp_path / 'none.db'}"
+    code = ("import sys\nfrom orchestrator.cli import main\n"
+            f"rc = main({args + ['--db', db] if argv[0] != '--help' else args!r})\n"
+            "heavy = [m for m in ('torch', 'ray', 'deepspeed', 'polars') if m in sys.modules]\n"
+            "print('HEAVY', heavy, 'RC', rc)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120).stdout
+    assert "HEAVY [] RC" in out, out[-2000:]
