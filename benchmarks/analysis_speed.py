@@ -12,8 +12,8 @@ reads), filled through the writer API when it has fewer runs than asked.
 
 "before" is the analysis package and its reads (results_db/frames.py) as of ``--before``
 (default: the last commit with the per-group Python path), extracted with ``git show`` into
-a temp dir and run against the same DB; without git (or with ``--no-before``) that column reads n/a. Same numbers either way:
-the benchmark checks that both paths return the same verdicts.
+a temp dir and run against the same DB; without git (or with ``--no-before``) that column
+reads n/a. The benchmark also checks that both paths return the same verdicts.
 """
 
 from __future__ import annotations

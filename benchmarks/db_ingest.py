@@ -84,8 +84,8 @@ def run(tmp: Path) -> None:
               f"{stats['total_s']:.1f} s total, log_metrics {stats['metric_rows_per_s']:,.0f} "
               "rows/s")
     with results_db.open(url) as db:
-        n_runs = db.query("SELECT COUNT(*) AS n FROM runs")["n"][0]
-        n_rows = db.query("SELECT COUNT(*) AS n FROM metrics")["n"][0]
+        counts = db.row_counts()
+        n_runs, n_rows = counts["runs"], counts["metrics"]
         print(f"\nDB: {n_runs:,} runs, {n_rows:,} metric rows\n")
         print("| query | first (s) | median of 5 (s) |\n|---|---:|---:|")
         sweep = db.sweeps()["name"][0]
@@ -94,8 +94,7 @@ def run(tmp: Path) -> None:
                 ("db.leaderboard(sweep)", lambda: db.leaderboard(sweep)),
                 ("db.ablation_table(sweep)", lambda: db.ablation_table(sweep)),
                 ("db.max_stable_lr(sweep)", lambda: db.max_stable_lr(sweep)),
-                ("SELECT * FROM leaderboard (view)",
-                 lambda: db.query("SELECT * FROM leaderboard")),
+                ("db.view('leaderboard') (the raw SQL view)", lambda: db.view("leaderboard")),
                 ("db.sweep_status()", db.sweep_status),
                 ("db.metrics(20 runs, max_points=500)",
                  lambda: db.metrics(run_ids, ["train/loss"], max_points=500))):

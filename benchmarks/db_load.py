@@ -21,9 +21,10 @@ from results_db.loadgen import run_load
 
 
 def _count(url: str) -> tuple[int, int]:
+    """(metric rows, succeeded runs) through the results_db API (no SQL here)."""
     with results_db.open(url) as db:
-        rows = db.query("SELECT COUNT(*) AS n FROM metrics")["n"][0]
-        ok = db.query("SELECT COUNT(*) AS n FROM runs WHERE status = 'succeeded'")["n"][0]
+        rows = db.row_counts()["metrics"]
+        ok = db.sweep_status()["succeeded"].sum()
     return int(rows), int(ok)
 
 

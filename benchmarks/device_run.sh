@@ -20,6 +20,8 @@
 #   summary.txt                     each step's exit code and seconds
 # Budget: DEVICE_RUN_BUDGET_S (default 470 s) caps the whole script; each step gets its own
 # limit (THROUGHPUT_TIMEOUT 180, MFU_TIMEOUT 170, DEVICE_SWEEP_TIMEOUT 240) or what is left.
+# Knobs: MFU_BATCH (4 sequences of 2048), MFU_RUNNERS (engine,bare; add compile if time allows),
+# SMALL_PRESET, DEVICE_SWEEP_STORAGE (checkpoints, default /tmp/gatesweep_device_runs).
 set -uo pipefail   # no -e: fail soft, every step's exit code goes to summary.txt
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PY="${PYTHON:-python3}"
@@ -42,7 +44,7 @@ else
   SMALL_ARGS=(--preset "${SMALL_PRESET:-small}" --batch 32 --seq 512 --rounds 5 --steps 10
               --warmup 15 --runners bare,engine,compile,g1e,g1h --sequential)
   BIG_ARGS=(--preset paper-dense-1p7b --batch "${MFU_BATCH:-4}" --seq 2048 --rounds 3
-            --steps 3 --warmup 3 --runners engine,bare --sequential)
+            --steps 3 --warmup 3 --runners "${MFU_RUNNERS:-engine,bare}" --sequential)
 fi
 
 left() { echo $(( BUDGET - SECONDS )); }

@@ -71,6 +71,8 @@ _TEXT_RULES: tuple[tuple[str, Fault], ...] = (
     ("oom-kill", Fault.OOM),
     ("nodediederror", Fault.NODE_LOST),
     ("node died", Fault.NODE_LOST),
+    ("node has died", Fault.NODE_LOST),
+    ("node is dead", Fault.NODE_LOST),
     ("node lost", Fault.NODE_LOST),
     ("raylet died", Fault.NODE_LOST),
     ("workercrashederror", Fault.WORKER_DIED),

@@ -251,14 +251,17 @@ class DBSyncCallback(Callback):  # type: ignore[misc]
         db = results_db.open(self.db_url, migrate=False)
         try:
             att = _attempt_of_trial(db, run_id, trial.trial_id)
-            if att is None:  # died before its claim: give the error a home, if ours to give
+            claimed_here = att is None
+            if claimed_here:  # died before its claim: give the error a home, if ours to give
                 att = db.claim_run(run_id, self.owner, socket.gethostname(),
                                    trial_id=trial.trial_id)
             if att is None or att.status != "running":
                 return  # the trial recorded its own end, or another driver holds the run
             text = _trial_error_text(trial)
             fault = classify(None, text)
-            if fault is Fault.WORKER_DIED:  # a dead node kills its workers: say which
+            if not claimed_here and fault in (Fault.WORKER_DIED, Fault.CODE_ERROR):
+                # The trial records its own exceptions; an attempt it left running means its
+                # process died. A dead node takes its workers with it: say which.
                 fault = node_fault(att.host, grace_s=NODE_GRACE_S)
             retry = retried and RetryPolicy.from_env(self.retries).should_retry(fault)
             first = text.strip().splitlines()[-1] if text.strip() else "?"

@@ -9,11 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, Select, Text, and_, cast, select
+from sqlalchemy import (Engine, Select, Text, and_, cast, func, literal_column, select,
+                        table)
 from sqlalchemy.exc import DBAPIError, ResourceClosedError
 
 from results_db.rows import AttemptRow, RunRow
-from results_db.schema import DIM_COLUMNS, Artifact, Attempt, Run, Summary, Sweep
+from results_db.schema import DIM_COLUMNS, Artifact, Attempt, Base, Run, Summary, Sweep
 from results_db.sqlread import frame, rows_to_frame
 from results_db.states import RunStatus, parse_status
 
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
 RUN_COLUMNS: tuple[str, ...] = ("id", "name", "sweep_id", "fingerprint", "variant", "seed",
                                  "status", *DIM_COLUMNS, "params_total", "params_gates",
                                  "created", "updated")
+# The DB's views (migration 0001, results_db/migrations/views.py), readable through db.view().
+VIEWS: tuple[str, ...] = ("run_summary", "leaderboard")
 _RO_MARKERS = ("readonly", "read-only", "read only", "not authorized", "query_only",
                "attempt to write", "prohibited")
 
@@ -227,6 +230,20 @@ class ReaderMixin:
             except (ValidationError, ValueError, TypeError):
                 continue
         return out
+
+    def row_counts(self) -> dict[str, int]:
+        """{table name: rows} for every table of the schema (one COUNT(*) each), e.g. for a
+        benchmark's "nothing was lost" check."""
+        with self.reader.connect() as conn:
+            return {name: int(conn.execute(select(func.count()).select_from(t)).scalar_one())
+                    for name, t in sorted(Base.metadata.tables.items())}
+
+    def view(self, name: str) -> pl.DataFrame:
+        """All rows of one of the DB's SQL views (VIEWS: ``run_summary``, ``leaderboard``),
+        as a DataFrame -- what ``SELECT * FROM <view>`` shows a user."""
+        if name not in VIEWS:
+            raise ValueError(f"view: unknown view {name!r}; expected one of {', '.join(VIEWS)}")
+        return frame(self.reader, select(literal_column("*")).select_from(table(name)))
 
     def query(self, sql: str) -> pl.DataFrame:
         """Run one user SQL statement on the read-only connection and return its rows.

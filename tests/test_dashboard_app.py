@@ -320,8 +320,7 @@ def test_probes_page_error_bars_log_scale_and_small_multiples(app: AppTest) -> N
 
 def test_run_detail_shows_failed_attempt_traceback_and_config_diff(app: AppTest) -> None:
     at = goto(app, "Run detail")
-    failed = next(o for o in at.selectbox(key="rd_run").options if "value_elementwise-s2" in o)
-    at.selectbox(key="rd_run").set_value(_id(failed)).run()
+    pick_run(at, "value_elementwise-s2")
     attempts = at.table[0].value
     assert list(attempts["status"]) == ["failed"]
     assert "injected failure" in attempts["error"][0]
@@ -336,6 +335,14 @@ def test_run_detail_shows_failed_attempt_traceback_and_config_diff(app: AppTest)
 
 def _id(label: str) -> int:
     return int(label.split(" · ")[0])
+
+
+def pick_run(at: AppTest, name: str) -> int:
+    """Choose the run called ``name`` in Run detail (its variant first); returns its id."""
+    at.selectbox(key="rd_variant").set_value(name.rsplit("-", 1)[0]).run()
+    label = next(o for o in at.selectbox(key="rd_run").options if f" · {name} · " in o)
+    at.selectbox(key="rd_run").set_value(_id(label)).run()
+    return _id(label)
 
 
 class _FakePopen:
@@ -362,7 +369,7 @@ def test_rerun_button_requeues_the_run_through_the_orchestrator(
     monkeypatch.setattr(rerun.subprocess, "Popen", _FakePopen)
     _FakePopen.calls.clear()
     at = AppTest.from_file(APP, default_timeout=30).run()
-    goto(at, "Run detail").selectbox(key="rd_run").set_value(failed_id).run()
+    assert pick_run(goto(at, "Run detail"), "value_elementwise-s2") == failed_id
     assert results_db.open(url).run(failed_id).status == "failed"
     at.button(key="rd_rerun").click().run()
     # first a confirmation; nothing written yet
@@ -387,8 +394,7 @@ def test_rerun_button_requeues_the_run_through_the_orchestrator(
 
 def test_rerun_button_disabled_for_live_runs(app: AppTest) -> None:
     at = goto(app, "Run detail")
-    running = next(o for o in at.selectbox(key="rd_run").options if o.endswith("· running"))
-    at.selectbox(key="rd_run").set_value(_id(running)).run()
+    pick_run(at, "key_elementwise-s0")  # running
     assert at.button(key="rd_rerun").disabled
 
 
@@ -420,8 +426,7 @@ def test_missing_db_is_never_created(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 def test_run_detail_final_values(app: AppTest) -> None:
     at = goto(app, "Run detail")
-    label = next(o for o in at.selectbox(key="rd_run").options if "sdpa_elementwise-s1" in o)
-    at.selectbox(key="rd_run").set_value(_id(label)).run()
+    pick_run(at, "sdpa_elementwise-s1")
     values = next(t.value for t in at.table if "name" in t.value.columns)
     got = dict(zip(values["name"], values["value"], strict=True))
     assert (got["val/ppl"], got["params/gates"], got["probe/gate_score_mean"]) == \

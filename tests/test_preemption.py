@@ -185,3 +185,25 @@ def test_preempted_pickles_with_its_attributes() -> None:
 
     exc = pickle.loads(pickle.dumps(Preempted(7, Path("/x/step_00000007"), "SIGTERM")))
     assert (exc.step, exc.checkpoint, exc.reason) == (7, Path("/x/step_00000007"), "SIGTERM")
+
+
+def test_a_second_sigterm_gets_the_previous_handler() -> None:
+    from trainer.preempt import StopRequest, sigterm_stops
+
+    seen: list[int] = []
+    old = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append(signum))
+    try:
+        stop = StopRequest()
+        with sigterm_stops(stop) as installed:
+            assert installed
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)  # let the interpreter run the handler
+            assert stop.reason == "SIGTERM" and seen == []
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)
+            assert seen == [signal.SIGTERM]  # the impatient second signal is not swallowed
+        os.kill(os.getpid(), signal.SIGTERM)  # after the block: the old handler is back
+        time.sleep(0.05)
+        assert seen == [signal.SIGTERM, signal.SIGTERM]
+    finally:
+        signal.signal(signal.SIGTERM, old)

@@ -208,3 +208,18 @@ def test_summary_names_curves_and_tokens_per_step(db) -> None:
     curve = db.curves([rid], ["train/loss"], max_points=8)
     assert 0 < curve.height <= 8 + 4 and curve["step"].is_sorted()
     assert db.curves([rid], ["train/loss"])["step"].to_list() == list(range(50))
+
+
+def test_row_counts_and_views_through_the_api(db) -> None:
+    """What benchmarks count and time without SQL text of their own (issue 10)."""
+    assert db.row_counts()["runs"] == 0
+    _fill(db)
+    counts = db.row_counts()
+    # 8 seeds + the diverged headwise seed + the failed baseline seed
+    assert (counts["sweeps"], counts["runs"]) == (1, 10)
+    assert counts["summaries"] == 8 * 3 + 1 + 1 + 1  # 3 each; diverged: 2; failed: 1
+    view = db.view("leaderboard")
+    assert view.equals(db.query("SELECT * FROM leaderboard"))
+    assert db.view("run_summary").height == 10
+    with pytest.raises(ValueError, match="unknown view 'runs'"):
+        db.view("runs")

@@ -56,6 +56,8 @@ def sigterm_stops(stop: StopRequest) -> Iterator[bool]:
         yield False
         return
     previous = signal.getsignal(signal.SIGTERM)
+    if previous is None:  # installed from C: not restorable from Python, the default it is
+        previous = signal.SIG_DFL
 
     def handler(signum: int, frame: Any) -> None:
         if not stop:

@@ -21,6 +21,8 @@ CURVES: dict[str, str] = {"train/loss": "training loss", "val/loss": "validation
                           "probe/first_token_attention": "first-token attention"}
 DEFAULT_CURVES = ("train/loss", "val/loss")
 MAX_RUNS = 100
+MAX_VARIANTS = 20
+MAX_OPTIONS = 500
 LIVE_REFRESH_S = 10
 
 
@@ -77,7 +79,13 @@ def render(url: str, sweep: str | None) -> None:
         st.info("This sweep has no runs.")
         return
     opts = _controls()
-    picked = st.multiselect("Runs", list(labels), default=default_runs(runs),
+    variants = data.variants(url, sweep)
+    chosen = st.multiselect("Variants", variants, default=variants[:MAX_VARIANTS],
+                            key="cv_variants")
+    # the runs of the chosen variants (a 10k-option widget costs ~1 s per page run)
+    mine = runs.filter(pl.col("variant").is_in(chosen)).sort("id").head(MAX_OPTIONS)
+    options = mine["id"].to_list()
+    picked = st.multiselect("Runs", options, default=default_runs(mine),
                             format_func=labels.__getitem__, max_selections=MAX_RUNS,
                             key="cv_runs")
     points = st.select_slider("Points per curve", [250, 500, 1000, 2000, 5000], value=1000,

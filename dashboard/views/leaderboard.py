@@ -88,10 +88,10 @@ def run_links(url: str, sweep: str) -> dict[str, str]:
             for g, rid in zip(first["group_key"].to_list(), first["id"].to_list(), strict=True)}
 
 
-def _summary(url: str, sweep: str, metric: str, board: pl.DataFrame) -> None:
+def _summary(sentence: str, board: pl.DataFrame) -> None:
     """The verdict sentence, and the rows without an error bar (one seed, or compared with a
     one-seed baseline)."""
-    st.markdown(f"**{data.verdict_summary(url, sweep, metric)}**")
+    st.markdown(f"**{sentence}**")
     single = board.filter((pl.col("n") == 1) | (pl.col("verdict") == "n = 1"))
     if single.height:
         names = ", ".join(single["row"].head(6).to_list())
@@ -129,12 +129,13 @@ def render(url: str, sweep: str | None) -> None:
                           key=f"lb_asc_{metric}")
     states = c3.multiselect("Run states", list(STATES), default=["succeeded"], key="lb_states")
     order = c4.radio("Sort", ["verdict", "rank"], horizontal=True, key="lb_sort")
-    board = data.leaderboard(url, sweep, metric, ascending, tuple(states or ["succeeded"]))
+    key = tuple(states or ["succeeded"])
+    board = data.leaderboard(url, sweep, metric, ascending, key)
     if board.is_empty() or board["mean"].is_null().all():
         st.info("No run of this sweep has this metric yet in the chosen states.")
         return
     board = board.with_columns(row_labels(board))  # labels over the whole sweep
-    _summary(url, sweep, metric, board)
+    _summary(data.verdict_summary(url, sweep, metric, ascending, key), board)
     with st.expander("Filter by dimension"):
         board = apply_filters(board, _filters(board))
     if order == "verdict":

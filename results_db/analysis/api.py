@@ -30,6 +30,9 @@ HEAD = ("rank", "variant", "lr")
 STATS = ("n", "mean", "std", "is_baseline", "delta", "delta_pct", "ci_low", "ci_high",
          "ci_low_pct", "ci_high_pct", "ci_method", "verdict", "seeds_needed")
 STABILITY_METRIC, STABILITY_TOL = "val/loss", 0.05  # the LR rule's defaults
+# What compare.py and stability.py read of each run (frames.RUN_KEYS: fewer cells, faster).
+COMPARE_KEYS = ("run_id", "group_key", "seed", "status")
+LADDER_KEYS = ("run_id", "lr_group_key", "variant", "lr", "status")
 TAIL = ("metric", "baseline", "n_diverged", "group_key", "lr_group_key", "params_total",
         "params_gates")
 
@@ -45,11 +48,15 @@ class AnalysisMixin:
 
         return pick_baseline(first_runs(self.reader, sweep))
 
-    def _read(self, sweep: str, metrics: Sequence[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
-        """(runs x metrics, wide; the seed groups' labels): one read serves every table."""
-        from results_db.frames import group_info, runs_wide
+    def _read(self, sweep: str, metrics: Sequence[str],
+              stability: bool = False) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """(runs x metrics, wide; the seed groups' labels): one read serves every table;
+        the LR ladders' columns only when ``stability`` needs them."""
+        from results_db.frames import RUN_KEYS, group_info, runs_wide
 
-        return runs_wide(self.reader, sweep, metrics), group_info(self.reader, sweep)
+        keys = RUN_KEYS if stability else COMPARE_KEYS
+        return (runs_wide(self.reader, sweep, metrics, keys=keys),
+                group_info(self.reader, sweep))
 
     def _compare(self, sweep: str, metric: str, min_effect: float, states: Sequence[str],
                  higher: bool) -> pl.DataFrame:
@@ -93,7 +100,8 @@ class AnalysisMixin:
 
         if not metrics:
             raise ValueError("ablation_table: metrics is empty; give at least one name")
-        runs, info = self._read(sweep, [*metrics, STABILITY_METRIC, *EXTRA_METRICS])
+        runs, info = self._read(sweep, [*metrics, STABILITY_METRIC, *EXTRA_METRICS],
+                                stability=True)
         base = self.baseline(sweep)
         tables = [compare(runs, info, m, base, states=states, min_effect=min_effect,
                           higher=higher_is_better(m)) for m in metrics]
@@ -119,7 +127,8 @@ class AnalysisMixin:
     def _stability(self, sweep: str, metric: str, tol: float) -> Stability:
         from results_db.frames import runs_wide
 
-        return analyse(runs_wide(self.reader, sweep, [metric, *EXTRA_METRICS]), metric, tol)
+        runs = runs_wide(self.reader, sweep, [metric, *EXTRA_METRICS], keys=LADDER_KEYS)
+        return analyse(runs, metric, tol)
 
     def max_stable_lr(self, sweep: str, tolerance: float = STABILITY_TOL,
                       metric: str = STABILITY_METRIC) -> pl.DataFrame:
