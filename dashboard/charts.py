@@ -14,6 +14,8 @@ import altair as alt
 import numpy as np
 import polars as pl
 
+from dashboard.palette import scale, verdict_scale
+
 SPIKE_WINDOW = 20  # same rule as the trainer's detector (trainer/stability.py)
 SPIKE_MADS = 6.0
 SPIKE_MIN_REL = 0.10
@@ -102,11 +104,14 @@ def _relabel(hists: list[tuple[str, list[float], list[float]]], label: str) -> l
 LEGEND = alt.Legend(orient="bottom", columns=4, labelLimit=0, title=None, symbolOpacity=1)
 
 
+def _vscale(colors: dict[str, str], frame: pl.DataFrame) -> alt.Scale:
+    """The palette's scale restricted to the variants in ``frame`` (sweep-wide colours)."""
+    return scale(colors, frame["variant"].unique().to_list())
+
+
 def delta_dots(board: pl.DataFrame, metric: str, max_rows: int = 60) -> alt.LayerChart:
     """Δ% vs baseline with its 95 % CI per leaderboard row (``row`` labels, in board order),
     points coloured by verdict; a row without a CI (n = 1) is a hollow point."""
-    from dashboard.palette import verdict_scale
-
     rows = board.filter(~pl.col("is_baseline") & pl.col("delta_pct").is_not_null()) \
         .head(max_rows).select("row", "delta_pct", "ci_low_pct", "ci_high_pct", "verdict", "n")
     rows = rows.with_columns(has_ci=pl.col("ci_low_pct").is_not_null())
@@ -129,13 +134,13 @@ def delta_dots(board: pl.DataFrame, metric: str, max_rows: int = 60) -> alt.Laye
     return alt.layer(bars, dots, zero).properties(height=max(80, 24 * len(order) + 30))
 
 
-def curves(series: pl.DataFrame, y_title: str, colors: alt.Scale, *, x: str = "step",
+def curves(series: pl.DataFrame, y_title: str, colors: dict[str, str], *, x: str = "step",
            x_title: str = "step", log_y: bool = False, band: bool = False,
            spikes: pl.DataFrame | None = None, zero_rule: bool = False) -> alt.LayerChart:
     """series (variant, series, x, value[, lo, hi]): a line per series coloured by its
     variant; a series with one point is drawn as a point; ``band``: lo..hi shaded."""
     scale = alt.Scale(type="log") if log_y else alt.Scale(zero=False)
-    color = alt.Color("variant:N", scale=colors, legend=LEGEND)
+    color = alt.Color("variant:N", scale=_vscale(colors, series), legend=LEGEND)
     counts = series.group_by("series").len()
     single = series.join(counts.filter(pl.col("len") <= 1).drop("len"), on="series")
     enc = {"x": alt.X(f"{x}:Q", title=x_title), "color": color, "detail": "series:N",
@@ -164,13 +169,13 @@ def curves(series: pl.DataFrame, y_title: str, colors: alt.Scale, *, x: str = "s
     return alt.layer(*layers).properties(height=300).interactive()
 
 
-def per_layer(frame: pl.DataFrame, title: str, colors: alt.Scale,
+def per_layer(frame: pl.DataFrame, title: str, colors: dict[str, str],
               log_y: bool = False) -> alt.LayerChart:
     """frame (variant, row, layer, mean, lo, hi, n): the seed mean per layer, one line per
     row coloured by its variant, error bars mean ± std over seeds."""
     scale = alt.Scale(type="log") if log_y else alt.Scale(zero=False)
     pdf = frame.to_pandas()
-    color = alt.Color("variant:N", scale=colors, legend=alt.Legend(
+    color = alt.Color("variant:N", scale=_vscale(colors, frame), legend=alt.Legend(
         orient="bottom", columns=2, labelLimit=0, title=None))  # narrow: small multiples
     x = alt.X("layer:Q", title="layer", axis=alt.Axis(tickMinStep=1, format="d"),
               scale=alt.Scale(nice=False, padding=12))
@@ -183,20 +188,21 @@ def per_layer(frame: pl.DataFrame, title: str, colors: alt.Scale,
     return alt.layer(err, line).properties(height=260)
 
 
-def histograms(rows: list[dict[str, Any]], colors: alt.Scale) -> alt.FacetChart:
+def histograms(rows: list[dict[str, Any]], colors: dict[str, str]) -> alt.FacetChart:
     """Gate-score histograms as small multiples, one panel per variant row.
     rows: {variant, row, lo, hi, frac}."""
     return alt.Chart(pl.DataFrame(rows).to_pandas()).mark_bar().encode(
         x=alt.X("lo:Q", title="gate score", bin="binned"), x2="hi:Q",
         y=alt.Y("frac:Q", title="fraction"),
-        color=alt.Color("variant:N", scale=colors, legend=None),
+        color=alt.Color("variant:N", legend=None, scale=_vscale(
+            colors, pl.DataFrame({"variant": [r["variant"] for r in rows]}))),
         tooltip=["row", "lo", "hi", alt.Tooltip("frac:Q", format=".3f")]).properties(
         width=220, height=140).facet(facet=alt.Facet("row:N", title=None,
                                                      header=alt.Header(labelLimit=0)),
                                      columns=4)
 
 
-def vs_lr(curve: pl.DataFrame, y: str, title: str, colors: alt.Scale, *, log_y: bool = False,
+def vs_lr(curve: pl.DataFrame, y: str, title: str, colors: dict[str, str], *, log_y: bool = False,
           ci: bool = False, msl: pl.DataFrame | None = None,
           diverged: bool = False) -> alt.LayerChart:
     """One stability panel over the LR ladder (log x): ``y`` per (variant, lr) as line and
@@ -205,7 +211,7 @@ def vs_lr(curve: pl.DataFrame, y: str, title: str, colors: alt.Scale, *, log_y: 
     cross where some seed diverged."""
     scale = alt.Scale(type="log") if log_y else alt.Scale(zero=False)
     pdf = curve.to_pandas()
-    color = alt.Color("variant:N", scale=colors, legend=LEGEND)
+    color = alt.Color("variant:N", scale=_vscale(colors, curve), legend=LEGEND)
     x = alt.X("lr:Q", scale=alt.Scale(type="log"), title="learning rate (log)")
     layers: list[Any] = [alt.Chart(pdf).mark_line().encode(
         x=x, y=alt.Y(f"{y}:Q", title=title, scale=scale), color=color)]

@@ -15,7 +15,7 @@ import pytest
 from results_db.analysis.compare import compare
 from results_db.analysis.effects import main_effects
 from results_db.analysis.stats import (delta_ci, describe, mean_ci, seeds_needed,
-                                       seeds_needed_many, t_quantile, t_quantiles)
+                                       seeds_needed_many, t_column, t_quantile, t_quantiles)
 
 M = "val/loss"
 
@@ -115,6 +115,9 @@ def test_vector_quantiles_and_seeds_match_the_scalar_ones() -> None:
     for df in dfs:  # one algorithm: the scalar is the vector on one element
         assert q[df] == pytest.approx(t_quantile(0.975, df), rel=1e-12)
     assert t_quantiles(0.025, [3.0])[3.0] == pytest.approx(-t_quantile(0.975, 3.0))
+    col = t_column(pl.Series([2.0, None, 7.3, 2.0])).to_list()
+    assert col[1] is None and col[0] == col[3] == pytest.approx(t_quantile(0.975, 2.0))
+    assert col[2] == pytest.approx(t_quantile(0.975, 7.3))
     rels = [0.0, 0.004, 0.01, 0.02, 0.3, None]
     for paired in (False, True):
         many = seeds_needed_many(pl.Series(rels, dtype=pl.Float64), 0.01,

@@ -285,8 +285,8 @@ def test_curves_marks_the_spike_and_tokens_axis(app: AppTest) -> None:
 
 
 def test_one_colour_per_variant_on_every_chart(app: AppTest, db_url: str) -> None:
-    """Every chart colouring by variant uses the same {variant: colour} map, whatever rows it
-    shows (curves, Δ curves, probes, stability panels, histograms)."""
+    """Every chart colouring by variant gives each variant its sweep-wide colour, whatever rows
+    it shows (curves, Δ curves, probes, stability panels, histograms)."""
     db = results_db.open(db_url, readonly=True)
     for sweep, pages in (("demo-lr", ("Curves", "Probes", "LR stability")),
                          ("demo", ("Curves", "Probes"))):
@@ -297,10 +297,12 @@ def test_one_colour_per_variant_on_every_chart(app: AppTest, db_url: str) -> Non
         seen = 0
         for page in pages:
             at = goto(app, page, sweep=sweep)
-            for spec in chart_specs(at):
+            for spec, frames in zip(chart_specs(at), chart_data(at), strict=True):
                 got = variant_colors(spec)
-                if got:
-                    assert got == want, (sweep, page)
+                if got:  # each variant it shows, in its sweep-wide colour
+                    assert got.items() <= want.items(), (sweep, page)
+                    shown = {v for f in frames if "variant" in f.columns for v in f["variant"]}
+                    assert shown <= set(got), (sweep, page)
                     seen += 1
         assert seen >= 3, (sweep, seen)
     assert want["baseline"] == palette.BASELINE_COLOR

@@ -152,9 +152,10 @@ def test_palette_is_stable_per_variant_whatever_a_chart_shows() -> None:
     full = palette.colors(variants, "baseline")
     assert full["baseline"] == palette.BASELINE_COLOR
     assert len(set(full.values())) == 4
-    # a chart of a subset builds its scale from the whole list: same colours
-    scale = palette.scale(variants, "baseline").to_dict()
-    assert dict(zip(scale["domain"], scale["range"], strict=True)) == full
+    # a chart of a subset: only its variants in the scale, each with its sweep-wide colour
+    scale = palette.scale(full, ["key", "sdpa"]).to_dict()
+    assert dict(zip(scale["domain"], scale["range"], strict=True)) == \
+        {"sdpa": full["sdpa"], "key": full["key"]}
     assert palette.verdict_color("needs >= 7 seeds") == palette.VERDICT_COLORS["needs"]
 
 

@@ -99,9 +99,20 @@ class Gate(nn.Module):
 
 def build_gates(gates: tuple[GateSpec, ...], n_head: int, n_kv_head: int, head_dim: int,
                 d_model: int, init_std: float) -> nn.ModuleDict:
-    """A ModuleDict keyed by position; G1 input-dependent gates are fused into q_proj."""
+    """A ModuleDict keyed by position; G1 input-dependent gates are fused into q_proj when
+    that keeps q_proj's width a multiple of 8."""
     return nn.ModuleDict({
-        g.position: Gate(g, gate_heads(g.position, n_head, n_kv_head), head_dim, d_model,
-                         init_std, fused=g.position == "G1")
+        g.position: Gate(g, heads, head_dim, d_model, init_std,
+                         fused=g.position == "G1" and _aligned(score_shape(g, heads, head_dim,
+                                                                           d_model)))
         for g in gates
+        for heads in (gate_heads(g.position, n_head, n_kv_head),)
     })
+
+
+def _aligned(shape: tuple[int, ...]) -> bool:
+    """Fusing W gate columns into q_proj pays only if the fused width stays a multiple of 8:
+    a headwise G1 gate adds n_head columns (390 at `small`), and a bf16 GEMM of odd width, plus
+    the misaligned row stride it gives q, cost +7.5 % step time on an H200 (docs/benchmarks.md)
+    against +1 % for the aligned elementwise gate. Such gates keep their own small projection."""
+    return math.prod(shape) % 8 == 0

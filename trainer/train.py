@@ -48,7 +48,7 @@ import torch.distributed as tdist
 
 from trainer import checkpoint, metrics
 from trainer.config import RunSpec
-from trainer.data import build_data
+from trainer.data import build_data, data_artifact, data_summary
 from trainer.engine import build_engine, resolve_precision, set_lr, train_step, trainer_clips
 from trainer.evaluation import perplexity, probe_metrics, validation_loss
 from trainer.preempt import Preempted, StopRequest, sigterm_stops
@@ -131,6 +131,9 @@ class _Run:
         self.data = build_data(spec, self.rank, self.world)
         self.ppl_sets = {name: build_data(spec, cfg=cfg)
                          for name, cfg in spec.eval.ppl_sets.items()}
+        # Which corpus (sha256, sizes, tokenizer) this result was trained on: corpora differ by
+        # machine (python_code reads the local interpreter's files).
+        self.rep.artifact("data", data_artifact(self.data.info))
         seed_everything(spec.seed)  # identical initial weights on every rank
         model = build_model(spec.model)
         counts = count_params(spec.model)
@@ -229,6 +232,7 @@ class _Run:
     def _finish(self, status: Literal["succeeded", "diverged"],
                 final_eval: dict[str, float]) -> TrainResult:
         summary = {**final_eval, **self._stability(), **self.params,
+                   **data_summary(self.data.info),
                    metrics.WALL_S: self.wall_s(),
                    metrics.TOKENS: float(self.step * self.spec.tokens_per_step),
                    metrics.RESUMED_FROM_STEP: float(self.resumed_from)}

@@ -118,7 +118,7 @@ def _points(url: str, sweep: str, runs: pl.DataFrame, picked: tuple[int, ...], n
 
 def _draw(url: str, sweep: str, picked: tuple[int, ...], opts: dict, max_points: int) -> None:
     runs = data.runs(url, sweep)
-    colors = palette.scale(data.variants(url, sweep), data.baseline(url, sweep))
+    colors = palette.colors(data.variants(url, sweep), data.baseline(url, sweep))
     raw = data.metrics(url, picked, tuple(opts["names"]), max_points)
     names = dict(zip(runs["id"].to_list(), runs["name"].to_list(), strict=True))
     xt = "tokens" if opts["x"] == "tokens" else "step"

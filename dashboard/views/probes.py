@@ -71,7 +71,7 @@ def _histograms(url: str, runs: pl.DataFrame, picked: list[str], colors: object)
 def render(url: str, sweep: str | None) -> None:
     st.header(f"Probes — {sweep}")
     runs = data.runs(url, sweep)
-    colors = palette.scale(data.variants(url, sweep), data.baseline(url, sweep))
+    colors = palette.colors(data.variants(url, sweep), data.baseline(url, sweep))
     layer_names = [n for n in data.summary_names(url, sweep)
                    if charts.layer_index(n) is not None and n.rsplit("/", 1)[0] in PER_LAYER]
     summaries = data.summaries(url, sweep, tuple(layer_names))

@@ -130,7 +130,7 @@ def _curves(url: str, sweep: str, run: Any) -> None:
     if raw.is_empty():
         st.caption("No training points yet.")
         return
-    colors = palette.scale(data.variants(url, sweep), data.baseline(url, sweep))
+    colors = palette.colors(data.variants(url, sweep), data.baseline(url, sweep))
     cols = st.columns(2)
     for col, name in zip(cols, ("train/loss", "val/loss"), strict=True):
         pts = raw.filter(pl.col("name") == name)

@@ -41,7 +41,7 @@ def render_view(url: str, sweep: str, key: str = "st") -> bool:
     if stab is None:
         return False
     c2.info(f"**Max stable LR rule** (tolerance {tol:.0%}): {stab.rule}")
-    colors = palette.scale(data.variants(url, sweep), data.baseline(url, sweep))
+    colors = palette.colors(data.variants(url, sweep), data.baseline(url, sweep))
     curve = stab.curve.with_columns(pl.col("stable").fill_null(False))
     msl = stab.summary.select("variant", "max_stable_lr").drop_nulls()
     left, mid, right = st.columns(3)

@@ -14,7 +14,7 @@ benchmarks/reproduction_table.py).
 3. else None: no deltas (a sweep of gated variants only has no reference to compare with).
 
 Comparisons then happen at the same learning rate (and the same value of every other axis the
-baseline was swept over): see results_db/analysis/leaderboard.py.
+baseline was swept over): see results_db/analysis/compare.py.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from results_db.analysis.stats import LEVEL, seeds_needed_many, t_quantiles
+from results_db.analysis.stats import seeds_needed_many, t_column
 from results_db.analysis.verdict import verdict_expr
 from results_db.states import parse_status
 from results_db.vocab import DIMENSIONS, RESULT_STATES, higher_is_better
@@ -97,18 +97,6 @@ def _paired_diffs(values: pl.DataFrame, ok: pl.Expr, table: pl.DataFrame) -> pl.
                                        d_std=(pl.col("value") - pl.col("base_value")).std())
 
 
-def _with_t(table: pl.DataFrame, df_col: str) -> pl.DataFrame:
-    """Adds ``t``: the two-sided LEVEL Student-t quantile at each row's ``df_col`` (null
-    where that is null), one t_quantiles call over the distinct dfs."""
-    import polars as pl
-
-    dfs = table[df_col].drop_nulls().unique().to_list()
-    q = t_quantiles(0.5 + LEVEL / 2, dfs)
-    lookup = pl.DataFrame({df_col: list(q), "t": list(q.values())},
-                          schema={df_col: pl.Float64, "t": pl.Float64})
-    return table.join(lookup, on=df_col, how="left", maintain_order="left")
-
-
 def _ci(t: pl.DataFrame, paired_diffs: pl.DataFrame) -> pl.DataFrame:
     """delta, ci_low/high, ci_method, spread (the std seeds_needed reads) for every row:
     paired, Welch or none, as stats.delta_ci defines them."""
@@ -129,7 +117,7 @@ def _ci(t: pl.DataFrame, paired_diffs: pl.DataFrame) -> pl.DataFrame:
     m = pl.col("ci_method")
     t = t.with_columns(_df=pl.when(m == "paired").then((n - 1).cast(pl.Float64))
                        .when(m == "welch").then(pl.col("_welch_df")))
-    t = _with_t(t, "_df")
+    t = t.with_columns(t=t_column(t["_df"]))
     half = (pl.when(m == "paired").then(pl.col("t") * pl.col("d_std") / n.cast(pl.Float64).sqrt())
             .when(m == "welch").then(pl.when(pl.col("_se") == 0.0).then(0.0)
                                      .otherwise(pl.col("t") * pl.col("_se"))))
@@ -172,7 +160,17 @@ def compare(runs: pl.DataFrame, info: pl.DataFrame, metric: str, baseline: str |
               & pl.col("distinct") & pl.col("base_distinct")
               & (pl.col("seeds") == pl.col("base_seeds"))).fill_null(False)
     t = t.with_columns(paired=paired)
-    t = _ci(t, _paired_diffs(values, ok, t))
+    t = _judge(_ci(t, _paired_diffs(values, ok, t)), higher, min_effect)
+    t = t.with_columns(metric=pl.lit(metric), baseline=pl.lit(baseline, pl.String))
+    labels = [c for c in groups.columns if c not in ("n", "mean", "std", "seeds", "distinct")]
+    return _frame(t.sort("_row").select(*labels, *STAT_COLUMNS, "metric", "baseline"))
+
+
+def _judge(t: pl.DataFrame, higher: bool, min_effect: float) -> pl.DataFrame:
+    """seeds_needed (from the spread relative to the baseline mean), the ``_pct`` columns
+    (relative to the baseline mean; null when it is 0) and the verdict of every row."""
+    import polars as pl
+
     bmean = pl.col("base_mean")
     rel = pl.when(~pl.col("is_baseline") & (bmean != 0)).then(pl.col("_spread") / bmean.abs())
     t = t.with_columns(_rel=rel)
@@ -180,11 +178,8 @@ def compare(runs: pl.DataFrame, info: pl.DataFrame, metric: str, baseline: str |
                                                       t["ci_method"] == "paired"))
     pct = {f"{c}_pct": pl.when(bmean != 0).then(100.0 * pl.col(c) / bmean)
            for c in ("delta", "ci_low", "ci_high")}
-    t = t.with_columns(**pct).with_columns(
-        verdict=verdict_expr(higher_is_better=higher, min_effect=min_effect),
-        metric=pl.lit(metric), baseline=pl.lit(baseline, pl.String)).sort("_row")
-    info = [c for c in groups.columns if c not in ("n", "mean", "std", "seeds", "distinct")]
-    return _frame(t.select(*info, *STAT_COLUMNS, "metric", "baseline"))
+    return t.with_columns(**pct).with_columns(
+        verdict=verdict_expr(higher_is_better=higher, min_effect=min_effect))
 
 
 def _frame(table: pl.DataFrame | None) -> pl.DataFrame:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from results_db.analysis.compare import varying
-from results_db.analysis.stats import LEVEL, t_quantiles
+from results_db.analysis.stats import t_column
 
 if TYPE_CHECKING:
     import polars as pl
@@ -67,10 +67,8 @@ def main_effects(table: pl.DataFrame, higher: bool) -> pl.DataFrame:
     if not parts:
         return pl.DataFrame(schema=schema)
     out = pl.concat(parts, how="vertical_relaxed")
-    q = t_quantiles(0.5 + LEVEL / 2, [k - 1 for k in out["k"].unique().to_list() if k >= 2])
-    lookup = pl.DataFrame({"k": [int(df) + 1 for df in q], "_t": list(q.values())},
-                          schema={"k": pl.Int64, "_t": pl.Float64})
-    out = out.join(lookup, on="k", how="left", maintain_order="left")
+    k = pl.col("k")
+    out = out.with_columns(_t=t_column(out.select(pl.when(k >= 2).then(k - 1)).to_series()))
     half = pl.col("_t") * pl.col("_sd") / pl.col("k").cast(pl.Float64).sqrt()
     mean = pl.col("mean_delta_pct")
     out = out.with_columns(

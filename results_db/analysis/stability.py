@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from results_db.analysis.stats import LEVEL, t_quantiles
+from results_db.analysis.stats import t_column
 from results_db.vocab import RESULT_STATES, higher_is_better
 
 if TYPE_CHECKING:
@@ -74,11 +74,8 @@ def _points(runs: pl.DataFrame, metric: str) -> pl.DataFrame:
         loss_spikes=pl.when(spikes.count() > 0).then(spikes.sum()),
         max_activation=acts.max())
     pts = pts.join(names, on="lr_group_key").sort("_ladder", "lr")
-    dfs = [k - 1.0 for k in pts["_k"].unique().to_list() if k >= 2]
-    q = t_quantiles(0.5 + LEVEL / 2, dfs)
-    lookup = pl.DataFrame({"_k": [int(d) + 1 for d in q], "_t": list(q.values())},
-                          schema={"_k": pl.Int64, "_t": pl.Float64})
-    pts = pts.join(lookup, on="_k", how="left", maintain_order="left")
+    k = pl.col("_k")
+    pts = pts.with_columns(_t=t_column(pts.select(pl.when(k >= 2).then(k - 1)).to_series()))
     half = pl.col("_t") * pl.col("std") / pl.col("_k").cast(pl.Float64).sqrt()
     return pts.with_columns(ci_low=pl.col("mean") - half, ci_high=pl.col("mean") + half)
 

@@ -1,4 +1,4 @@
-"""Seed statistics and the uncertainty of a delta vs the baseline (pure math, no numpy/scipy).
+"""Seed statistics and the uncertainty of a delta vs the baseline (no scipy).
 
 - ``describe(values)``: n, mean, sample std (ddof=1; None for one value).
 - ``delta_ci(x, base)``: the 95 % CI of mean(x) - mean(base):
@@ -12,7 +12,8 @@
   df) -- honest, where a bootstrap over 2-3 seeds has only a handful of distinct resamples
   and returns intervals far too narrow. So ``ci_method`` is never "bootstrap".
 - ``seeds_needed(rel_std, min_effect)``: seeds per variant for a two-sided 5 % test to detect
-  a relative effect ``min_effect`` with 80 % power, from the observed relative std.
+  a relative effect ``min_effect`` with 80 % power, from the observed relative std
+  (``seeds_needed_many``: the same for a whole column; the scalar is that on one element).
 - ``t_quantile(p, df)`` / ``t_quantiles(p, dfs)``: Student-t quantiles (tdist.py).
 
 These scalar functions are the written-out definition (the tests pin them to hand-computed
@@ -35,8 +36,8 @@ if TYPE_CHECKING:
     import polars as pl
 
 __all__ = ["LEVEL", "MAX_SEEDS", "POWER", "DeltaCI", "Described", "betainc", "delta_ci",
-           "describe", "mean_ci", "seeds_needed", "seeds_needed_many", "t_cdf", "t_quantile",
-           "t_quantiles"]
+           "describe", "mean_ci", "seeds_needed", "seeds_needed_many", "t_cdf", "t_column",
+           "t_quantile", "t_quantiles"]
 
 LEVEL = 0.95
 POWER = 0.8
@@ -124,6 +125,17 @@ def mean_ci(values: Sequence[float], level: float = LEVEL) -> tuple[float | None
     return d.mean - half, d.mean + half
 
 
+def t_column(df: pl.Series, level: float = LEVEL) -> pl.Series:
+    """The two-sided ``level`` Student-t quantile at each element's df (null where the df is
+    null): one t_quantiles call over the distinct dfs, then a lookup -- how the vectorised
+    tables get their t without a per-group call."""
+    import polars as pl
+
+    df = df.cast(pl.Float64)
+    q = t_quantiles(0.5 + level / 2, df.drop_nulls().unique().to_list())
+    return df.replace_strict(q, default=None, return_dtype=pl.Float64)
+
+
 @lru_cache(maxsize=16)
 def _power_curve(paired: bool, level: float, power: float) -> tuple[float, ...]:
     """(t(level_q, df) + t(power, df)) * sqrt(k / n) for n = 2 .. MAX_SEEDS (index n - 2):
@@ -140,7 +152,8 @@ def seeds_needed_many(rel_std: pl.Series, min_effect: float, paired: pl.Series, 
                       level: float = LEVEL, power: float = POWER) -> pl.Series:
     """seeds_needed for every element at once (Int64; null where ``rel_std`` is null):
     the smallest n in 2..MAX_SEEDS with curve(n) <= min_effect / rel_std, found by a binary
-    search (search_sorted) in the per-call power curve; MAX_SEEDS when none is."""
+    search (search_sorted) in the power curve (computed once per process); MAX_SEEDS when
+    none is."""
     import polars as pl
 
     if not min_effect > 0:
