@@ -214,3 +214,19 @@ def test_nonlinearity_controls_act_on_the_sdpa_output(nonlinearity: str) -> None
         rms = seen["c"].view(2, 12, 4, 16).pow(2).mean(-1).sqrt()
         assert rms.min() > 0.9 and rms.max() <= 1.0 + 1e-5
     torch.testing.assert_close(seen["c"].view(2, 12, 4, 16), expect, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("granularity, fused", [("elementwise", True), ("headwise", False)])
+def test_g1_is_fused_into_q_proj_only_when_the_width_stays_aligned(granularity, fused):
+    # `small`: 6 heads of 64. Elementwise adds 384 columns (aligned), headwise 6 (390: misaligned,
+    # +7.5 % step time on an H200), so headwise keeps its own projection. Same parameter count.
+    cfg = ModelConfig(preset="small", gates=[{"position": "G1", "granularity": granularity}])
+    attn = build_model(cfg).blocks[0].attn
+    gate = attn.gates["G1"]
+    assert gate.fused is fused and (gate.proj is None) is fused
+    assert attn.q_proj.out_features == 384 + (gate.width if fused else 0)
+    assert attn.q_proj.out_features % 8 == 0
+    plain = build_model(ModelConfig(preset="small"))
+    added = sum(p.numel() for p in build_model(cfg).parameters()) - \
+        sum(p.numel() for p in plain.parameters())
+    assert added == 6 * 384 * gate.width
