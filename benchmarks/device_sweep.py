@@ -76,13 +76,10 @@ def run(sweep: Path, db_url: str, storage: Path) -> int:
 
 
 def copy_sqlite(db_url: str, dest: Path) -> None:
-    """One self-contained file (no -wal/-shm beside it) through SQLite's online backup API."""
-    import sqlite3
+    """One self-contained file (no -wal/-shm beside it), through results_db's backup."""
+    import results_db
 
-    src_path = db_url.removeprefix("sqlite:///")
-    dest.unlink(missing_ok=True)
-    with sqlite3.connect(src_path) as src, sqlite3.connect(dest) as dst:
-        src.backup(dst)
+    results_db.backup_sqlite(db_url, dest)
     print(f"device_sweep: copied the results DB to {dest}", flush=True)
 
 

@@ -18,14 +18,14 @@ from sqlalchemy import URL
 
 from results_db.db import ReadOnlyQueryError, ResultsDB
 from results_db.engine import (DEFAULT_URL, DBNotFound, DBOutdated, absolute_url, redacted,
-                               resolve_url, sqlite_database)
+                               resolve_url, sqlite_database, backup_sqlite)
 from results_db.rows import AttemptRow, NewRun, RegisterResult, RunRow
 from results_db.states import TERMINAL, InvalidTransition, RunStatus
 from results_db.store import NotFound
 
 __all__ = ["DEFAULT_URL", "AttemptRow", "DBNotFound", "DBOutdated", "InvalidTransition",
            "NewRun", "NotFound", "ReadOnlyQueryError", "absolute_url", "redacted",
-           "sqlite_database", "RegisterResult", "ResultsDB", "RunRow", "RunStatus",
+           "sqlite_database", "backup_sqlite", "RegisterResult", "ResultsDB", "RunRow", "RunStatus",
            "TERMINAL", "open", "upgrade"]
 
 

@@ -65,6 +65,19 @@ def sqlite_database(url: str | URL) -> str | None:
     return (u.database or "") if u.get_backend_name() == "sqlite" else None
 
 
+def backup_sqlite(url: str | URL, dest: str | Path) -> Path:
+    """Copy the SQLite DB at ``url`` into the single self-contained file ``dest`` (no -wal/-shm
+    beside it) through SQLite's online backup API, consistent even while writers run."""
+    src_path = sqlite_database(url)
+    if src_path is None:
+        raise ValueError(f"backup_sqlite: {redacted(url)} is not an SQLite file URL")
+    dest = Path(dest)
+    dest.unlink(missing_ok=True)
+    with sqlite3.connect(src_path) as src, sqlite3.connect(dest) as dst:
+        src.backup(dst)
+    return dest
+
+
 def absolute_url(url: str) -> str:
     """sqlite:///results.db -> sqlite:////abs/cwd/results.db; other URLs unchanged.
 
