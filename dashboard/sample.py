@@ -141,6 +141,7 @@ def _one_run(db: Any, rid: int, vi: int, v: Variant, seed: int, ppl: float | Non
     if end == "pending":
         return
     att = db.start_attempt(rid, host="sample-host")
+    db.add_artifact(rid, att.id, "checkpoint_dir", path=f"runs/{SWEEP}/{v.name}-s{seed}/ckpt")
     db.log_metrics(rid, att.id, loss_curve(vi, seed))
     if end == "running":
         return

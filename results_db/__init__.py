@@ -22,8 +22,9 @@ from results_db.engine import (DEFAULT_URL, DBNotFound, DBOutdated, absolute_url
 from results_db.rows import AttemptRow, NewRun, RegisterResult, RunRow
 from results_db.states import TERMINAL, InvalidTransition, RunStatus
 from results_db.store import NotFound
+from results_db.vocab import DIMENSIONS, FINISHED_STATES, VERDICTS
 
-__all__ = ["DEFAULT_URL", "AttemptRow", "DBNotFound", "DBOutdated", "InvalidTransition",
+__all__ = ["DEFAULT_URL", "DIMENSIONS", "FINISHED_STATES", "VERDICTS", "AttemptRow", "DBNotFound", "DBOutdated", "InvalidTransition",
            "NewRun", "NotFound", "ReadOnlyQueryError", "absolute_url", "redacted",
            "sqlite_database", "backup_sqlite", "RegisterResult", "ResultsDB", "RunRow", "RunStatus",
            "TERMINAL", "open", "upgrade"]

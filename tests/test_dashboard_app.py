@@ -327,12 +327,13 @@ def test_run_detail_shows_failed_attempt_traceback_and_config_diff(app: AppTest)
     assert list(attempts["status"]) == ["failed"]
     assert "injected failure" in attempts["error"][0]
     assert any("RuntimeError" in c.value for c in at.code)
-    diff = at.table[1].value
+    diff = next(t.value for t in at.table if "key" in t.value.columns)
     assert list(diff["key"]) == ["model.gates.0.position"]
     assert list(diff["this run"]) == ['"G2"']
-    # its curve (train/loss up to the failure) is drawn; it recorded no checkpoint
+    # its curve (train/loss up to the failure) is drawn, and its checkpoint directory
     assert len(chart_specs(at)) == 1 and chart_rows(chart_data(at)[0]) == sample.STEPS
-    assert "No checkpoint recorded." in [c.value for c in at.caption]
+    ckpt = next(t.value for t in at.table if "kind" in t.value.columns)
+    assert list(ckpt["path"]) == ["runs/demo/value_elementwise-s2/ckpt"]
 
 
 def _id(label: str) -> int:
