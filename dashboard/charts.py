@@ -15,6 +15,7 @@ import numpy as np
 import polars as pl
 
 from dashboard.palette import scale, verdict_scale
+from results_db.vocab import verdict_kind
 
 SPIKE_WINDOW = 20  # same rule as the trainer's detector (trainer/stability.py)
 SPIKE_MADS = 6.0
@@ -114,17 +115,19 @@ def delta_dots(board: pl.DataFrame, metric: str, max_rows: int = 60) -> alt.Laye
     points coloured by verdict; a row without a CI (n = 1) is a hollow point."""
     rows = board.filter(~pl.col("is_baseline") & pl.col("delta_pct").is_not_null()) \
         .head(max_rows).select("row", "delta_pct", "ci_low_pct", "ci_high_pct", "verdict", "n")
-    rows = rows.with_columns(has_ci=pl.col("ci_low_pct").is_not_null())
+    rows = rows.with_columns(has_ci=pl.col("ci_low_pct").is_not_null(),
+                             kind=pl.Series([verdict_kind(v) for v in rows["verdict"]],
+                                            dtype=pl.String))
     pdf = rows.to_pandas()
     order = rows["row"].to_list()
     y = alt.Y("row:N", sort=order, title=None, axis=alt.Axis(labelLimit=400))
-    vscale = verdict_scale(rows["verdict"].to_list())
+    vscale = verdict_scale(rows["kind"].to_list())
     bars = alt.Chart(pdf).mark_rule(strokeWidth=2).encode(
         y=y, x=alt.X("ci_low_pct:Q", title=f"Δ {metric} vs baseline (%), 95 % CI"),
-        x2="ci_high_pct:Q", color=alt.Color("verdict:N", scale=vscale, legend=LEGEND))
+        x2="ci_high_pct:Q", color=alt.Color("kind:N", scale=vscale, legend=LEGEND, title="verdict"))
     dots = alt.Chart(pdf).mark_point(size=90, strokeWidth=2, opacity=1).encode(
-        y=y, x="delta_pct:Q", color=alt.Color("verdict:N", scale=vscale, legend=LEGEND),
-        fill=alt.condition("datum.has_ci", alt.Color("verdict:N", scale=vscale),
+        y=y, x="delta_pct:Q", color=alt.Color("kind:N", scale=vscale, legend=LEGEND, title="verdict"),
+        fill=alt.condition("datum.has_ci", alt.Color("kind:N", scale=vscale),
                            alt.value("white")),
         tooltip=["row", alt.Tooltip("delta_pct:Q", format="+.2f"),
                  alt.Tooltip("ci_low_pct:Q", format="+.2f"),

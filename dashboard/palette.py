@@ -11,6 +11,8 @@ from collections.abc import Sequence
 
 import altair as alt
 
+from results_db.vocab import verdict_kind
+
 # Tableau 10, then its light tones: distinct for 20 variants; beyond that the cycle repeats
 # (a 30-variant sweep is read through the tables and the filters, not by colour alone).
 COLORS: tuple[str, ...] = (
@@ -19,10 +21,10 @@ COLORS: tuple[str, ...] = (
     "#f2cf5b", "#fcbfd2", "#d8b5a5", "#79706e")
 BASELINE_COLOR = "#333333"  # the baseline is drawn dark: the reference every eye looks for
 
-# verdict -> colour (results_db.VERDICTS; "needs >= k seeds" matched by its prefix)
+# verdict kind (results_db.VERDICTS) -> colour; "needs >= 7 seeds" is of kind "needs >= k seeds"
 VERDICT_COLORS: dict[str, str] = {
     "baseline": "#333333", "better": "#2e7d32", "worse": "#c62828", "within noise": "#9e9e9e",
-    "needs": "#ef6c00", "n = 1": "#6d4c41"}
+    "needs >= k seeds": "#ef6c00", "n = 1": "#6d4c41", "no data": "#bdbdbd"}
 
 
 def colors(variants: Sequence[str], baseline: str | None = None) -> dict[str, str]:
@@ -49,14 +51,10 @@ def scale(cmap: dict[str, str], shown: Sequence[str] | None = None) -> alt.Scale
 
 
 def verdict_color(verdict: str | None) -> str:
-    if not verdict:
-        return VERDICT_COLORS["within noise"]
-    for key, col in VERDICT_COLORS.items():
-        if verdict.startswith(key):
-            return col
-    return VERDICT_COLORS["within noise"]
+    return VERDICT_COLORS.get(verdict_kind(verdict) or "", VERDICT_COLORS["no data"])
 
 
-def verdict_scale(verdicts: Sequence[str]) -> alt.Scale:
-    dom = list(dict.fromkeys(v for v in verdicts if v))
-    return alt.Scale(domain=dom, range=[verdict_color(v) for v in dom])
+def verdict_scale(kinds: Sequence[str]) -> alt.Scale:
+    """Colour scale over verdict *kinds* (one legend entry for all "needs >= k seeds")."""
+    dom = [k for k in VERDICT_COLORS if k in set(kinds)]
+    return alt.Scale(domain=dom, range=[VERDICT_COLORS[k] for k in dom])

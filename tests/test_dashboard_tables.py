@@ -156,7 +156,8 @@ def test_palette_is_stable_per_variant_whatever_a_chart_shows() -> None:
     scale = palette.scale(full, ["key", "sdpa"]).to_dict()
     assert dict(zip(scale["domain"], scale["range"], strict=True)) == \
         {"sdpa": full["sdpa"], "key": full["key"]}
-    assert palette.verdict_color("needs >= 7 seeds") == palette.VERDICT_COLORS["needs"]
+    assert palette.verdict_color("needs >= 7 seeds") == palette.VERDICT_COLORS["needs >= k seeds"]
+    assert set(palette.VERDICT_COLORS) == set(results_db.VERDICTS)  # every verdict has a colour
 
 
 def test_seed_mean_band_ema_and_delta_curve() -> None:
