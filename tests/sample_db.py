@@ -6,6 +6,8 @@ seeds, written through results_db's API (real SQLite file, real attempts and sum
   others within 0.1 %.
 - ``lr-stability`` (sweeps/lr_stability.yaml, seeds 0 and 1): 20 runs over a 5-step LR ladder,
   val/loss U-shaped in the LR.
+- ``gpu-quick`` and ``gpu-table2-lr`` (sweeps/gpu/, seeds 0 and 1): the GPU recipes' rows with the
+  same made-up values, so the README's GPU commands run as printed.
 """
 
 from __future__ import annotations
@@ -32,10 +34,11 @@ def build(tmp: Path) -> str:
     """Write the sample DB under ``tmp``; returns its URL."""
     url = f"sqlite:///{tmp / 'sample.db'}"
     db = results_db.open(url)
-    for name in ("gates.yaml", "lr_stability.yaml"):
+    for name in ("gates.yaml", "lr_stability.yaml", "gpu/quick.yaml", "gpu/table2_lr.yaml"):
         text = (SWEEPS / name).read_text().replace("seeds: [0]", "seeds: [0, 1]")
-        (tmp / name).write_text(text)
-        plan = make_plan(tmp / name)
+        local = tmp / Path(name).name
+        local.write_text(text)
+        plan = make_plan(local)
         res = register(db, plan, force=False)
         by_fp = {r.fingerprint: r for r in plan.runs}
         for row in res.to_run:
