@@ -124,10 +124,15 @@ def rerun(runs: Annotated[list[str] | None, typer.Argument(help="Run ids or name
     if not refs:
         if sweep is None:
             raise UserError("rerun: give run ids/names, or --sweep S [--status failed,lost]")
-        frame = results_db.open(url).runs(sweep=sweep, status=split_csv(status or "failed,lost"))
-        refs = [int(i) for i in frame["id"].to_list()] if frame.height else []
+        from orchestrator.rerun import sweep_rerun_plan
+
+        plan = sweep_rerun_plan(results_db.open(url), sweep, split_csv(status))
+        for rid, why in plan.left:
+            out.print(f"rerun: left run {rid} alone: {why}", highlight=False)
+        refs = list(plan.take)
         if not refs:
-            out.print(f"rerun: no runs of sweep {sweep} with status {status or 'failed,lost'}")
+            out.print(f"rerun: nothing to rerun in sweep {sweep} "
+                      f"(status {status or 'failed,lost'}, or pending with no live driver)")
             return
     final = rerun_runs(url, refs, fresh=fresh, address=address, detach=detach,
                        storage=storage, console=None if detach else out)

@@ -51,10 +51,16 @@ def open_read(db: str | None) -> Any:
     return results_db.open(db_url(db), readonly=True)
 
 
-def stale_after(value: float | None) -> float:
+def stale_after(value: float | None) -> float | None:
+    """--stale-after, else $GATESWEEP_STALE_AFTER, else None: each attempt's own threshold,
+    derived from its heartbeat interval (results_db.states.stale_after_s)."""
+    import os
+
     from orchestrator.env import float_env
 
-    return value if value is not None else float_env(STALE_ENV, 120.0)
+    if value is not None:
+        return value
+    return float_env(STALE_ENV, 0.0) if os.environ.get(STALE_ENV) else None
 
 
 def split_csv(value: str | None) -> list[str] | None:

@@ -40,11 +40,8 @@ def status(sweep: Annotated[str | None, typer.Argument()] = None, db: DbOpt = No
     """Counts by state per sweep (grouped done-ok / done-bad / live / waiting), with an ETA;
     the running runs with the age of their last heartbeat, flagging stale ones (read-only:
     `submit`/`rerun` are what mark them lost)."""
-    import os
-
     import polars as pl
 
-    from orchestrator.cli_app import STALE_ENV
     from results_db.states import STATUS_GROUPS
 
     d = open_read(db)
@@ -60,8 +57,7 @@ def status(sweep: Annotated[str | None, typer.Argument()] = None, db: DbOpt = No
     running = live.filter(pl.col("status") == "running")
     # an explicit --stale-after / $GATESWEEP_STALE_AFTER wins; else each attempt's own
     # threshold (a few of its heartbeat intervals: results_db.states.stale_after_s)
-    explicit = stale if stale is not None else (
-        stale_after(None) if os.environ.get(STALE_ENV) else None)
+    explicit = stale_after(stale)
     flag = (pl.col("heartbeat_age_s") > explicit) if explicit is not None else pl.col("stale")
     running = running.with_columns(flag.fill_null(False).alias("stale"))
     if running.height:

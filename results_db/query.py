@@ -16,7 +16,7 @@ from sqlalchemy.exc import DBAPIError, ResourceClosedError
 from results_db.rows import AttemptRow, RunRow
 from results_db.schema import DIM_COLUMNS, Artifact, Attempt, Base, Run, Summary, Sweep
 from results_db.sqlread import frame, rows_to_frame
-from results_db.states import RunStatus, parse_status
+from results_db.states import DONE_BAD, DONE_OK, RunStatus, parse_status
 
 if TYPE_CHECKING:
     import polars as pl
@@ -126,7 +126,8 @@ class ReaderMixin:
                                          Sweep.created, Sweep.spec).order_by(Sweep.id))
 
     def sweep_status(self, sweep: str | None = None) -> pl.DataFrame:
-        """Per sweep: one count column per run state, ``total`` and ``done`` (terminal)."""
+        """Per sweep: one count column per run state, ``total`` and ``done`` (ended for good:
+        states.DONE_OK | DONE_BAD; a lost run is resumable, so not done)."""
         import polars as pl
 
         where = "WHERE w.name = :sweep" if sweep is not None else ""
@@ -140,7 +141,7 @@ class ReaderMixin:
                                                                 [*states, "total", "done"]})
         exprs = [pl.col("n").filter(pl.col("status") == s).sum().alias(s) for s in states]
         out = df.group_by("sweep", maintain_order=True).agg(exprs)
-        terminal = [s for s in states if s not in ("pending", "running")]
+        terminal = [s.value for s in RunStatus if s in DONE_OK | DONE_BAD]
         return out.with_columns(total=pl.sum_horizontal(states),
                                 done=pl.sum_horizontal(terminal))
 

@@ -48,6 +48,24 @@ def test_rerun_sweep_takes_a_dead_drivers_queue_and_says_what_it_leaves(db_ids) 
     assert live_run in sweep_rerun_plan(db, sweep).take
 
 
+def test_rerun_sweep_cli_prints_what_it_leaves_and_trains_nothing_when_all_is_live_or_done(
+        db_ids, db_url: str) -> None:
+    import subprocess
+    import sys
+
+    db, ids, sweep = db_ids
+    att = db.claim_run(ids[0], "d", "h")
+    db.finish_attempt(att.id, "succeeded")
+    db.renew_leases(ids[1:], "submit bbbb on host z", lease_s=120)  # a live driver's queue
+    out = subprocess.run([sys.executable, "-m", "orchestrator", "rerun", "--sweep", sweep,
+                          "--db", db_url], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert f"left run {ids[0]} alone: succeeded: a result" in out.stdout
+    assert f"left run {ids[1]} alone: pending, queued by submit bbbb on host z" in out.stdout
+    assert "nothing to rerun in sweep rec" in out.stdout
+    assert [db.run(i).status for i in ids] == ["succeeded"] + ["pending"] * 4
+
+
 def test_lease_keeper_records_its_own_silent_attempts(db_ids) -> None:
     db, ids, _ = db_ids
     me, other = "submit me on h", "submit other on h"

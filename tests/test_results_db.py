@@ -229,15 +229,18 @@ def test_reconcile_marks_stale_running_runs_lost(db) -> None:
 
 def test_sweep_status_counts(db) -> None:
     sid = db.ensure_sweep("s")
-    ids = [r.id for r in db.register_runs(sid, [_new(n) for n in "abcd"]).to_run]
+    ids = [r.id for r in db.register_runs(sid, [_new(n) for n in "abcde"]).to_run]
     _finish(db, ids[0], "succeeded")
     _finish(db, ids[1], "failed")
+    db.start_attempt(ids[4], host="h")
+    assert db.reconcile(stale_after_s=0.0) == [ids[4]]  # silent -> lost: resumable, not done
     db.start_attempt(ids[2], host="h")
     db.ensure_sweep("empty")
     st = db.sweep_status()
     row = st.filter(st["sweep"] == "s").row(0, named=True)
-    assert (row["succeeded"], row["failed"], row["running"], row["pending"]) == (1, 1, 1, 1)
-    assert (row["total"], row["done"]) == (4, 2)
+    assert (row["succeeded"], row["failed"], row["running"], row["pending"], row["lost"]) == \
+        (1, 1, 1, 1, 1)
+    assert (row["total"], row["done"]) == (5, 2)
     assert st.filter(st["sweep"] == "empty")["total"].to_list() == [0]
     assert db.sweep_status("s").height == 1
 
