@@ -6,36 +6,19 @@ what has not succeeded/diverged yet (``--force`` redoes everything).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
 from orchestrator import scheduler
-from orchestrator.expand import ExpandedRun, expand
+from orchestrator.plan import Plan, make_plan  # noqa: F401 - re-exported (callers, tests)
 from orchestrator.progress import Progress
-from orchestrator.spec import SweepSpec, load_spec
 from orchestrator.table import param_counts
 from orchestrator.trial_job import TrialJob
 from results_db.states import DONE_OK
-from orchestrator.yamlsrc import Source
 
 OK_STATES = tuple(sorted(s.value for s in DONE_OK))  # succeeded, diverged
-
-
-@dataclass
-class Plan:
-    path: Path
-    spec: SweepSpec
-    src: Source
-    runs: list[ExpandedRun]
-
-
-def make_plan(path: str | Path) -> Plan:
-    """Parse + expand, or raise SpecError (FILE:LINE KEY) before touching anything."""
-    spec, src = load_spec(path)
-    return Plan(Path(path), spec, src, expand(spec, src))
 
 
 def register(db: Any, plan: Plan, force: bool) -> Any:
