@@ -5,7 +5,8 @@ Where each gate acts (all read the pre-normed block input x, like q/k/v):
   would break RoPE's relative-position property, and a headwise scale before QK-norm would be
   normalised away.
 - G2 on v (after the v projection).
-- G1 on the per-head SDPA output before o_proj; its projection is fused into q_proj.
+- G1 on the per-head SDPA output before o_proj; its projection is fused into q_proj when
+  that keeps q_proj's width a multiple of 8 (trainer/gates.py `_aligned`).
 - G5 on the o_proj output.
 
 Normal steps use ``F.scaled_dot_product_attention(is_causal=True)``. When ``self.record`` is a
