@@ -17,7 +17,8 @@ import pytest
 import torch
 
 import results_db
-from dashboard.tables import fmt_num
+from dashboard.ablation import SCALE_CAVEAT
+from dashboard.tables import fmt_lr, fmt_num
 from orchestrator.cli import main
 from orchestrator.evaluate import build_benchmarks
 from orchestrator.errors import UserError
@@ -135,18 +136,19 @@ def _goto_ablation(url: str, kind: str, monkeypatch: pytest.MonkeyPatch) -> obje
 def test_dashboard_shows_the_db_numbers(submitted: str, monkeypatch: pytest.MonkeyPatch
                                         ) -> None:
     db = results_db.open(submitted)
-    quality = _goto_ablation(submitted, "quality", monkeypatch).table[0].value
+    quality = _goto_ablation(submitted, "quality", monkeypatch).dataframe[0].value
     assert len(quality) == 6  # one row per (variant, LR); one seed: the value itself
     for task in ("gatesweep_tiny_mc", "gatesweep_tiny_gen"):
         assert sorted(quality[task]) == sorted(fmt_num(v) for v in _values(db, f"bench/{task}")
                                                .values())
     at = _goto_ablation(submitted, "stability", monkeypatch)
-    assert not at.warning
-    shown = at.table[0].value.set_index("Variant")["Max stable LR"].to_dict()
+    assert [w.value for w in at.warning] == [f"**Different scale.** {SCALE_CAVEAT}"]
+    (table,) = [d.value for d in at.dataframe if "Max stable LR" in d.value.columns]
+    shown = table.set_index("Variant")["Max stable LR"].to_dict()
     msl = db.max_stable_lr("eval-toy")
-    assert shown == {v: fmt_num(lr) for v, lr in zip(msl["variant"], msl["max_stable_lr"],
-                                                     strict=True)}
-    table = _goto_ablation(submitted, "longctx", monkeypatch).table[0].value
+    assert shown == {v: fmt_lr(lr) for v, lr in zip(msl["variant"], msl["max_stable_lr"],
+                                                    strict=True)}
+    table = _goto_ablation(submitted, "longctx", monkeypatch).dataframe[0].value
     for m in METHODS:
         for f in FACTORS:
             want = sorted(fmt_num(v) for v in _values(db, f"longctx/{m}/{f}x/ppl").values())
