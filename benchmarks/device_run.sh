@@ -10,6 +10,13 @@
 #   OUT=/some/dir DEVICE_SWEEP=sweeps/gpu/quick.yaml bash benchmarks/device_run.sh
 #   DEVICE_RUN_CPU_SMOKE=1 OUT=/tmp/x bash benchmarks/device_run.sh   # tiny sizes on the CPU
 #
+# On a GPU box without the project's packages (how the 2026-12-01 H200 run was made): download
+# cp312 wheels of pydantic, pydantic-core, annotated-types, typing-inspection, typing-extensions,
+# sqlalchemy, alembic, mako, hjson and greenlet into .whl/, copy the venv's site-packages folders
+# deepspeed/, deepspeed-*.dist-info/ and dill/ into .dev/site/, carry both, then
+#   pip install --no-index --no-deps --target /tmp/site .whl/*.whl
+#   PYTHONPATH=/tmp/site:$PWD/.dev/site DS_ACCELERATOR=cuda OUT=... bash benchmarks/device_run.sh
+#
 # Steps and files:
 #   env.txt                         device, versions (nvidia-smi, torch, deepspeed)
 #   (1) throughput_small.{json,log} trainer_throughput.py, preset small, batch 32 x 512, bf16:
