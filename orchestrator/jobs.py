@@ -1,12 +1,7 @@
-"""``submit --detach``: run the sweep as a Ray Job on the cluster, so the laptop can go away.
+"""``submit --detach``, the cluster side: the Ray Job's entrypoint, ``job_main``.
 
-The job's entrypoint is the same ``orchestrator submit FILE --db URL --storage DIR`` command,
-executed by the cluster's job supervisor (inside the job ``RAY_ADDRESS`` points at the
-cluster, so the driver joins it instead of starting a local one). The sweep file travels in
-the job's ``working_dir``; the DB URL and the storage path must mean the same thing on the
-head node as here: an absolute path on a shared file system, or PostgreSQL. ``status`` and the
-dashboard read the DB, so they keep working from anywhere; ``ray job logs -f ID`` shows the
-driver's output.
+The client that submits the job is orchestrator/detach.py (kept apart: the entrypoint runs the
+CLI, and the CLI calls the client, so one module holding both was an import cycle).
 """
 
 from __future__ import annotations
@@ -16,15 +11,6 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-
-# The client side lives in orchestrator/detach.py (the CLI imports it; this entrypoint imports
-# the CLI): re-exported here for callers of the old names.
-from orchestrator.detach import (JOB_PYTHON_ENV, DetachedJob, check_db_url, entrypoint,
-                                 follow_hint, job_client, require_address, submit_detached,
-                                 wait_for_job)
-
-__all__ = ["JOB_PYTHON_ENV", "DetachedJob", "check_db_url", "entrypoint", "follow_hint",
-           "job_client", "job_main", "require_address", "submit_detached", "wait_for_job"]
 
 
 def job_main(argv: list[str]) -> int:

@@ -7,6 +7,9 @@ changes a run's status goes through :func:`check_transition`, so the rules live 
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import TypeVar
+
+E = TypeVar("E", bound=StrEnum)
 
 
 class RunStatus(StrEnum):
@@ -61,14 +64,7 @@ class FaultClass(StrEnum):
 
 
 def parse_fault(value: str | FaultClass | None) -> FaultClass | None:
-    if value is None:
-        return None
-    try:
-        return FaultClass(value)
-    except ValueError:
-        allowed = ", ".join(f.value for f in FaultClass)
-        raise ValueError(f"fault: {value!r} is not a fault class; expected one of {allowed}") \
-            from None
+    return None if value is None else _parse(FaultClass, value, "fault", "a fault class")
 
 
 # A failed attempt with one of these faults leaves the run `lost` (unfinished, resumable by
@@ -120,11 +116,16 @@ class InvalidTransition(ValueError):
 
 
 def parse_status(value: str | RunStatus, field: str = "status") -> RunStatus:
+    return _parse(RunStatus, value, field, "a run status")
+
+
+def _parse(kind: type[E], value: str | E, field: str, what: str) -> E:
+    """``kind(value)``, or a ValueError naming the field and every allowed value."""
     try:
-        return RunStatus(value)
+        return kind(value)
     except ValueError:
-        allowed = ", ".join(s.value for s in RunStatus)
-        raise ValueError(f"{field}: {value!r} is not a run status; expected one of {allowed}") \
+        allowed = ", ".join(m.value for m in kind)
+        raise ValueError(f"{field}: {value!r} is not {what}; expected one of {allowed}") \
             from None
 
 

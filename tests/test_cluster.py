@@ -186,7 +186,7 @@ class _FakeClient:
 
 
 def test_detach_builds_the_cluster_command(tmp_path: Path) -> None:
-    from orchestrator.jobs import submit_detached
+    from orchestrator.detach import submit_detached
 
     spec = tmp_path / "two.yaml"
     spec.write_text(SWEEP.format(name="two", preset="tiny", steps=5, seq=16,
@@ -213,7 +213,7 @@ def test_detached_submit_runs_as_a_ray_job(ray_two_nodes: TwoNodes, tmp_path: Pa
     from cluster_fixtures import jobs_api_missing
     from ray.job_submission import JobSubmissionClient
 
-    from orchestrator.jobs import wait_for_job
+    from orchestrator.detach import wait_for_job
 
     if (why := jobs_api_missing()) is not None:
         pytest.skip(f"submit --detach needs Ray's Jobs API: {why}")

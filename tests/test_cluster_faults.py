@@ -132,44 +132,27 @@ def _kill_group(proc: subprocess.Popen[str]) -> None:
         pass
 
 
-def test_kill9_worker_is_recorded_worker_died_and_retried(ray_two_nodes: TwoNodes,
-                                                           db_url: str, tmp_path: Path) -> None:
-    proc = _submit(ray_two_nodes, _sweep(tmp_path, "f-kill9", ["base"]), db_url, tmp_path)
+@pytest.mark.parametrize("sig, fault", [(signal.SIGKILL, "worker_died"),
+                                        (signal.SIGTERM, "preempted")], ids=["kill9", "sigterm"])
+def test_killed_or_terminated_worker_is_recorded_then_resumed(
+        ray_two_nodes: TwoNodes, db_url: str, tmp_path: Path, sig: signal.Signals,
+        fault: str) -> None:
+    """kill -9 of the trial's worker: failed/worker_died; SIGTERM: a graceful stop with a
+    checkpoint, failed/preempted. Either way Tune retries and the run resumes to succeeded."""
+    name = f"f-{fault}"
+    proc = _submit(ray_two_nodes, _sweep(tmp_path, name, ["base"]), db_url, tmp_path)
     try:
         att = _wait("a checkpoint", lambda: _checkpointed_attempt(db_url), proc)
-        killed = datetime.now(UTC)
-        os.kill(att.pid, signal.SIGKILL)
+        sent = datetime.now(UTC)
+        os.kill(att.pid, sig)
         assert proc.wait(timeout=400) == 0, _log(tmp_path)
     finally:
         _kill_group(proc)
     db = results_db.open(db_url)
     (rid,) = [int(i) for i in db.runs()["id"].to_list()]
     assert db.run(rid).status == "succeeded"
-    assert _faults(db, rid) == [("failed", "worker_died"), ("succeeded", None)]
-    _prompt(db.attempts(rid)[0], killed)
-    _assert_integrity(db, rid)
-
-
-def test_sigterm_worker_is_preempted_then_resumed(ray_two_nodes: TwoNodes, db_url: str,
-                                                  tmp_path: Path) -> None:
-    import trainer
-
-    if not hasattr(trainer, "Preempted"):
-        pytest.skip("trainer.Preempted (graceful SIGTERM, issue 14's trainer side) is not "
-                    "in trainer/ yet")
-    proc = _submit(ray_two_nodes, _sweep(tmp_path, "f-term", ["base"]), db_url, tmp_path)
-    try:
-        att = _wait("a checkpoint", lambda: _checkpointed_attempt(db_url), proc)
-        termed = datetime.now(UTC)
-        os.kill(att.pid, signal.SIGTERM)
-        assert proc.wait(timeout=400) == 0, _log(tmp_path)
-    finally:
-        _kill_group(proc)
-    db = results_db.open(db_url)
-    (rid,) = [int(i) for i in db.runs()["id"].to_list()]
-    assert db.run(rid).status == "succeeded"
-    assert _faults(db, rid) == [("failed", "preempted"), ("succeeded", None)]
-    _prompt(db.attempts(rid)[0], termed)
+    assert _faults(db, rid) == [("failed", fault), ("succeeded", None)]
+    _prompt(db.attempts(rid)[0], sent)
     _assert_integrity(db, rid)
 
 

@@ -10,6 +10,16 @@ if TYPE_CHECKING:
     import polars as pl
 
 
+# verdict kind -> (verb for one, verb for many, the rest of the phrase), in sentence order
+_PHRASES: tuple[tuple[str, str, str, str], ...] = (
+    ("worse", "is", "are", "worse"),
+    ("within noise", "is", "are", "within noise"),
+    ("needs >= k seeds", "needs", "need", "more seeds"),
+    ("n = 1", "has", "have", "a single seed (no CI)"),
+    ("no data", "has", "have", "no value to compare"),
+)
+
+
 def _plural(n: int, one: str, many: str) -> str:
     return one if n == 1 else many
 
@@ -32,19 +42,8 @@ def verdict_sentence(board: pl.DataFrame, sweep: str, metric: str) -> str:
     count = {k: kinds.count(k) for k in set(kinds)}
     parts = [f"{count.get('better', 0)} of {rows.height} {unit} beat the baseline '{base}' "
              f"beyond noise on {metric} (95 % CI)"]
-    if count.get("worse"):
-        parts.append(f"{count['worse']} {_plural(count['worse'], 'is', 'are')} worse")
-    if count.get("within noise"):
-        n = count["within noise"]
-        parts.append(f"{n} {_plural(n, 'is', 'are')} within noise")
-    if count.get("needs >= k seeds"):
-        n = count["needs >= k seeds"]
-        most = rows["seeds_needed"].max()
-        parts.append(f"{n} {_plural(n, 'needs', 'need')} more seeds (up to {most})")
-    if count.get("n = 1"):
-        n = count["n = 1"]
-        parts.append(f"{n} {_plural(n, 'has', 'have')} a single seed (no CI)")
-    if count.get("no data"):
-        n = count["no data"]
-        parts.append(f"{n} {_plural(n, 'has', 'have')} no value to compare")
+    extra = {"needs >= k seeds": f" (up to {rows['seeds_needed'].max()})"}
+    for kind, one, many, what in _PHRASES:
+        if n := count.get(kind, 0):
+            parts.append(f"{n} {_plural(n, one, many)} {what}{extra.get(kind, '')}")
     return "; ".join(parts) + "."
