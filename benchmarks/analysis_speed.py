@@ -22,17 +22,16 @@ import argparse
 import importlib
 import platform
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import results_db
+from timing import timed  # benchmarks/timing.py (scripts run from benchmarks/)
 from results_db.synth import fill
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,19 +81,6 @@ def calls(db: Any, sweep: str) -> dict[str, Callable[[], Any]]:
             "stability": lambda: db.stability(sweep),
             "max_stable_lr": lambda: db.max_stable_lr(sweep),
             "ablation_table (6 metrics)": lambda: db.ablation_table(sweep)}
-
-
-def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, float, Any]:
-    """(first call s, median of the next ``repeat`` s, the result)."""
-    t0 = time.perf_counter()
-    out = fn()
-    first = time.perf_counter() - t0
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return first, statistics.median(times), out
 
 
 def same_verdicts(new: Any, old: Any) -> str:

@@ -16,15 +16,13 @@ from __future__ import annotations
 import argparse
 import platform
 import shutil
-import statistics
 import tempfile
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import results_db
+from timing import timed  # benchmarks/timing.py (scripts run from benchmarks/)
 from results_db.synth import add_finished_run, fill
 
 
@@ -40,19 +38,6 @@ def ingest_rate(url: str, batch: int, total: int = 200_000) -> float:
         for i in range(0, total, batch):
             db.log_metrics(rid, att, pts[i:i + batch])
         return total / (time.perf_counter() - t0)
-
-
-def timed(fn: Callable[[], Any], repeat: int = 5) -> tuple[float, float]:
-    """(first call, median of the next ``repeat``) in seconds."""
-    t0 = time.perf_counter()
-    fn()
-    first = time.perf_counter() - t0
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return first, statistics.median(times)
 
 
 def main() -> None:
@@ -98,7 +83,7 @@ def run(tmp: Path) -> None:
                 ("db.sweep_status()", db.sweep_status),
                 ("db.metrics(20 runs, max_points=500)",
                  lambda: db.metrics(run_ids, ["train/loss"], max_points=500))):
-            first, med = timed(fn)
+            first, med, _ = timed(fn)
             print(f"| {label} | {first:.3f} | {med:.3f} |")
 
 
