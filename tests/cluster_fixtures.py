@@ -32,6 +32,22 @@ import pytest
 
 RAY_BIN = str(Path(sys.executable).with_name("ray"))
 
+# A small sweep for the cluster tests (format with name, preset, steps, seq, variants and
+# retries: 0 unless a test retries).
+CLUSTER_SWEEP = """\
+name: {name}
+base:
+  model: {{preset: {preset}}}
+  train: {{steps: {steps}, batch_size: 4, seq_len: {seq}, warmup: 2, eval_every: 0,
+          eval_batches: 1, log_every: 5, checkpoint_every: 10}}
+  eval: {{probes: [attention_sink]}}
+variants:
+{variants}
+seeds: [0]
+resources: {{cpus: 1}}
+retries: {retries}
+"""
+
 
 def _env() -> dict[str, str]:
     env = dict(os.environ)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 import results_db
+from cluster_fixtures import CLUSTER_SWEEP
 from orchestrator.cluster import (
     NodeResources,
     best_ep_size,
@@ -106,18 +107,6 @@ def test_shared_storage_warning(tmp_path: Path) -> None:
 
 
 # ---- real 2-node cluster ---------------------------------------------------------------------
-SWEEP = """\
-name: {name}
-base:
-  model: {{preset: {preset}}}
-  train: {{steps: {steps}, batch_size: 4, seq_len: {seq}, warmup: 2, eval_every: 0,
-          eval_batches: 1, log_every: 5, checkpoint_every: 10}}
-  eval: {{probes: [attention_sink]}}
-variants:
-{variants}
-seeds: [0]
-resources: {{cpus: 1}}
-"""
 
 
 def _env(address: str) -> dict[str, str]:
@@ -153,8 +142,9 @@ def test_two_node_cluster(ray_two_nodes: TwoNodes, tmp_path: Path) -> None:
     """A sweep's two trials run one per node."""
     url = f"sqlite:///{tmp_path / 'r.db'}"
     spec = tmp_path / "two.yaml"
-    spec.write_text(SWEEP.format(name="two-nodes", preset="tiny", steps=20, seq=32,
-                                 variants="  baseline: {}\n  sdpa: {gate.position: G1}"))
+    spec.write_text(CLUSTER_SWEEP.format(name="two-nodes", preset="tiny", steps=20, seq=32,
+                                         variants="  baseline: {}\n  sdpa: {gate.position: G1}",
+                                         retries=0))
     res = _cli(ray_two_nodes, "submit", spec, "--db", url, "--storage", tmp_path / "runs",
                "--address", ray_two_nodes.address)
     assert res.returncode == 0, res.stdout + res.stderr
@@ -189,8 +179,8 @@ def test_detach_builds_the_cluster_command(tmp_path: Path) -> None:
     from orchestrator.detach import submit_detached
 
     spec = tmp_path / "two.yaml"
-    spec.write_text(SWEEP.format(name="two", preset="tiny", steps=5, seq=16,
-                                 variants="  baseline: {}"))
+    spec.write_text(CLUSTER_SWEEP.format(name="two", preset="tiny", steps=5, seq=16,
+                                         variants="  baseline: {}", retries=0))
     fake = _FakeClient()
     job = submit_detached(spec, "sqlite:///rel.db", "127.0.0.1:1", tmp_path / "runs",
                           max_concurrent=3, client=fake)
@@ -220,8 +210,8 @@ def test_detached_submit_runs_as_a_ray_job(ray_two_nodes: TwoNodes, tmp_path: Pa
 
     url = f"sqlite:///{tmp_path / 'd.db'}"
     spec = tmp_path / "det.yaml"
-    spec.write_text(SWEEP.format(name="detached", preset="tiny", steps=10, seq=32,
-                                 variants="  baseline: {}"))
+    spec.write_text(CLUSTER_SWEEP.format(name="detached", preset="tiny", steps=10, seq=32,
+                                         variants="  baseline: {}", retries=0))
     env = {**_env(ray_two_nodes.address), "GATESWEEP_JOB_PYTHON": sys.executable}
     t0 = time.monotonic()
     res = subprocess.run([sys.executable, "-m", "orchestrator", "submit", str(spec), "--detach",

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 import results_db
+from cluster_fixtures import CLUSTER_SWEEP
 
 if TYPE_CHECKING:
     from cluster_fixtures import TwoNodes
@@ -28,19 +29,6 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.slow
 
 STEPS, LOG_EVERY = 100, 5
-SWEEP = """\
-name: {name}
-base:
-  model: {{preset: {preset}}}
-  train: {{steps: {steps}, batch_size: 4, seq_len: {seq}, warmup: 2, eval_every: 0,
-          eval_batches: 1, log_every: 5, checkpoint_every: 10}}
-  eval: {{probes: [attention_sink]}}
-variants:
-{variants}
-seeds: [0]
-resources: {{cpus: 1}}
-retries: {retries}
-"""
 
 
 def _sweep(tmp: Path, name: str, variants: list[str], retries: int = 1, preset: str = "small",
@@ -48,7 +36,7 @@ def _sweep(tmp: Path, name: str, variants: list[str], retries: int = 1, preset: 
     path = tmp / f"{name}.yaml"
     rows = "\n".join(f"  {v}: {{train.lr: {round(1.1e-3 * (i + 1), 6)}}}"  # distinct configs
                      for i, v in enumerate(variants))
-    path.write_text(SWEEP.format(name=name, preset=preset, steps=steps, seq=seq,
+    path.write_text(CLUSTER_SWEEP.format(name=name, preset=preset, steps=steps, seq=seq,
                                  variants=rows, retries=retries))
     return path
 
