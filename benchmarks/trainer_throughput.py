@@ -111,7 +111,7 @@ def bare_runner(spec: RunSpec, batches: list, device: torch.device) -> Runner:
     model = build_model(spec.model).to(device)
     flops, params = train_flops_per_token(model, spec), sum(p.numel() for p in model.parameters())
     opt = torch.optim.AdamW(model.parameters(), lr=spec.train.lr, betas=spec.train.betas,
-                            fused=device.type == "cuda")
+                            fused=True)  # as the trainer's (trainer/engine.py)
     bf16 = device.type == "cuda"
 
     def step(i: int) -> None:
