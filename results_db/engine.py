@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import quote
 
 from sqlalchemy import URL, Engine, create_engine, event, make_url
+from sqlalchemy.exc import ArgumentError
 
 from results_db.migrate import _REV, MIGRATIONS_DIR
 
@@ -40,10 +41,26 @@ class DBOutdated(ValueError):
 BUSY_TIMEOUT_MS = 30_000
 
 
+def parse_url(url: str | URL) -> URL:
+    """A DB URL, or a plain file path (``results.db``, ``~/runs/r.db``: the SQLite file there,
+    which is what a user typing ``--db results.db`` means). Anything else that SQLAlchemy
+    cannot parse is a ValueError naming the value (its password hidden) and the forms expected."""
+    if isinstance(url, URL):
+        return url
+    if "://" not in url and url not in ("", ":memory:"):
+        return URL.create("sqlite", database=str(Path(url).expanduser()))
+    try:
+        return make_url(url)
+    except (ArgumentError, ValueError):  # ValueError: e.g. a non-numeric port
+        shown = url.split("://", 1)[0] + "://..." if "@" in url else url
+        raise ValueError(f"db url: {shown!r} is not a database URL; expected "
+                         "sqlite:///PATH, postgresql://USER@HOST/DB or a file path") from None
+
+
 def resolve_url(url: str | URL | None) -> URL:
     """None -> $GATESWEEP_DB or sqlite:///results.db; plain postgresql:// -> psycopg 3."""
     raw = url if url is not None else os.environ.get("GATESWEEP_DB") or DEFAULT_URL
-    u = make_url(raw)
+    u = parse_url(raw)
     if u.drivername in ("postgresql", "postgres"):
         u = u.set(drivername="postgresql+psycopg")
     if u.get_backend_name() == "sqlite":
@@ -61,7 +78,7 @@ def resolve_url(url: str | URL | None) -> URL:
 def sqlite_database(url: str | URL) -> str | None:
     """The database path of a SQLite URL ('' or ':memory:' possible); None for other backends.
     (The orchestrator asks this instead of parsing URLs itself: no SQLAlchemy outside here.)"""
-    u = make_url(url)
+    u = parse_url(url)
     return (u.database or "") if u.get_backend_name() == "sqlite" else None
 
 
@@ -84,17 +101,17 @@ def absolute_url(url: str) -> str:
     Trials run in other processes and Tune may change their working directory to the trial
     dir, so a relative SQLite path would silently open a different (empty) database there.
     """
-    u = make_url(url)
+    u = parse_url(url)
     db = u.database
     if u.get_backend_name() != "sqlite" or not db or db == ":memory:" or db.startswith("file:") \
             or os.path.isabs(db):
-        return url
+        return u.render_as_string(hide_password=False)
     return u.set(database=os.path.abspath(db)).render_as_string(hide_password=False)
 
 
 def redacted(url: str | URL) -> str:
     """The URL with its password hidden (for messages and Ray job metadata)."""
-    return make_url(url).render_as_string(hide_password=True)
+    return parse_url(url).render_as_string(hide_password=True)
 
 
 def is_sqlite(url: URL) -> bool:

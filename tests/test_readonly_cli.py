@@ -76,6 +76,24 @@ def test_a_missing_db_is_an_error_and_is_not_created(capsys: pytest.CaptureFixtu
     assert not (tmp_path / "typo.db").exists()
 
 
+def test_db_may_be_a_plain_path_and_a_bad_url_is_one_line(capsys: pytest.CaptureFixture[str],
+                                                         tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    sample_db.copy_to(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    for db in ("sample.db", str(tmp_path / "sample.db")):  # relative and absolute paths
+        assert main(["leaderboard", "gates-toy", "--db", db]) == 0
+        assert "baseline" in capsys.readouterr().out
+    assert main(["status", "--db", "typo.db"]) == 2
+    assert "typo.db does not exist" in capsys.readouterr().err
+    assert not (tmp_path / "typo.db").exists()
+    for bad in ("postgresql://me:secret@host:port/db", "://nothing", "mysql://h/db"):
+        code = main(["status", "--db", bad])
+        err = capsys.readouterr().err
+        assert code == 2 and err.startswith("error: db url") and "Traceback" not in err, bad
+        assert "secret" not in err
+
+
 def test_validate_and_dry_run_without_a_db_create_none(capsys: pytest.CaptureFixture[str],
                                                        tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'none.db'}"
