@@ -20,7 +20,8 @@
 # Steps and files:
 #   env.txt                         device, versions (nvidia-smi, torch, deepspeed)
 #   (1) throughput_small.{json,log} trainer_throughput.py, preset small, batch 32 x 512, bf16:
-#                                   bare, engine, compile, G1 elementwise, G1 headwise
+#                                   bare, engine, engine with DeepSpeed's one-rank all-reduce,
+#                                   compile, G1 elementwise, G1 headwise
 #   (2) mfu_1p7b.{json,log}         paper-dense-1p7b, seq 2048: engine and bare, MFU
 #   (3) sweep.{db,log}              only when DEVICE_SWEEP names a sweep YAML: every run
 #                                   in-process into an SQLite DB (benchmarks/device_sweep.py)
@@ -49,7 +50,7 @@ if [ "${DEVICE_RUN_CPU_SMOKE:-0}" = 1 ]; then   # CI: the script's plumbing, in 
             --runners engine,bare --sequential)
 else
   SMALL_ARGS=(--preset "${SMALL_PRESET:-small}" --batch 32 --seq 512 --rounds 5 --steps 10
-              --warmup 15 --runners bare,engine,compile,g1e,g1h --sequential)
+              --warmup 15 --runners bare,engine,engine_ar,compile,g1e,g1h --sequential)
   BIG_ARGS=(--preset paper-dense-1p7b --batch "${MFU_BATCH:-4}" --seq 2048 --rounds 3
             --steps 3 --warmup 3 --runners "${MFU_RUNNERS:-engine,bare}" --sequential)
 fi

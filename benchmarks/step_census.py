@@ -24,12 +24,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import torch  # noqa: E402
-from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+import torch
+import trainer_throughput as tt
+from torch.utils._python_dispatch import TorchDispatchMode
 
-import trainer_throughput as tt  # noqa: E402
-from trainer.data import build_data  # noqa: E402
-from trainer.dist import ensure_single_process_dist  # noqa: E402
+from trainer.data import build_data
+from trainer.dist import ensure_single_process_dist
 
 HOST_READ = "aten._local_scalar_dense.default"
 # Bookkeeping that launches no kernel (views and autograd's detach share the storage).

@@ -10,6 +10,8 @@ trainer does):
   engine   the trainer's own step (trainer.engine.train_step) on its DeepSpeed engine, ZeRO 0
   compile  the same with ``train.compile: true`` (torch.compile inside the engine)
   g1e/g1h  the engine with a G1 elementwise / headwise sigmoid gate
+  engine_ar  the engine with DeepSpeed's gradient all-reduce left on at one rank (what the
+           trainer did before issue 11's fix; opt-in: it shows what the fix is worth)
 Ratios printed side by side, with the issue-11 targets: engine >= 0.95x bare; compile >= 1.3x
 the eager bare loop (a GPU target); G1 headwise <= +1 % step time; G1 elementwise <= its added
 FLOP share + 1 point; MFU per runner on CUDA (train FLOPs 6 N_matmul + 12 L T d_attn per token
@@ -60,7 +62,7 @@ G1H = [{"position": "G1", "granularity": "headwise"}]
 # runner -> (gates, compile)
 RUNNERS: dict[str, tuple[list[dict], bool]] = {
     "bare": ([], False), "engine": ([], False), "compile": ([], True),
-    "g1e": (G1E, False), "g1h": (G1H, False)}
+    "g1e": (G1E, False), "g1h": (G1H, False), "engine_ar": ([], False)}
 
 
 @dataclass
@@ -94,6 +96,8 @@ def engine_runner(name: str, spec: RunSpec, batches: list) -> Runner:
     model = build_model(spec.model)
     flops, params = train_flops_per_token(model, spec), sum(p.numel() for p in model.parameters())
     engine = build_engine(model, spec, resolve_precision("auto"))
+    if name == "engine_ar":  # DeepSpeed's default, which build_engine turns off at one rank
+        engine.enable_backward_allreduce = True
     own_clip = trainer_clips(spec)
     pending: list[torch.Tensor] = []
 
@@ -242,6 +246,9 @@ def figures(runners: dict[str, Runner], args: argparse.Namespace,
         ratios["engine_vs_bare"] = per["bare"]["ms_per_step"] / per["engine"]["ms_per_step"]
     if "bare" in per and "compile" in per:
         ratios["compile_vs_bare"] = per["bare"]["ms_per_step"] / per["compile"]["ms_per_step"]
+    if "engine" in per and "engine_ar" in per:
+        ratios["engine_vs_engine_ar"] = (per["engine_ar"]["ms_per_step"]
+                                         / per["engine"]["ms_per_step"])
     if "engine" in per and "compile" in per:
         ratios["compile_vs_engine"] = per["engine"]["ms_per_step"] / per["compile"]["ms_per_step"]
     for g in ("g1e", "g1h"):
@@ -272,7 +279,8 @@ def print_report(doc: dict) -> None:
               f"{f['spread'] * 100:>7.1f}%")
     rows = [("engine vs bare", "engine_vs_bare", "x", ">= 0.95x"),
             ("compile vs bare (eager)", "compile_vs_bare", "x", ">= 1.3x (GPU)"),
-            ("compile vs engine", "compile_vs_engine", "x", "")]
+            ("compile vs engine", "compile_vs_engine", "x", ""),
+            ("engine vs engine_ar", "engine_vs_engine_ar", "x", "")]
     print(f"\n{'ratio':<26}{'value':>10}   target")
     for label, key, unit, target in rows:
         if key in ratios:

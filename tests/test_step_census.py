@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-import step_census  # noqa: E402
+import step_census
 
 
 @pytest.fixture(scope="module")
