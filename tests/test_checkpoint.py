@@ -148,3 +148,50 @@ def test_points_are_flushed_before_each_checkpoint_exists(tmp_path: Path) -> Non
         # some flush wrote the points up to this step while the checkpoint did not yet exist
         assert any(max(pts) <= step and step - 2 <= max(pts) and ckpt not in existing
                    for pts, existing in before), (ckpt, spy.flushes)
+
+
+# ---- careless checkpoint directories -----------------------------------------------------------
+
+def test_check_dir_refuses_a_file_and_another_runs_checkpoints_before_any_engine(
+        tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(ValueError, match=r"checkpoint_dir: '.*afile' is a file, not a dir"):
+        checkpoint.check_dir(tmp_path / "afile", "f" * 64)
+    with pytest.raises(ValueError, match=r"cannot be created: '.*afile' is a file"):
+        checkpoint.check_dir(tmp_path / "afile" / "ckpt", "f" * 64)
+    ours = fake_checkpoint(tmp_path / "ck", 4)
+    (ours / checkpoint.META).write_text(json.dumps({"step": 4, "fingerprint": "a" * 64}))
+    checkpoint.check_dir(tmp_path / "ck", "a" * 64)  # the same run: resumable
+    checkpoint.check_dir(tmp_path / "new", "a" * 64)  # absent: created by the first save
+    with pytest.raises(ValueError, match=r"holds a checkpoint of a different run \(step_0000"
+                                         r"0004: its spec fingerprint differs\)"):
+        checkpoint.check_dir(tmp_path / "ck", "b" * 64)
+
+
+def test_the_marker_records_the_fingerprint(engines, tmp_path: Path) -> None:
+    a, _ = engines
+    path = checkpoint.save(a, tmp_path, 3, {"gatesweep": {}}, fingerprint="c" * 64)
+    assert json.loads((path / checkpoint.META).read_text()) == {"step": 3,
+                                                                "fingerprint": "c" * 64}
+
+
+def _damage(path: Path) -> None:
+    """Half of the model-state file: what a disk that lost the tail after the save leaves."""
+    f = path / "mp_rank_00_model_states.pt"
+    f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
+
+
+def test_a_damaged_newest_checkpoint_falls_back_to_the_previous(engines, tmp_path: Path,
+                                                                caplog: pytest.LogCaptureFixture
+                                                                ) -> None:
+    a, b = engines
+    checkpoint.save(a, tmp_path, 2, {"gatesweep": {"step": 2}})
+    _damage(checkpoint.save(a, tmp_path, 4, {"gatesweep": {"step": 4}}))
+    with caplog.at_level("WARNING", logger="trainer.checkpoint"):
+        step, client = checkpoint.load(b, tmp_path)
+    assert step == 2 and client["gatesweep"]["step"] == 2
+    assert "resumed from step_00000002" in caplog.text and "step_00000004" in caplog.text
+    _damage(tmp_path / "step_00000002")
+    with pytest.raises(ValueError, match=r"no checkpoint in .* can be loaded \(step_00000004: "
+                                         r"\w+: .*; step_00000002: \w+: .*\); move them away"):
+        checkpoint.load(b, tmp_path)

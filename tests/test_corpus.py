@@ -38,7 +38,7 @@ def make_tree(root: Path, n: int = 12, lines: int = 40) -> dict[str, str]:
 
 def code_spec(root: Path, seq_len: int = 32, **data: object) -> RunSpec:
     return RunSpec(name="c", model={"preset": "tiny"},
-                   train={"batch_size": 4, "seq_len": seq_len},
+                   train={"batch_size": 4, "seq_len": seq_len, "eval_batches": 1},
                    data={"source": "python_code", "roots": [str(root)], **data})
 
 
@@ -191,9 +191,9 @@ def test_bpe_training_is_deterministic(tmp_path: Path, monkeypatch: pytest.Monke
 
 def test_bpe_round_trips_unseen_text_and_compresses(tmp_path: Path) -> None:
     files = make_tree(tmp_path / "src")
-    d = build_data(code_spec(tmp_path / "src", tokenizer={"train_bpe": 400}))
+    d = build_data(code_spec(tmp_path / "src", tokenizer={"train_bpe": 350}))
     tok = JsonTokenizer(d.info["bpe_path"])
-    assert 256 < tok.vocab_size <= 400
+    assert tok.vocab_size == 350  # exactly what was asked (or an error: see below)
     raw = tok._tok  # the tokenizers.Tokenizer: decode is what generation would use
     for text in [*files.values(), "naïve → 日本語 \t\x00 emoji 🎉\n", "class Z:\n    pass\n"]:
         ids = tok.encode(text)
@@ -213,6 +213,19 @@ def test_batched_encode_equals_one_text_at_a_time(tmp_path: Path) -> None:
     assert np.array_equal(tok.encode_array(texts, np.dtype(np.uint16)), one)
     assert np.array_equal(ByteTokenizer().encode_array(texts, np.dtype(np.uint16)),
                           np.frombuffer("".join(texts).encode(), dtype=np.uint8))
+
+
+def test_a_bpe_larger_than_the_corpus_supports_is_refused(tmp_path: Path, _cache: Path) -> None:
+    """The BPE trainer stops when no pair is frequent enough: a model with train_bpe rows
+    would then silently train on a smaller vocabulary than the run records."""
+    make_tree(tmp_path / "src")  # supports 351 tokens at min_frequency 2
+    with pytest.raises(ValueError, match=r"^data.tokenizer.train_bpe: 5000 tokens asked, but "
+                                         r"the training files \(11 files, \d+ bytes.*give "
+                                         r"only 351 with min_frequency 2; lower train_bpe to "
+                                         r"at most 351"):
+        build_data(code_spec(tmp_path / "src", tokenizer={"train_bpe": 5000}))
+    with pytest.raises(ValueError, match="give only 351"):  # a cached short BPE is refused too
+        build_data(code_spec(tmp_path / "src", tokenizer={"train_bpe": 5000}))
 
 
 # ---- configuration --------------------------------------------------------------------------
@@ -267,8 +280,8 @@ def test_bpe_trains_on_a_bounded_sample_of_the_training_files(tmp_path: Path) ->
     assert list(sample(["long text", "x"], 2)) == ["long text"]  # never empty
     files = make_tree(tmp_path / "src")
     small = build_data(code_spec(tmp_path / "src",
-                                 tokenizer={"train_bpe": 300, "sample_bytes": 3000}))
-    full = build_data(code_spec(tmp_path / "src", tokenizer={"train_bpe": 300}))
+                                 tokenizer={"train_bpe": 280, "sample_bytes": 3000}))
+    full = build_data(code_spec(tmp_path / "src", tokenizer={"train_bpe": 280}))
     assert small.info["bpe_path"] != full.info["bpe_path"]  # the sample enters the cache key
     tok = JsonTokenizer(small.info["bpe_path"])
     text = next(iter(files.values()))

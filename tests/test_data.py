@@ -14,7 +14,7 @@ from trainer.data import SyntheticSource, build_data
 
 
 def spec(data: dict | None = None, vocab: int = 256, **train: object) -> RunSpec:
-    tr = {"batch_size": 4, "seq_len": 16, **train}
+    tr = {"batch_size": 4, "seq_len": 16, "eval_batches": 1, **train}  # small test corpora
     return RunSpec(name="d", model={"preset": "tiny", "vocab_size": vocab}, train=tr,
                    data=data or {})
 
@@ -258,7 +258,8 @@ def _check(data: dict, seq_len: int = 16, **kw: object) -> list[str]:
     from trainer.config import DataConfig, TrainConfig
     from trainer.data import check
 
-    return check(DataConfig(**data), TrainConfig(seq_len=seq_len), **kw)
+    train = TrainConfig(seq_len=seq_len, batch_size=4, eval_batches=1)  # small test corpora
+    return check(DataConfig(**data), train, **kw)
 
 
 def test_check_passes_usable_data(tmp_path: Path) -> None:
@@ -305,7 +306,9 @@ def test_check_tokens_files(tmp_path: Path) -> None:
     assert _check({"source": "tokens", "path": str(tmp_path / "odd.bin")})[0].endswith(
         "is 3001 bytes, not a whole number of uint16 tokens (data.token_dtype)")
     assert _check({"source": "tokens", "path": str(tmp_path / "few.bin")}) == [
-        "data.path: 40 tokens are too few for train.seq_len 16 with data.val_fraction 0.05"]
+        f"data.path {str(tmp_path / 'few.bin')!r}: the held-out split has 2 tokens, fewer than "
+        f"one window of train.seq_len + 1 = 17 tokens; raise data.val_fraction, add data, or "
+        f"lower train.seq_len"]
 
 
 def test_check_tokenizer_files(tmp_path: Path) -> None:

@@ -85,6 +85,15 @@ CASES: list[tuple[str, str, int | None, str, str]] = [
     ("data_missing", HEAD + "  data: {source: text, path: /nonexistent/corpus.txt}\n"
      "seeds: [0, 1]\n", 4, "base.data",
      "data.path: no file matches '/nonexistent/corpus.txt' (data.source: text) (in 2 runs"),
+    # trainer rules (trainer/config.py) that the model or DeepSpeed used to find only at start
+    ("odd_head_dim", HEAD + "variants: {a: {model.head_dim: 15}}\n", 4,
+     "variants.a.model.head_dim", "RoPE rotates channel pairs, so head_dim must be even"),
+    ("moe_zero3", HEAD + "variants: {a: {model.preset: tiny-moe, train.zero_stage: 3}}\n", 4,
+     "variants.a.train.zero_stage", "DeepSpeed's MoE layer trains under ZeRO 0-2, not 3"),
+    ("betas", HEAD + "  train: {betas: [1.5, 0.9]}\n", 4, "base.train.betas",
+     "each beta must be in [0, 1)"),
+    ("bpe_below_bytes", HEAD + "  data: {source: python_code, tokenizer: {train_bpe: 200}}\n",
+     4, "base.data.tokenizer.train_bpe", "greater than or equal to 257 (a byte-level BPE"),
     ("not_a_mapping", "- 1\n- 2\n", 1, "", "expected a mapping at the top level"),
     ("empty", "", 1, "", "the file is empty"),
     ("bad_name", "name: ../../etc\nbase: {model: {preset: tiny}}\n", 1, "name",

@@ -124,7 +124,8 @@ def test_text_data_and_an_extra_ppl_set(tmp_path: Path,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GATESWEEP_CACHE", str(tmp_path / "cache"))
     (tmp_path / "a.txt").write_text("the cat sat on the mat. " * 400, encoding="utf-8")
-    (tmp_path / "b.txt").write_text("zq xv jk wy " * 400, encoding="utf-8")
+    # 5% held out must give eval_batches x batch_size = 8 distinct windows of 33 tokens
+    (tmp_path / "b.txt").write_text("zq xv jk wy " * 600, encoding="utf-8")
     spec = RunSpec(name="text", model={"preset": "tiny"},
                    train={**TRAIN, "steps": 12, "eval_every": 0, "checkpoint_every": 0},
                    data={"source": "text", "path": str(tmp_path / "a.txt")},
@@ -146,10 +147,16 @@ def test_missing_data_file_fails_before_writing_anything(tmp_path: Path) -> None
     assert not (tmp_path / "ckpt").exists()
 
 
-def test_a_checkpoint_of_another_run_is_refused(reference, tmp_path: Path) -> None:
+@pytest.mark.parametrize("other", [{"lr": 1e-3}, {"model": {"preset": "tiny"}}],
+                         ids=["another_lr", "another_architecture"])
+def test_a_checkpoint_of_another_run_is_refused(reference, other: dict) -> None:
+    """Refused from the checkpoint's marker, before the engine exists: loading another
+    architecture's weights used to fail inside torch (a size-mismatch traceback)."""
     _, _, ckpt = reference
-    with pytest.raises(ValueError, match="checkpoint_dir: .* different run"):
-        train(make_spec(lr=1e-3), MemoryReporter(), ckpt)
+    before = sorted(p.name for p in ckpt.iterdir())
+    with pytest.raises(ValueError, match=r"checkpoint_dir: .* different run \(step_00000024"):
+        train(make_spec(**other), MemoryReporter(), ckpt)
+    assert sorted(p.name for p in ckpt.iterdir()) == before
 
 
 def test_200_steps_of_tiny_cut_validation_perplexity(tmp_path: Path) -> None:

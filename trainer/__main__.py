@@ -2,7 +2,9 @@
 
 The YAML is one RunSpec (name, model: {preset: tiny, ...}, train, data, eval, ...). Metrics are
 printed as they arrive and kept in memory; the summary is printed at the end. Exit status: 0
-succeeded, 3 diverged, 2 bad input (one clear sentence on stderr, no traceback).
+succeeded, 3 diverged, 2 bad input (one clear sentence on stderr naming the file and the key,
+no traceback): the spec and its data files are checked before torch starts (trainer/runfile.py),
+the real token counts and the checkpoint dir before the engine starts.
 """
 
 from __future__ import annotations
@@ -14,11 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import ValidationError
-
-from trainer.config import RunSpec
 from trainer.reporter import MemoryReporter
+from trainer.runfile import load_spec
 
 
 class PrintingReporter(MemoryReporter):
@@ -35,24 +34,6 @@ class PrintingReporter(MemoryReporter):
         super().artifact(kind, payload)
         if kind == "checkpoint":
             print(f"checkpoint {payload}", flush=True)
-
-
-def load_spec(path: Path) -> RunSpec:
-    if not path.is_file():
-        raise ValueError(f"{path}: no such run spec file")
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise ValueError(f"{path}: not valid YAML: {exc}") from None
-    if not isinstance(doc, dict):
-        raise ValueError(f"{path}: expected a mapping with a RunSpec (name, model, train, ...)")
-    try:
-        return RunSpec.model_validate(doc)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        raise ValueError(f"{path}: {where}: {first['msg']} "
-                         f"({exc.error_count()} error(s) in total)") from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,7 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = train(spec, reporter, ckpt)
     except (ValueError, FileNotFoundError, ImportError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        # found when the data is opened (real token counts, a trained BPE) or the checkpoint
+        # dir is read: still before the engine starts
+        print(f"error: {args.spec}: {exc}", file=sys.stderr)
         return 2
     print(json.dumps({"status": result.status, "steps": result.steps,
                       "summary": result.summary}, indent=1, sort_keys=True))

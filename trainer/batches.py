@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from trainer.config import DataConfig, RunSpec
+from trainer.splits import split_problem
 from trainer.token_files import Tokens, load_tokens
 
 Batch = tuple[torch.Tensor, torch.Tensor]  # inputs (B, T) long, targets (B, T) long
@@ -102,10 +103,9 @@ class ArraySource:
     def __init__(self, tokens: Tokens, length: int, where: str) -> None:
         self.train, self.val = tokens.train, tokens.val
         self.n_train, self.info = len(tokens.train), tokens.info
-        if self.n_train < length + 1 or len(self.val) < length:
-            raise ValueError(f"{where}: {self.n_train} training and {len(self.val)} held-out "
-                             f"tokens are too few for train.seq_len {length - 1}: need at least "
-                             f"{length} tokens in each split (data.val_fraction sets the split)")
+        problem = split_problem(where, self.n_train, len(self.val), length - 1)
+        if problem:
+            raise ValueError(problem)
         self.n_val_windows = len(self.val) // length
 
     @staticmethod
@@ -163,18 +163,31 @@ class DataStream:
         return dict(self.source.info)
 
 
-def build_source(cfg: DataConfig, vocab_size: int, seq_len: int) -> SyntheticSource | ArraySource:
+def _where(cfg: DataConfig, key: str) -> str:
+    """How errors name a data config: its path, dataset name or source under ``key``."""
+    if cfg.path:
+        return f"{key}.path {cfg.path!r}"
+    return f"{key}.name {cfg.name!r}" if cfg.name else f"{key}.source {cfg.source!r}"
+
+
+def build_source(cfg: DataConfig, vocab_size: int, seq_len: int,
+                 key: str = "data") -> SyntheticSource | ArraySource:
     """Validate ``cfg`` against the model and open (tokenising once if needed) its data."""
     if cfg.source == "synthetic":
         return SyntheticSource(vocab_size)
-    where = f"data.path {cfg.path!r}" if cfg.path else (
-        f"data.name {cfg.name!r}" if cfg.name else f"data.source {cfg.source!r}")
-    return ArraySource(load_tokens(cfg, vocab_size), seq_len + 1, where)
+    return ArraySource(load_tokens(cfg, vocab_size), seq_len + 1, _where(cfg, key))
 
 
 def build_data(spec: RunSpec, rank: int = 0, world_size: int = 1,
-               cfg: DataConfig | None = None) -> DataStream:
-    """The stream of ``spec`` (or of another data config, e.g. an eval.ppl_sets entry)."""
-    t = spec.train
-    source = build_source(cfg or spec.data, spec.model.vocab_size, t.seq_len)
+               cfg: DataConfig | None = None, key: str = "data") -> DataStream:
+    """The stream of ``spec`` (or of another data config, e.g. an eval.ppl_sets entry, named
+    ``key`` in errors). Refuses a held-out split too small for the run's evaluation."""
+    t, cfg = spec.train, cfg or spec.data
+    source = build_source(cfg, spec.model.vocab_size, t.seq_len, key)
+    if isinstance(source, ArraySource):
+        problem = split_problem(_where(cfg, key), source.n_train, len(source.val), t.seq_len,
+                                batch_size=t.batch_size, eval_batches=t.eval_batches,
+                                val_key=f"{key}.val_fraction")
+        if problem:
+            raise ValueError(problem)
     return DataStream(source, spec.seed, t.batch_size, t.seq_len, t.grad_accum, rank, world_size)

@@ -5,11 +5,19 @@ with the trainer's own state) plus ``gatesweep_meta.json`` written last. A check
 written under ``.staging-step_XXXXXXXX/`` and then *renamed* into place (atomic on one file
 system), so a crash mid-save leaves only a staging directory, which is never loaded and is
 removed by the next save. The newest ``keep`` (2) complete checkpoints are kept.
+
+Every file is fsynced before the marker is written, so "complete" also means durable. The
+marker records the run's spec fingerprint: ``check_dir`` refuses a directory of another run
+*before* DeepSpeed starts (loading another architecture's weights would fail inside torch with
+a size-mismatch traceback). A complete checkpoint that still cannot be loaded (a file damaged
+after the save) is skipped with a warning for the next older one; when none loads, ``load``
+raises one ValueError that names each checkpoint and its error.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import shutil
@@ -17,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import torch.distributed as tdist
+
+log = logging.getLogger(__name__)
 
 TAG_RE = re.compile(r"^step_(\d{8})$")
 META = "gatesweep_meta.json"
@@ -45,6 +55,53 @@ def latest_checkpoint(checkpoint_dir: str | Path) -> tuple[int, Path] | None:
     return found[-1] if found else None
 
 
+def _meta(path: Path) -> dict[str, Any]:
+    """The marker of a complete checkpoint ({} when it is not JSON: an old or damaged one)."""
+    try:
+        meta = json.loads((path / META).read_text())
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def _first_existing(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def check_dir(checkpoint_dir: str | Path, fingerprint: str) -> None:
+    """Raise ValueError (naming ``checkpoint_dir``) unless it can hold this run's checkpoints:
+    a directory (or a path that can become one) holding no checkpoint of another spec."""
+    root = Path(checkpoint_dir)
+    if root.exists() and not root.is_dir():
+        raise ValueError(f"checkpoint_dir: {str(root)!r} is a file, not a directory")
+    base = _first_existing(root.absolute())
+    if not base.is_dir():
+        raise ValueError(f"checkpoint_dir: {str(root)!r} cannot be created: {str(base)!r} is "
+                         f"a file")
+    if not os.access(base, os.W_OK | os.X_OK):
+        raise ValueError(f"checkpoint_dir: {str(base)!r} is not writable (permissions)")
+    found = latest_checkpoint(root)
+    if found is None:
+        return
+    theirs = _meta(found[1]).get("fingerprint")
+    if theirs is not None and theirs != fingerprint:  # None: older marker; load() checks it
+        raise ValueError(f"checkpoint_dir: {str(root)!r} holds a checkpoint of a different run "
+                         f"({found[1].name}: its spec fingerprint differs); use an empty "
+                         f"directory")
+
+
+def _fsync_tree(path: Path) -> None:
+    for dirpath, _, filenames in os.walk(path):
+        for name in filenames:
+            fd = os.open(os.path.join(dirpath, name), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+
 def _rank() -> int:
     return tdist.get_rank() if tdist.is_available() and tdist.is_initialized() else 0
 
@@ -65,6 +122,7 @@ def _fsync_dir(path: Path) -> None:
 def _publish(root: Path, staging: Path, tag: str, meta: dict[str, Any]) -> Path:
     """Rank 0: write the marker, then rename the finished tag directory into place."""
     written = staging / tag
+    _fsync_tree(written)  # DeepSpeed's files reach the disk before the marker says complete
     with (written / META).open("w") as fh:
         json.dump(meta, fh)
         fh.flush()
@@ -88,8 +146,9 @@ def prune(checkpoint_dir: str | Path, keep: int = 2) -> None:
 
 
 def save(engine: Any, checkpoint_dir: str | Path, step: int, client_state: dict[str, Any],
-         keep: int = 2) -> Path:
-    """Save the engine + ``client_state`` as the checkpoint of ``step`` (collective call)."""
+         keep: int = 2, fingerprint: str | None = None) -> Path:
+    """Save the engine + ``client_state`` as the checkpoint of ``step`` (collective call);
+    ``fingerprint`` (the spec's) goes into the marker for ``check_dir``."""
     root = Path(checkpoint_dir)
     tag = tag_for(step)
     staging = root / f"{STAGING}{tag}"
@@ -101,19 +160,38 @@ def save(engine: Any, checkpoint_dir: str | Path, step: int, client_state: dict[
     _barrier()
     final = root / tag
     if _rank() == 0:
-        final = _publish(root, staging, tag, {"step": step})
+        meta: dict[str, Any] = {"step": step}
+        if fingerprint is not None:
+            meta["fingerprint"] = fingerprint
+        final = _publish(root, staging, tag, meta)
         prune(root, keep)
     _barrier()
     return final
 
 
 def load(engine: Any, checkpoint_dir: str | Path) -> tuple[int, dict[str, Any]] | None:
-    """Load the newest complete checkpoint into ``engine``; (step, client_state) or None."""
-    found = latest_checkpoint(checkpoint_dir)
-    if found is None:
+    """Load the newest loadable complete checkpoint into ``engine``; (step, client_state) or
+    None when there is none. In a one-process run a damaged one is skipped (a warning) for the
+    next older one, whose load overwrites whatever the failed attempt had already copied into
+    the engine; with several ranks the first failure raises (every rank must load one tag)."""
+    found = complete_checkpoints(checkpoint_dir)
+    if not found:
         return None
-    step, path = found
-    load_path, client_state = engine.load_checkpoint(str(path.parent), tag=path.name)
-    if load_path is None:
-        raise RuntimeError(f"checkpoint_dir: DeepSpeed could not load the checkpoint {path}")
-    return step, client_state or {}
+    failures = []
+    for step, path in reversed(found):
+        try:
+            load_path, client_state = engine.load_checkpoint(str(path.parent), tag=path.name)
+        except Exception as exc:  # noqa: BLE001 - torch/DeepSpeed raise anything on bad files
+            load_path, error = None, f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+        else:
+            error = "DeepSpeed found no checkpoint files"
+        if load_path is not None:
+            if failures:
+                log.warning("checkpoint_dir: resumed from %s; newer checkpoint(s) could not be "
+                            "loaded: %s", path.name, "; ".join(failures))
+            return step, client_state or {}
+        failures.append(f"{path.name}: {error}")
+        if tdist.is_available() and tdist.is_initialized() and tdist.get_world_size() > 1:
+            break  # ranks read different shards: falling back alone could split them apart
+    raise ValueError(f"checkpoint_dir: no checkpoint in {str(checkpoint_dir)!r} can be loaded "
+                     f"({'; '.join(failures)}); move them away to start the run afresh")

@@ -15,9 +15,17 @@ import json
 import math
 import typing
 from types import UnionType as _UnionType
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from trainer.presets import preset_fields
 
@@ -58,6 +66,10 @@ class _Strict(BaseModel):
             raise ValueError(f"{text} is out of range; expected at most {INT64_MAX} "
                              "(a 64-bit integer)")
         return v
+
+
+def _plain_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _number_kinds(tp: Any) -> set[type]:
@@ -187,15 +199,23 @@ class ModelConfig(_Strict):
         if preset is not None:
             data = {**preset_fields(preset), **data}
         if "head_dim" not in data and "d_model" in data and "n_head" in data:
-            n_head = data["n_head"]
-            if isinstance(n_head, int) and n_head > 0 and data["d_model"] % n_head == 0:
-                data["head_dim"] = data["d_model"] // n_head
+            d_model, n_head = data["d_model"], data["n_head"]
+            if _plain_int(d_model) and _plain_int(n_head) and n_head > 0:
+                if d_model % n_head:  # else pydantic's "head_dim: Field required" says nothing
+                    raise ValueError(f"model.head_dim: not given, and model.d_model ({d_model}) "
+                                     f"is not divisible by model.n_head ({n_head}) to derive "
+                                     f"it; give model.head_dim or make d_model a multiple of "
+                                     f"n_head")
+                data["head_dim"] = d_model // n_head
         if "n_kv_head" not in data and "n_head" in data:
             data["n_kv_head"] = data["n_head"]
         return data
 
     @model_validator(mode="after")
     def _check(self) -> ModelConfig:
+        if self.head_dim % 2:  # at load time: the model would only find out at build time
+            raise ValueError(f"model.head_dim: RoPE rotates channel pairs, so head_dim must be "
+                             f"even; got {self.head_dim}")
         if self.n_head % self.n_kv_head:
             raise ValueError(f"model.n_kv_head: {self.n_kv_head} must divide model.n_head "
                              f"({self.n_head}) for grouped-query attention")
@@ -241,6 +261,10 @@ class TrainConfig(_Strict):
 
     @model_validator(mode="after")
     def _check(self) -> TrainConfig:
+        for i, beta in enumerate(self.betas):  # else torch's AdamW refuses it after start-up
+            if not 0.0 <= beta < 1.0:
+                raise ValueError(f"train.betas: {list(self.betas)}: each beta must be in "
+                                 f"[0, 1); beta {i} is {beta}")
         if self.min_lr is not None and self.min_lr > self.lr:
             raise ValueError(f"train.min_lr: {self.min_lr} exceeds train.lr ({self.lr})")
         if self.warmup >= self.steps and self.steps > 1:
@@ -284,6 +308,22 @@ class DataConfig(_Strict):
     exclude: tuple[str, ...] = ()
     max_bytes: int | None = Field(default=None, ge=1)  # byte budget of the chosen files
 
+    @field_validator("tokenizer", mode="before")
+    @classmethod
+    def _bpe_spec(cls, v: Any) -> Any:
+        """A mapping is a BpeSpec: validate it as one, so its errors are not buried under the
+        ``str`` branch's "Input should be a valid string"."""
+        if not isinstance(v, dict):
+            return v
+        try:
+            return BpeSpec.model_validate(v)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            key = ".".join(str(p) for p in first["loc"])
+            why = (" (a byte-level BPE has the 256 byte tokens plus at least one merge)"
+                   if key == "train_bpe" and first["type"] == "greater_than_equal" else "")
+            raise ValueError(f"data.tokenizer.{key}: {first['msg']}{why}") from None
+
     @model_validator(mode="after")
     def _check(self) -> DataConfig:
         if self.source in ("text", "tokens") and not self.path:
@@ -316,7 +356,7 @@ class BenchmarkSpec(_Strict):
 class LongContextConfig(_Strict):
     """PPL at multiples of the training length, with RoPE extension methods (issue 5)."""
 
-    factors: tuple[int, ...] = (1, 2, 4, 8)
+    factors: tuple[Annotated[int, Field(ge=1)], ...] = (1, 2, 4, 8)  # x train.seq_len
     methods: tuple[Literal["none", "linear", "ntk", "yarn"], ...] = ("none", "yarn")
     retrieval: bool = True
     batches: int = Field(default=2, ge=1)
@@ -359,6 +399,13 @@ class RunSpec(_Strict):
                 and isinstance(tok.get("train_bpe"), int):
             data = {**data, "model": {**model, "vocab_size": tok["train_bpe"]}}
         return data
+
+    @model_validator(mode="after")
+    def _check_engine(self) -> RunSpec:
+        if self.model.moe is not None and self.train.zero_stage == 3:
+            raise ValueError("train.zero_stage: DeepSpeed's MoE layer trains under ZeRO 0-2, "
+                             "not 3; use zero_stage 0, 1 or 2 for MoE models")
+        return self
 
     @model_validator(mode="after")
     def _check_tokenizers(self) -> RunSpec:

@@ -5,8 +5,10 @@ fast and torch-free: it stats and samples files, it never tokenises a whole corp
 problem is one line that starts with the key it is about (``data.path: ...``).
 
 Checks: file paths exist, are regular files (not FIFOs or devices: reading those blocks or
-never ends) and readable; text samples (the first SAMPLE_BYTES) decode as UTF-8; a .bin has a
-whole number of tokens and enough of them; a tokenizer file loads (and fits
+never ends) and readable; text samples (the first SAMPLE_BYTES) decode as UTF-8; a .bin, and
+text read with the byte tokenizer, has enough tokens for ``seq_len`` and ``eval_batches``
+(trainer/splits.py, the rule the trainer applies again to the real counts); a .bin has a
+whole number of tokens; a tokenizer file loads (and fits
 ``vocab_size`` when given); python_code roots exist, every include pattern matches a file and
 at least 2 files are chosen; the ``hf`` source has the ``datasets`` package.
 """
@@ -22,6 +24,7 @@ from pathlib import Path
 
 from trainer.config import BpeSpec, DataConfig, TrainConfig
 from trainer.corpus import list_root, matches
+from trainer.splits import split_problem
 
 SAMPLE_BYTES = 64 << 10
 
@@ -91,7 +94,11 @@ def _check_files(cfg: DataConfig, train: TrainConfig, key: str) -> list[str]:
     if problems:
         return problems
     if cfg.source == "text":
-        return [p for f in files if (p := _sample_utf8(f, f"{key}.path"))]
+        problems = [p for f in files if (p := _sample_utf8(f, f"{key}.path"))]
+        if problems or cfg.tokenizer != "bytes":  # a subword tokenizer's count needs encoding
+            return problems
+        # bytes = tokens (a CRLF file reads as fewer: the trainer re-checks the real count)
+        return _split(sum(f.stat().st_size for f in files), cfg, train, key)
     if len(files) > 1:
         return [f"{key}.path: {cfg.path!r} matches {len(files)} files; the 'tokens' source "
                 f"reads one .bin file"]
@@ -99,12 +106,16 @@ def _check_files(cfg: DataConfig, train: TrainConfig, key: str) -> list[str]:
     if size % itemsize:
         return [f"{key}.path: {str(files[0])!r} is {size} bytes, not a whole number of "
                 f"{cfg.token_dtype} tokens ({key}.token_dtype)"]
-    n = size // itemsize
+    return _split(size // itemsize, cfg, train, key)
+
+
+def _split(n: int, cfg: DataConfig, train: TrainConfig, key: str) -> list[str]:
+    """The tail split of ``n`` tokens (trainer/token_files.py) against the run's needs."""
     n_val = int(n * cfg.val_fraction)
-    if n - n_val < train.seq_len + 2 or n_val < train.seq_len + 1:
-        return [f"{key}.path: {n} tokens are too few for train.seq_len {train.seq_len} with "
-                f"{key}.val_fraction {cfg.val_fraction}"]
-    return []
+    problem = split_problem(f"{key}.path {cfg.path!r}", n - n_val, n_val, train.seq_len,
+                            batch_size=train.batch_size, eval_batches=train.eval_batches,
+                            val_key=f"{key}.val_fraction")
+    return [problem] if problem else []
 
 
 def _check_code(cfg: DataConfig, key: str) -> list[str]:

@@ -71,10 +71,7 @@ class Block(nn.Module):
 
 class GatedLM(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
-        super().__init__()
-        if cfg.head_dim % 2:
-            raise ValueError(f"model.head_dim: RoPE rotates channel pairs, so head_dim must be "
-                             f"even; got {cfg.head_dim}")
+        super().__init__()  # cfg is validated (even head_dim etc.): trainer/config.py
         self.cfg = cfg
         self.d_ff = effective_d_ff(cfg)
         self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)

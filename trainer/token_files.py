@@ -110,6 +110,7 @@ def _code_tokens(cfg: DataConfig, vocab_size: int) -> Tokens:
                                    (texts[f.name] for f in corpus.train))
         info.update(bpe_path=str(path), bpe_trained_now=trained)
         tok: Tokenizer = JsonTokenizer(str(path))
+        _check_bpe_size(tok.vocab_size, cfg.tokenizer, corpus.info())
     else:
         tok = load_tokenizer(cfg.tokenizer)
     check_vocab(tok, vocab_size, f"data.tokenizer: {cfg.tokenizer}")
@@ -119,6 +120,19 @@ def _code_tokens(cfg: DataConfig, vocab_size: int) -> Tokens:
         arrays.append(_memmap(encode_to_cache(keys, (texts[f.name] for f in split), tok)))
     info.update(tokenizer=tok.identity, train_tokens=len(arrays[0]), val_tokens=len(arrays[1]))
     return Tokens(arrays[0], arrays[1], info)
+
+
+def _check_bpe_size(got: int, spec: BpeSpec, corpus: dict[str, object]) -> None:
+    """The BPE trainer stops early when no pair occurs ``min_frequency`` times: the model
+    would then have ``train_bpe`` embedding rows of which only ``got`` are ever used, while
+    the run records (and the sweep compares) a vocabulary of ``train_bpe``."""
+    if got < spec.train_bpe:
+        raise ValueError(f"data.tokenizer.train_bpe: {spec.train_bpe} tokens asked, but the "
+                         f"training files ({corpus['train_files']} files, "
+                         f"{corpus['train_bytes']} bytes, at most data.tokenizer.sample_bytes "
+                         f"{spec.sample_bytes} of them) give only {got} with min_frequency "
+                         f"{spec.min_frequency}; lower train_bpe to at most {got} or use more "
+                         f"data (data.roots, data.include, data.max_bytes)")
 
 
 LOADERS = {"text": _text_tokens, "tokens": _bin_tokens, "hf": _hf_tokens,

@@ -124,12 +124,15 @@ class _Run:
 
         self.t0 = time.perf_counter()
         self.spec, self.t, self.ckpt_dir = spec, spec.train, Path(checkpoint_dir)
+        # A file, or another run's checkpoints, would otherwise fail at the first save (after
+        # training) or inside DeepSpeed's load (a size-mismatch traceback).
+        checkpoint.check_dir(self.ckpt_dir, spec.fingerprint())
         ensure_single_process_dist()
         self.rank, self.world = tdist.get_rank(), tdist.get_world_size()
         self.rep = _RankZeroReporter(reporter, self.rank)
         # Data first: bad paths / vocab fail here, before anything is written.
         self.data = build_data(spec, self.rank, self.world)
-        self.ppl_sets = {name: build_data(spec, cfg=cfg)
+        self.ppl_sets = {name: build_data(spec, cfg=cfg, key=f"eval.ppl_sets.{name}")
                          for name, cfg in spec.eval.ppl_sets.items()}
         # Which corpus (sha256, sizes, tokenizer) this result was trained on: corpora differ by
         # machine (python_code reads the local interpreter's files).
@@ -181,7 +184,8 @@ class _Run:
         # starts after it and never logs them again.
         assert not self.stats, "read the pending step stats before a checkpoint"
         self.rep.flush()
-        path = checkpoint.save(self.engine, self.ckpt_dir, self.step, self._client_state())
+        path = checkpoint.save(self.engine, self.ckpt_dir, self.step, self._client_state(),
+                               fingerprint=self.spec.fingerprint())
         self.rep.artifact("checkpoint", str(path))
         if beat:
             self._beat()
