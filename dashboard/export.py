@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from dashboard.mdtext import md
+
 _LATEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
                   "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
                   "^": r"\textasciicircum{}"}
@@ -19,13 +21,11 @@ def _cells(frame: pl.DataFrame) -> list[list[str]]:
 
 
 def to_markdown(frame: pl.DataFrame) -> str:
-    """A GitHub-flavoured Markdown table; '|' inside cells is escaped."""
-    def cell(s: str) -> str:
-        return s.replace("|", r"\|")
-
-    head = "| " + " | ".join(cell(c) for c in frame.columns) + " |"
+    """A GitHub-flavoured Markdown table; cells are escaped (dashboard/mdtext.md): a variant
+    name with '|', '*', backticks or a line break stays one literal cell."""
+    head = "| " + " | ".join(md(c) for c in frame.columns) + " |"
     rule = "| " + " | ".join("---" for _ in frame.columns) + " |"
-    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in _cells(frame)]
+    body = ["| " + " | ".join(md(v) for v in row) + " |" for row in _cells(frame)]
     return "\n".join([head, rule, *body]) + "\n"
 
 

@@ -62,11 +62,19 @@ def fmt_mean_std(mean: float | None, std: float | None) -> str:
     return f"{text} ± {std:.{places}f}"
 
 
+PCT_EXP = 1e5  # |Δ%| from here on in exponent notation: a 1e30 PPL is not 33 digits wide
+
+
+def _signed(v: float) -> str:
+    """A signed percentage number: '+2.4', '-10.8'; '+1.49e+31' past PCT_EXP."""
+    return f"{v:+.2e}" if abs(v) >= PCT_EXP else f"{v:+.1f}"
+
+
 def fmt_pct(v: float | None) -> str:
-    """'-10.8%' / '+2.4%' / '–'."""
+    """'-10.8%' / '+2.4%' / '+1.49e+31%' / '–'."""
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return "–"
-    return f"{v:+.1f}%"
+    return f"{_signed(v)}%"
 
 
 def fmt_delta_ci(pct: float | None, lo: float | None, hi: float | None) -> str:
@@ -75,7 +83,7 @@ def fmt_delta_ci(pct: float | None, lo: float | None, hi: float | None) -> str:
         return "–"
     if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
         return f"{fmt_pct(pct)} (no CI)"
-    return f"{fmt_pct(pct)} [{lo:+.1f}, {hi:+.1f}]"
+    return f"{fmt_pct(pct)} [{_signed(lo)}, {_signed(hi)}]"
 
 
 def row_labels(frame: pl.DataFrame) -> pl.Series:

@@ -11,12 +11,14 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from markdown_it import MarkdownIt
 
 import results_db
 from dashboard import ablation, charts, curvedata, data, longctx, palette, paper, sample
 from dashboard.configdiff import config_diff
 from dashboard.export import to_csv, to_latex, to_markdown
 from dashboard.labels import activation_label, human_count, method_label, score_shape
+from dashboard.mdtext import code, md
 from dashboard.status import status_table
 from dashboard.tables import fmt_delta_ci, fmt_lr, fmt_mean_std, fmt_num, fmt_pct, row_labels
 
@@ -31,6 +33,9 @@ def test_number_formatting() -> None:
     assert fmt_pct(-10.784) == "-10.8%" and fmt_pct(2.44) == "+2.4%" and fmt_pct(None) == "–"
     assert fmt_delta_ci(-10.784, -12.06, -9.5) == "-10.8% [-12.1, -9.5]"
     assert fmt_delta_ci(-10.784, None, None) == "-10.8% (no CI)"  # n = 1
+    # a 1e30 PPL: exponents, not a 33-digit percentage
+    assert fmt_pct(1.485e31) == "+1.49e+31%" and fmt_pct(-99_999.0) == "-99999.0%"
+    assert fmt_delta_ci(1.486e31, -4.806e31, 7.776e31) == "+1.49e+31% [-4.81e+31, +7.78e+31]"
     assert [fmt_lr(x) for x in (3e-3, 4e-4, 1.5e-3, None)] == ["3e-3", "4e-4", "1.5e-3", "–"]
     assert human_count(201_326_592) == "201.3M" and human_count(512) == "512"
 
@@ -80,14 +85,40 @@ def test_paper_matching_by_dims_and_by_name() -> None:
 
 def test_exports_escape_and_round_trip() -> None:
     frame = pl.DataFrame({"Variant": ["sdpa_x|y"], "PPL": ["9.100 ± 0.100"], "Shape": ["n×q"]})
-    md = to_markdown(frame)
-    assert md.splitlines()[0] == "| Variant | PPL | Shape |"
-    assert md.splitlines()[2] == r"| sdpa_x\|y | 9.100 ± 0.100 | n×q |"
+    table = to_markdown(frame)
+    assert table.splitlines()[0] == "| Variant | PPL | Shape |"
+    assert table.splitlines()[2] == r"| sdpa_x\|y | 9.100 ± 0.100 | n×q |"
     tex = to_latex(frame, caption="demo: 50% better")
     assert r"sdpa\_x|y & 9.100 $\pm$ 0.100 & n$\times$q \\" in tex
     assert r"\caption{demo: 50\% better}" in tex and r"\begin{tabular}{lcc}" in tex
     rows = list(csv.DictReader(io.StringIO(to_csv(pl.DataFrame({"a": [1.5], "b": ["x"]})))))
     assert rows == [{"a": "1.5", "b": "x"}]
+    # a user's name with markup and a line break: one literal cell of a 3-column table
+    odd = pl.DataFrame({"Variant": ["*b* `c` [l](x)\nnext"], "n": ["2"], "x": ["y"]})
+    html = MarkdownIt("commonmark").enable("table").render(to_markdown(odd))
+    assert "<td>*b* `c` [l](x) next</td>" in html and html.count("<td>") == 3
+
+
+# Names users can type (variant, run and sweep names are free text in the writer API).
+NASTY = ["gate | *bold* _it_ `tick` [link](x) <b>ü→ 门</b> # h", "__init__", "sdpa_elementwise",
+         "[a][b] ![i](y) $x$ a&amp;b ~~s~~ :red[x]", "a\\*b", "``x`", "two\nlines", "`"]
+
+
+@pytest.mark.parametrize("text", NASTY)
+def test_markdown_text_reads_as_typed(text: str) -> None:
+    """md() and code() put any text into Streamlit markdown literally (rendered by a
+    CommonMark + GFM-tables parser, tags dropped, the text is the same)."""
+    import html as html_mod
+    import re
+
+    def seen(markdown: str) -> str:
+        out = MarkdownIt("commonmark").enable(["table", "strikethrough"]).render(markdown)
+        return html_mod.unescape(re.sub(r"<[^>]+>", "", out)).strip()
+
+    flat = " ".join(text.splitlines())
+    assert seen(f"**{md(text)}** and") == f"{flat} and"
+    assert seen(f"variant {code(text)}") == f"variant {flat}"
+    assert md("sdpa_elementwise") == "sdpa_elementwise"  # intraword: left as typed
 
 
 def test_spike_mask_flags_a_spike_not_noise_and_survives_nan() -> None:

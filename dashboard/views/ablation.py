@@ -9,10 +9,13 @@ import streamlit as st
 from dashboard import data
 from dashboard.ablation import KINDS, SCALE_CAVEAT
 from dashboard.export import to_csv, to_latex, to_markdown
+from dashboard.mdtext import code, md
+from dashboard.status import nothing_to_rank
 from dashboard.views import stability
 from dashboard.views.common import show_rows
+from results_db.vocab import RESULT_STATES
 
-
+FINISHED = tuple(RESULT_STATES)  # the states db.ablation_table averages (its default)
 # short columns at their content's width, so the Agree column stays on a 1500 px screen
 CONCLUSION_FIRST = ("Variant", "Method", "PPL", "ΔPPL [95% CI]", "Verdict", "Agree",
                     "Paper PPL (Δ%)", "n")
@@ -21,7 +24,7 @@ NARROW = {"Act": 80, "Score shape": 85, "Added": 55, "n": 35, "Paper +M": 70, "V
 
 
 def render(url: str, sweep: str | None) -> None:
-    st.header(f"Ablation tables — {sweep}")
+    st.header(f"Ablation tables — {md(sweep)}")
     kinds = list(KINDS)
     kind = st.radio("Table", kinds, format_func=KINDS.__getitem__, key="ab_kind",
                     horizontal=True)
@@ -31,8 +34,8 @@ def render(url: str, sweep: str | None) -> None:
     if kind == "stability" and sweep is not None:
         stability.render_view(url, sweep, key="ab_st")
     table = data.ablation_table(url, sweep, kind, with_paper)
-    if table.display.is_empty():
-        st.info("No finished run in this sweep yet.")
+    if table.display.is_empty():  # db.ablation_table ranks succeeded runs
+        st.info(nothing_to_rank(data.runs(url, sweep), FINISHED, "a result"))
         return
     if kind == "longctx" and not any(c.endswith(("PPL", "retrieval"))
                                      for c in table.display.columns):
@@ -63,5 +66,8 @@ def _caption(kind: str, baseline: str | None) -> str:
         return ("mean ± std over seeds; columns: RoPE extension method and evaluated length as a "
                 "multiple of the trained one (1x: plain RoPE for every method). The paper's "
                 "Table 5 reports RULER accuracy at 4k-128k tokens, not PPL, so no paper column.")
-    return (f"mean ± std over seeds; Δ vs baseline `{baseline or 'none'}` with its 95 % CI "
+    if baseline is None:
+        return ("mean ± std over seeds; no baseline (no variant is named `baseline` and none is "
+                "the plain ungated model), so no Δ or verdict; one row per variant and LR.")
+    return (f"mean ± std over seeds; Δ vs baseline {code(baseline)} with its 95 % CI "
             "(paired by seed where seeds match) and the verdict; one row per variant and LR.")

@@ -11,6 +11,7 @@ import polars as pl
 import streamlit as st
 
 from dashboard import charts, curvedata, data, palette
+from dashboard.mdtext import md
 from dashboard.tables import fmt_lr, row_labels
 from dashboard.views.common import show_chart
 
@@ -72,7 +73,7 @@ def _controls() -> dict:
 
 
 def render(url: str, sweep: str | None) -> None:
-    st.header(f"Curves — {sweep}")
+    st.header(f"Curves — {md(sweep)}")
     runs = data.runs(url, sweep)
     labels = _run_labels(runs)
     if not labels:

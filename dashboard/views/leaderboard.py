@@ -14,8 +14,9 @@ import polars as pl
 import streamlit as st
 
 from dashboard import charts, data
+from dashboard.mdtext import code, md
 from dashboard.palette import verdict_color
-from dashboard.status import STATES
+from dashboard.status import STATES, nothing_to_rank, unranked_variants
 from dashboard.tables import (VAL_PPL, apply_filters, fmt_delta_ci, fmt_lr, fmt_mean_std,
                               row_labels)
 from dashboard.views.common import show_chart, show_rows
@@ -90,14 +91,24 @@ def run_links(url: str, sweep: str) -> dict[str, str]:
 
 def _summary(sentence: str, board: pl.DataFrame) -> None:
     """The verdict sentence, and the rows without an error bar (one seed, or compared with a
-    one-seed baseline)."""
-    st.markdown(f"**{sentence}**")
+    one-seed baseline). Names are users' text: escaped, never read as markdown."""
+    st.markdown(f"**{md(sentence)}**")
     single = board.filter((pl.col("n") == 1) | (pl.col("verdict") == "n = 1"))
     if single.height:
-        names = ", ".join(single["row"].head(6).to_list())
+        names = ", ".join(md(r) for r in single["row"].head(6).to_list())
         st.warning(f"n = 1: no error bar for {single.height} row(s) "
                    f"({names}{', ...' if single.height > 6 else ''}): one seed cannot "
                    "separate an effect from seed noise; add seeds.")
+
+
+def _unranked(url: str, sweep: str, board: pl.DataFrame, states: tuple[str, ...]) -> None:
+    """The variants the board has no row for (none of their runs finished in ``states``): a
+    variant that only failed must not vanish without a word."""
+    missing = unranked_variants(data.runs(url, sweep), board["variant"].unique().to_list())
+    if missing:
+        listed = ", ".join(f"{md(v)} ({c})" for v, c in missing[:6])
+        st.info(f"No result yet for {len(missing)} variant(s) in state {' or '.join(states)}: "
+                f"{listed}{', ...' if len(missing) > 6 else ''}.")
 
 
 def _table(board: pl.DataFrame, url: str, sweep: str) -> None:
@@ -119,7 +130,7 @@ def _table(board: pl.DataFrame, url: str, sweep: str) -> None:
 
 
 def render(url: str, sweep: str | None) -> None:
-    st.header(f"Leaderboard — {sweep}")
+    st.header(f"Leaderboard — {md(sweep)}")
     names = data.summary_names(url, sweep) or [VAL_PPL]
     c1, c2, c3, c4 = st.columns([2, 1, 2, 1])
     metric = c1.selectbox("Metric", names, index=names.index(VAL_PPL) if VAL_PPL in names else 0,
@@ -132,22 +143,29 @@ def render(url: str, sweep: str | None) -> None:
     key = tuple(states or ["succeeded"])
     board = data.leaderboard(url, sweep, metric, ascending, key)
     if board.is_empty() or board["mean"].is_null().all():
-        st.info("No run of this sweep has this metric yet in the chosen states.")
+        st.info(nothing_to_rank(data.runs(url, sweep), key, metric))
         return
     board = board.with_columns(row_labels(board))  # labels over the whole sweep
     _summary(data.verdict_summary(url, sweep, metric, ascending, key), board)
+    _unranked(url, sweep, board, key)
     with st.expander("Filter by dimension"):
         board = apply_filters(board, _filters(board))
     if order == "verdict":
         board = board.with_columns(_v=pl.col("verdict").map_elements(
             verdict_rank, return_dtype=pl.Int64)).sort("_v", "rank", nulls_last=True).drop("_v")
     show_chart(charts.delta_dots(board, metric))
-    base = board.filter(pl.col("is_baseline"))
-    st.caption(f"{metric} over seeds; Δ vs baseline "
-               f"`{base['variant'][0] if base.height else data.baseline(url, sweep)}` "
-               "(paired by seed where seeds match, else Welch); 95 % CI.")
+    st.caption(_caption(metric, data.baseline(url, sweep)))
     _table(board, url, sweep)
     _effects(url, sweep, metric)
+
+
+def _caption(metric: str, baseline: str | None) -> str:
+    if baseline is None:
+        return (f"{metric} over seeds. No baseline: no variant is named `baseline` and none is "
+                "the plain ungated model, so no Δ, CI or verdict (add a `baseline: {}` "
+                "variant).")
+    return (f"{metric} over seeds; Δ vs baseline {code(baseline)} (paired by seed where seeds "
+            "match, else Welch); 95 % CI.")
 
 
 def _effects(url: str, sweep: str, metric: str) -> None:

@@ -7,6 +7,7 @@ import polars as pl
 import streamlit as st
 
 from dashboard import data
+from dashboard.mdtext import md
 from dashboard.status import LIVE_STATES, status_table
 
 REFRESH_S = 5
@@ -65,7 +66,7 @@ def _status_block(url: str) -> None:
     stale = live.filter(pl.col("heartbeat_age_s") > STALE_HEARTBEAT_S)
     if stale.height:
         st.warning(f"{stale.height} running run(s) have not sent a heartbeat for more than "
-                   f"{STALE_HEARTBEAT_S} s: {', '.join(stale['name'].head(5).to_list())}.")
+                   f"{STALE_HEARTBEAT_S} s: {', '.join(md(n) for n in stale['name'].head(5))}.")
     st.dataframe(live_table(live), hide_index=True, width="stretch", key="ov_live",
                  column_config={"progress": st.column_config.ProgressColumn(
                      "progress", min_value=0.0, max_value=1.0, format="percent")})

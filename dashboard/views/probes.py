@@ -8,6 +8,7 @@ import polars as pl
 import streamlit as st
 
 from dashboard import charts, data, palette
+from dashboard.mdtext import md
 from dashboard.tables import FIRST_ATTN, GATE_SCORE, MAX_ACT, row_labels
 from dashboard.views.common import show_chart
 
@@ -69,7 +70,7 @@ def _histograms(url: str, runs: pl.DataFrame, picked: list[str], colors: object)
 
 
 def render(url: str, sweep: str | None) -> None:
-    st.header(f"Probes — {sweep}")
+    st.header(f"Probes — {md(sweep)}")
     runs = data.runs(url, sweep)
     colors = palette.colors(data.variants(url, sweep), data.baseline(url, sweep))
     layer_names = [n for n in data.summary_names(url, sweep)

@@ -12,6 +12,7 @@ import streamlit as st
 
 from dashboard import charts, data, palette
 from dashboard.configdiff import config_diff
+from dashboard.mdtext import code, md
 from dashboard.status import DONE_STATES, LIVE_STATES
 from dashboard.tables import fmt_num
 from dashboard.views.common import show_chart
@@ -62,7 +63,7 @@ def _attempts(attempts: list[Any]) -> None:
                             "error": a.error or ""} for a in attempts]))
     for a in attempts:
         if a.traceback or a.error:
-            with st.expander(f"attempt {a.number}: {a.status} — {(a.error or '')[:80]}",
+            with st.expander(f"attempt {a.number}: {a.status} — {md((a.error or '')[:80])}",
                              expanded=a is attempts[-1] and a.status == "failed"):
                 st.code(a.traceback or a.error, language="python")
 
@@ -77,8 +78,8 @@ def _spawn(url: str, run_id: int, name: str) -> None:
         spawn_rerun(url, run_id)
     except Exception as exc:  # noqa: BLE001 - shown to the user, who can use the CLI instead
         st.session_state[f"rd_error_{run_id}"] = (
-            f"Rerun of run {run_id} ({name}) failed to start: {exc}. "
-            f"Try `orchestrator rerun {run_id} --db {url}`.")
+            f"Rerun of run {run_id} ({md(name)}) failed to start: {md(exc)}. "
+            f"Try {code(f'orchestrator rerun {run_id} --db {url}')}.")
         return
     data.clear()
     st.session_state[f"rd_started_{run_id}"] = True
@@ -93,7 +94,7 @@ def _rerun_controls(url: str, run: Any) -> None:
     confirm = f"rd_confirm_{run.id}"
     allowed = run.status in RERUNNABLE
     if st.session_state.get(f"rd_started_{run.id}"):
-        st.success(f"Rerun of run {run.id} ({run.name}) started: status {run.status}.")
+        st.success(f"Rerun of run {run.id} ({md(run.name)}) started: status {run.status}.")
     error = st.session_state.pop(f"rd_error_{run.id}", None)
     if error:
         st.error(error)
@@ -103,7 +104,7 @@ def _rerun_controls(url: str, run: Any) -> None:
               else f"a {run.status} run is already scheduled")
     if not (allowed and st.session_state.get(confirm)):
         return
-    st.warning(f"Start a new attempt of **{run.name}** (status {run.status})? It resumes "
+    st.warning(f"Start a new attempt of **{md(run.name)}** (status {run.status})? It resumes "
                "from the run's last checkpoint and uses compute.")
     c1, c2, _ = st.columns([1, 1, 4])
     c1.button("Yes, rerun", key="rd_rerun_yes", type="primary", on_click=_spawn,
@@ -117,7 +118,7 @@ def _state_block(url: str, run_id: int) -> None:
         st.error(f"Run {run_id} is not in {url}.")
         return
     run = detail["run"]
-    st.markdown(f"**{run.name}** — variant `{run.variant}`, seed {run.seed}, "
+    st.markdown(f"**{md(run.name)}** — variant {code(run.variant)}, seed {run.seed}, "
                 f"status **{run.status}**")
     _rerun_controls(url, run)
     _attempts(detail["attempts"])
@@ -128,7 +129,8 @@ def _state_block(url: str, run_id: int) -> None:
 def _curves(url: str, sweep: str, run: Any) -> None:
     raw = data.metrics(url, (run.id,), ("train/loss", "val/loss"), 1000)
     if raw.is_empty():
-        st.caption("No training points yet.")
+        st.caption("No training points yet." if run.status in LIVE else
+                   f"No training points were recorded (status {run.status}).")
         return
     colors = palette.colors(data.variants(url, sweep), data.baseline(url, sweep))
     cols = st.columns(2)
@@ -163,12 +165,13 @@ def _summaries(url: str, run_id: int) -> None:
         if mine.is_empty():
             st.caption("No summaries yet (the run reports them when it ends).")
         else:
+            # NaN is stored as NULL, which map_elements skips: "–", not "None"
             st.table(mine.with_columns(pl.col("value").map_elements(
-                fmt_num, return_dtype=pl.String)))
+                fmt_num, return_dtype=pl.String).fill_null("–")))
 
 
 def render(url: str, sweep: str | None) -> None:
-    st.header(f"Run detail — {sweep}")
+    st.header(f"Run detail — {md(sweep)}")
     runs = data.runs(url, sweep)
     if runs.is_empty():
         st.info("This sweep has no runs.")

@@ -9,6 +9,7 @@ import polars as pl
 import streamlit as st
 
 from dashboard import charts, data, palette
+from dashboard.mdtext import md
 from dashboard.tables import fmt_lr, fmt_num
 from dashboard.views.common import show_chart
 
@@ -24,12 +25,14 @@ def has_lr_axis(url: str, sweep: str) -> bool:
 
 
 def summary_frame(summary: pl.DataFrame) -> pl.DataFrame:
-    """db.stability(...).summary as display strings."""
+    """db.stability(...).summary as display strings; a variant that diverged at every LR has
+    no best or max stable LR (null: map_elements skips it, so it is filled here, not shown as
+    'None')."""
     return summary.select(
         "variant", pl.col("best_lr").map_elements(fmt_lr, return_dtype=pl.String),
         pl.col("best_value").map_elements(fmt_num, return_dtype=pl.String),
         pl.col("max_stable_lr").map_elements(fmt_lr, return_dtype=pl.String),
-        pl.col("n_lrs").cast(pl.String))
+        pl.col("n_lrs").cast(pl.String)).with_columns(pl.exclude("variant").fill_null("–"))
 
 
 def render_view(url: str, sweep: str, key: str = "st") -> bool:
@@ -69,7 +72,7 @@ def render_view(url: str, sweep: str, key: str = "st") -> bool:
 
 
 def render(url: str, sweep: str | None) -> None:
-    st.header(f"LR stability — {sweep}")
+    st.header(f"LR stability — {md(sweep)}")
     if sweep is None or not render_view(url, sweep):
         st.info("This sweep has one learning rate per variant: no loss-vs-LR view. Add an LR "
                 "axis (`axes: {train.lr: [...]}`) to measure stability.")
