@@ -24,7 +24,8 @@ BASELINE_COLOR = "#333333"  # the baseline is drawn dark: the reference every ey
 # verdict kind (results_db.VERDICTS) -> colour; "needs >= 7 seeds" is of kind "needs >= k seeds"
 VERDICT_COLORS: dict[str, str] = {
     "baseline": "#333333", "better": "#2e7d32", "worse": "#c62828", "within noise": "#9e9e9e",
-    "needs >= k seeds": "#ef6c00", "n = 1": "#6d4c41", "no data": "#bdbdbd"}
+    "needs >= k seeds": "#ef6c00", "inconclusive": "#f9a825", "n = 1": "#6d4c41",
+    "no data": "#bdbdbd"}
 
 
 def colors(variants: Sequence[str], baseline: str | None = None) -> dict[str, str]:

@@ -47,9 +47,11 @@ FINISHED_STATES: tuple[str, ...] = tuple(s.value for s in RunStatus if s in CACH
 RESULT_STATES: tuple[str, ...] = (RunStatus.SUCCEEDED.value,)
 
 # Verdicts of a row vs the baseline (results_db/analysis/verdict.py). "needs >= k seeds" is
-# spelled with the number ("needs >= 4 seeds"): match it with verdict_kind().
+# spelled with the number ("needs >= 4 seeds"): match it with verdict_kind(). "inconclusive"
+# is a main effect's (results_db/analysis/effects.py) whose CI holds 0 but is too wide to rule
+# out an effect: its spread is variant-to-variant, so more seeds alone need not narrow it.
 VERDICTS: tuple[str, ...] = ("baseline", "better", "worse", "within noise",
-                             "needs >= k seeds", "n = 1", "no data")
+                             "needs >= k seeds", "inconclusive", "n = 1", "no data")
 NEEDS_SEEDS = "needs >= {k} seeds"
 
 

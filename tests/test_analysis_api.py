@@ -148,7 +148,11 @@ def test_effects_are_main_effects_over_the_other_dimension(db) -> None:
     assert g1["mean_delta_pct"] == pytest.approx(-3.0)  # mean of -4 % and -2 %
     # t-interval over the two deltas (-4, -2): sd sqrt(2), se 1, t(.975, 1) = 12.706205
     assert (g1["ci_low_pct"], g1["ci_high_pct"]) == pytest.approx((-15.706205, 9.706205))
-    assert g1["verdict"] == "within noise"  # two variants cannot tell
+    assert g1["verdict"] == "inconclusive"  # two variants cannot tell
+    # "within noise" claims no effect of min_effect or more: only when the CI rules it out
+    wide = {(r["dimension"], r["value"]): r["verdict"]
+            for r in db.effects("fact", min_effect=0.2).iter_rows(named=True)}
+    assert wide["gate_position", "G1"] == "within noise"  # [-15.7, 9.7] % within +-20 %
     assert rows["gate_granularity", "elementwise"]["mean_delta_pct"] == pytest.approx(-2.5)
 
 

@@ -114,7 +114,8 @@ class AnalysisMixin:
         with a 95 % CI (results_db/analysis/effects.py): dimension, value, n_variants,
         n_runs, mean_delta_pct, ci_low_pct, ci_high_pct, verdict."""
         higher = higher_is_better(metric)
-        return main_effects(self._compare(sweep, metric, min_effect, states, higher), higher)
+        return main_effects(self._compare(sweep, metric, min_effect, states, higher), higher,
+                            min_effect)
 
     def stability(self, sweep: str, metric: str = STABILITY_METRIC,
                   tol: float = STABILITY_TOL) -> Stability | None:

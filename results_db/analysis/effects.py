@@ -9,7 +9,9 @@ dimensions -- with a 95 % Student-t CI over those rows (df = rows - 1; the row-t
 holds both seed noise and the other dimensions' influence). A value seen in one row only
 keeps that row's own delta CI. Null values (e.g. gate_granularity of an ungated variant:
 "not applicable") are not a level. Verdict: ``better``/``worse`` when the CI excludes 0,
-``n = 1`` without a CI, else ``within noise``.
+``n = 1`` without a CI, ``within noise`` when the CI lies within +-min_effect (as a
+percentage: 1 % by default, the leaderboard's rule), else ``inconclusive`` (the data cannot
+tell: calling a CI of [-15 %, +10 %] "within noise" would claim an absence of effect).
 """
 
 from __future__ import annotations
@@ -42,17 +44,19 @@ def _levels(rows: pl.DataFrame, dim: str) -> pl.DataFrame:
     return agg.with_columns(text, dimension=pl.lit(dim)).drop(dim).sort("value")
 
 
-def _verdict(higher: bool) -> pl.Expr:
+def _verdict(higher: bool, min_effect: float) -> pl.Expr:
     import polars as pl
 
     low, high = pl.col("ci_low_pct"), pl.col("ci_high_pct")
+    margin = 100.0 * min_effect  # the CI columns are percentages
     return (pl.when(low.is_null() | high.is_null()).then(pl.lit("n = 1"))
             .when((high < 0) | (low > 0))
             .then(pl.when((high < 0) != higher).then(pl.lit("better")).otherwise(pl.lit("worse")))
-            .otherwise(pl.lit("within noise")))
+            .when((-margin <= low) & (high <= margin)).then(pl.lit("within noise"))
+            .otherwise(pl.lit("inconclusive")))
 
 
-def main_effects(table: pl.DataFrame, higher: bool) -> pl.DataFrame:
+def main_effects(table: pl.DataFrame, higher: bool, min_effect: float = 0.01) -> pl.DataFrame:
     """``table``: compare.compare() output. One row per (dimension, value), dimensions in
     DIMENSIONS order, values sorted. Every level of every dimension at once: one group_by
     per dimension, the t quantiles once per distinct row count."""
@@ -74,4 +78,5 @@ def main_effects(table: pl.DataFrame, higher: bool) -> pl.DataFrame:
     out = out.with_columns(
         ci_low_pct=pl.when(pl.col("k") >= 2).then(mean - half).otherwise(pl.col("_low1")),
         ci_high_pct=pl.when(pl.col("k") >= 2).then(mean + half).otherwise(pl.col("_high1")))
-    return out.with_columns(verdict=_verdict(higher)).select(list(schema)).cast(schema)
+    return out.with_columns(verdict=_verdict(higher, min_effect)).select(list(schema)).cast(
+        schema)

@@ -36,6 +36,9 @@ def verdict_sentence(board: pl.DataFrame, sweep: str, metric: str) -> str:
         return (f"Sweep {sweep}: no baseline (no variant is named 'baseline' and none is the "
                 f"plain ungated model), so there are no deltas or verdicts on {metric}.")
     rows = board.filter(~board["is_baseline"])
+    if rows.height == 0:
+        return (f"Sweep {sweep}: only the baseline '{base}' has a {metric} value so far; "
+                "nothing to compare with it yet.")
     kinds = [verdict_kind(v) for v in rows["verdict"].to_list()]
     unit = "variant × LR rows" if rows["lr"].n_unique() > 1 and \
         rows["variant"].n_unique() < rows.height else "variants"
