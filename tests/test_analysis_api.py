@@ -82,6 +82,13 @@ def test_verdict_summary_says_it_in_words(db) -> None:
     k = db.leaderboard("tbl").filter(variant="sdpa_headwise")["seeds_needed"][0]
     assert "1 is within noise" in text and f"1 needs more seeds (up to {k})" in text
     assert "1 has a single seed" in text
+    only = db.ensure_sweep("only-baseline")
+    for seed in (0, 1):
+        add_finished_run(db, only, f"b-{seed}", "baseline", seed, gate_config(seed=seed),
+                         summaries={"val/ppl": 10.0 + seed})
+    assert db.verdict_summary("only-baseline") == (
+        "Sweep only-baseline: only the baseline 'baseline' has a val/ppl value so far; "
+        "nothing to compare with it yet.")
 
 
 def test_higher_is_better_flips_rank_and_verdict(db) -> None:
