@@ -121,9 +121,11 @@ def rerun(runs: Annotated[list[str] | None, typer.Argument(help="Run ids or name
 
     url = db_url(db)
     refs: list[str | int] = list(runs or [])
+    if not refs and sweep is None:
+        raise UserError("rerun: give run ids/names, or --sweep S [--status failed,lost]")
+    # a mistyped --db or sweep is an error, not a new empty DB (the writer open creates one)
+    resolve_runs_readonly(db, refs, sweep if not refs else None)
     if not refs:
-        if sweep is None:
-            raise UserError("rerun: give run ids/names, or --sweep S [--status failed,lost]")
         from orchestrator.rerun import sweep_rerun_plan
 
         plan = sweep_rerun_plan(results_db.open(url), sweep, split_csv(status))
@@ -147,20 +149,28 @@ def cancel(runs: Annotated[list[str] | None, typer.Argument()] = None, db: DbOpt
            sweep: Annotated[str | None, typer.Option()] = None) -> None:
     """Cancel pending/running runs (running trials stop at their next heartbeat)."""
     import results_db
-    from orchestrator.rerun import resolve_runs
 
-    d = results_db.open(db_url(db))
-    if runs:
-        ids = [r.id for r in resolve_runs(d, list(runs))]
-    elif sweep:
-        frame = d.runs(sweep=sweep, status=["pending", "running"])
-        ids = [int(i) for i in frame["id"].to_list()] if frame.height else []
-    else:
+    if not runs and not sweep:
         raise UserError("cancel: give run ids/names or --sweep S")
-    changed = d.set_status(ids, "cancelled")
+    ids = resolve_runs_readonly(db, list(runs or []), sweep)
+    if not runs:
+        frame = open_read(db).runs(sweep=sweep, status=["pending", "running"])
+        ids = [int(i) for i in frame["id"].to_list()] if frame.height else []
+    changed = results_db.open(db_url(db)).set_status(ids, "cancelled")
     out.print(f"cancelled {len(changed)} run(s)" + (f" ({len(ids) - len(changed)} were "
                                                     "already finished)" if len(changed) <
                                                     len(ids) else ""))
+
+
+def resolve_runs_readonly(db: str | None, refs: list[str | int], sweep: str | None
+                          ) -> list[int]:
+    """Run ids of ``refs`` (and that ``sweep`` exists), checked on a read-only handle first:
+    an unknown run, sweep or DB file is one line (exit 2) and nothing is created."""
+    from orchestrator.cli_app import open_sweep
+    from orchestrator.rerun import resolve_runs
+
+    d = open_sweep(db, sweep)
+    return [r.id for r in resolve_runs(d, refs)]
 
 
 @app.command()
@@ -221,7 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Abort:
         err.print("error: aborted")
         return 130
-    except (ValueError, KeyError, PermissionError, FileNotFoundError) as exc:
+    except (ValueError, KeyError, OSError) as exc:
+        # OSError: a path or DB the environment refuses (results_db.DBUnavailable: a DB that
+        # cannot be opened or written, named in the message; a directory where a file goes)
         err.print(f"error: {_one_line(exc)}")
         return 2
     except Exception as exc:

@@ -51,6 +51,33 @@ def open_read(db: str | None) -> Any:
     return results_db.open(db_url(db), readonly=True)
 
 
+def open_sweep(db: str | None, sweep: str | None) -> Any:
+    """open_read, refusing a --sweep/SWEEP the DB does not know (exit 2, one line) instead of
+    printing an empty answer for a typo."""
+    from orchestrator.errors import UserError
+
+    d = open_read(db)
+    if sweep is not None and d.sweep_status(sweep).height == 0:
+        known = d.sweeps()["name"].to_list()
+        raise UserError(f"no sweep named {sweep!r} in {d.url}; known sweeps: "
+                        f"{', '.join(known[:20]) or 'none'}{' ...' if len(known) > 20 else ''}")
+    return d
+
+
+def check_metrics(d: Any, sweep: str, metrics: list[str], option: str = "--metric") -> None:
+    """A metric the sweep never recorded is a typo, not a table of 'no data' rows (exit 2)."""
+    from orchestrator.errors import UserError
+
+    known = d.summary_names(sweep)
+    if not known:  # nothing finished yet: no typo to catch, the table says "no data"
+        return
+    for m in metrics:
+        if m not in known:
+            raise UserError(f"{option}: {m!r} is not a summary metric of sweep {sweep!r}; "
+                            f"known: {', '.join(known[:30])}"
+                            f"{' ...' if len(known) > 30 else ''}")
+
+
 def stale_after(value: float | None) -> float | None:
     """--stale-after, else $GATESWEEP_STALE_AFTER, else None: each attempt's own threshold,
     derived from its heartbeat interval (results_db.states.stale_after_s)."""

@@ -15,7 +15,8 @@ import typer
 import yaml
 from rich.table import Table
 
-from orchestrator.cli_app import DbOpt, StaleOpt, app, open_read, out, split_csv, stale_after
+from orchestrator.cli_app import (DbOpt, StaleOpt, app, open_read, open_sweep, out, split_csv,
+                                  stale_after)
 from orchestrator.errors import UserError
 
 RUN_COLS = ("id", "name", "sweep", "variant", "seed", "status", "gate_position",
@@ -44,10 +45,8 @@ def status(sweep: Annotated[str | None, typer.Argument()] = None, db: DbOpt = No
 
     from results_db.states import STATUS_GROUPS
 
-    d = open_read(db)
+    d = open_sweep(db, sweep)
     frame = d.sweep_status(sweep)
-    if sweep is not None and frame.height == 0:
-        raise UserError(f"no sweep named {sweep!r} in {d.url}")
     live = d.live_runs(sweep)
     etas = [_fmt_eta(sweep_eta(live.filter(pl.col("sweep") == s))) for s in frame["sweep"]]
     groups = [pl.sum_horizontal([pl.col(st.value) for st in members if st.value in frame.columns]
@@ -107,7 +106,7 @@ def runs(db: DbOpt = None, sweep: Annotated[str | None, typer.Option()] = None,
          variant: Annotated[str | None, typer.Option()] = None) -> None:
     """List runs with their gate dimensions."""
     dims = {k: v for k, v in (("gate_position", gate_position), ("variant", variant)) if v}
-    frame = open_read(db).runs(sweep=sweep, status=split_csv(status), **dims)
+    frame = open_sweep(db, sweep).runs(sweep=sweep, status=split_csv(status), **dims)
     print_frame(frame, f"{frame.height} runs", RUN_COLS)
 
 
@@ -170,18 +169,24 @@ def query(sql: str, db: DbOpt = None,
 
 
 def write_frame(frame: Any, fmt: str, path: Path | None) -> None:
-    if fmt == "parquet":
-        frame.write_parquet(path)
-    elif fmt == "csv":
-        text = frame.write_csv()
-        path.write_text(text) if path else sys.stdout.write(text)
-    elif fmt == "json":
-        text = json.dumps(frame.to_dicts(), default=str, indent=1) + "\n"
-        path.write_text(text) if path else sys.stdout.write(text)
-    elif path is not None:
-        path.write_text(frame.write_csv())
-    else:
-        print_frame(frame)
+    if path is None:
+        if fmt == "csv":
+            sys.stdout.write(frame.write_csv())
+        elif fmt == "json":
+            sys.stdout.write(_json(frame))
+        else:
+            print_frame(frame)
+        return
+    from orchestrator.outfiles import write_files
+
+    # table to a file is CSV (a rich table is for terminals)
+    writers = {"parquet": frame.write_parquet,
+               "json": lambda p: p.write_text(_json(frame), encoding="utf-8")}
+    write_files({path: writers.get(fmt, frame.write_csv)})
+
+
+def _json(frame: Any) -> str:
+    return json.dumps(frame.to_dicts(), default=str, indent=1) + "\n"
 
 
 @app.command()
@@ -189,14 +194,15 @@ def export(out_dir: Annotated[Path, typer.Option("--out", help="Directory for th
                                                   "files")],
            db: DbOpt = None, sweep: Annotated[str | None, typer.Option()] = None) -> None:
     """Write runs, summaries and metrics (optionally of one sweep) as Parquet files."""
-    d = open_read(db)
+    d = open_sweep(db, sweep)
     runs_f = d.runs(sweep=sweep)
-    if sweep is not None and runs_f.height == 0:
-        raise UserError(f"no runs for sweep {sweep!r} in {d.url}")
     ids = [int(i) for i in runs_f["id"].to_list()] if runs_f.height else []
-    out_dir.mkdir(parents=True, exist_ok=True)
+    from orchestrator.outfiles import out_dir as make_dir, write_files
+
     frames = {"runs": runs_f, "summaries": d.summaries(run_ids=ids),
               "metrics": d.metrics(run_ids=ids)}
+    where = make_dir(out_dir)
+    # all three or none: a failure leaves no mix of this export and an older one
+    write_files({where / f"{name}.parquet": f.write_parquet for name, f in frames.items()})
     for name, f in frames.items():
-        f.write_parquet(out_dir / f"{name}.parquet")
-        out.print(f"{out_dir / (name + '.parquet')}: {f.height} rows")
+        out.print(f"{where / (name + '.parquet')}: {f.height} rows")

@@ -12,8 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from orchestrator.cli_app import DbOpt, app, open_read, out
-from orchestrator.errors import UserError
+from orchestrator.cli_app import DbOpt, app, check_metrics, open_sweep, out
 from orchestrator.frame_format import check_format, render
 
 FormatOpt = Annotated[str, typer.Option("--format", help="table|csv|json|markdown|latex")]
@@ -25,13 +24,6 @@ EffectOpt = Annotated[float, typer.Option(
 # Human formats show these; csv/json show every column (dimensions, keys, params too).
 BOARD_COLUMNS = ["rank", "variant", "lr", "n", "mean", "std", "delta_pct", "ci", "verdict",
                  "seeds_needed"]
-
-
-def open_sweep(db: str | None, sweep: str) -> Any:
-    d = open_read(db)
-    if d.sweep_status(sweep).height == 0:
-        raise UserError(f"no sweep named {sweep!r} in {d.url}")
-    return d
 
 
 def with_ci_text(frame: Any, low: str = "ci_low_pct", high: str = "ci_high_pct",
@@ -53,6 +45,7 @@ def leaderboard(sweep: str, db: DbOpt = None, metric: MetricOpt = "val/ppl",
     and a verdict (better / worse / within noise / needs >= k seeds)."""
     check_format(format)
     d = open_sweep(db, sweep)
+    check_metrics(d, sweep, [metric])
     board = d.leaderboard(sweep, metric, min_effect=min_effect)
     summary = d.verdict_summary(sweep, metric, min_effect=min_effect)
     if format in ("csv", "json"):
@@ -81,6 +74,7 @@ def table(sweep: str, db: DbOpt = None,
     check_format(format)
     d = open_sweep(db, sweep)
     names = split_csv(metrics)
+    check_metrics(d, sweep, names or [], "--metrics")
     kw = {"metrics": names} if names else {}
     t = d.ablation_table(sweep, min_effect=min_effect, **kw)
     summary = d.verdict_summary(sweep, (names or ["val/ppl"])[0], min_effect=min_effect)
@@ -133,6 +127,7 @@ def effects(sweep: str, db: DbOpt = None, metric: MetricOpt = "val/ppl",
     over the other dimensions, with a 95 % CI and a verdict."""
     check_format(format)
     d = open_sweep(db, sweep)
+    check_metrics(d, sweep, [metric])
     eff = d.effects(sweep, metric, min_effect=min_effect)
     title = f"{sweep}: main effects on {metric}"
     if format in ("csv", "json"):
@@ -155,6 +150,7 @@ def stability(sweep: str, db: DbOpt = None,
     with --curve the loss, spikes, divergence and max activation at each LR."""
     check_format(format)
     d = open_sweep(db, sweep)
+    check_metrics(d, sweep, [metric])
     st = d.stability(sweep, metric, tol)
     if st is None:
         out.print(f"{sweep}: every variant ran at one learning rate; stability needs an LR "

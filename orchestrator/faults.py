@@ -12,6 +12,7 @@ The retry policy of issue 6:
 | preempted     | SIGTERM: checkpointed at a step boundary, stopped     | yes (resumes)       |
 | no_heartbeat  | silent attempt (reconciler)                           | yes                 |
 | injected      | ``train.fail_at_step`` (test-only transient fault)   | yes                 |
+| db_unavailable| the results DB could not be written (disk full, ...) | no: rerun once fixed|
 | code_error    | any other exception (bad data path, a bug)           | only when asked     |
 
 A code error is deterministic: rerunning it burns a GPU slot for the same traceback, so it is
@@ -56,12 +57,14 @@ _TYPE_NAMES: dict[str, Fault] = {
     "RunCancelled": Fault.CANCELLED,
     "Preempted": Fault.PREEMPTED,  # trainer.Preempted: SIGTERM / superseded, checkpointed
     "KeyboardInterrupt": Fault.CANCELLED,
+    "DBUnavailable": Fault.DB_UNAVAILABLE,  # results_db.DBUnavailable: full disk, read-only
 }
 
 # Lower-case substrings of an error text -> fault; the first match wins (order matters:
 # "node ... died" must beat the generic "died").
 _TEXT_RULES: tuple[tuple[str, Fault], ...] = (
     ("injected failure", Fault.INJECTED),
+    ("dbunavailable", Fault.DB_UNAVAILABLE),
     ("preempted", Fault.PREEMPTED),
     ("sigterm", Fault.PREEMPTED),  # a worker that died of SIGTERM before checkpointing
     ("was cancelled", Fault.CANCELLED),

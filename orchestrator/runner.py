@@ -66,20 +66,29 @@ def train_attempt(db: Any, job: TrialJob, attempt_id: int, reporter: Any) -> dic
         db.add_artifact(job.run_id, attempt_id, "checkpoint_dir", path=str(job.checkpoint_dir))
         with graceful_sigterm(reporter.request_stop):  # SIGTERM -> checkpoint, Preempted
             res = train(job.spec, reporter, job.checkpoint_dir)
+        reporter.close()  # the last points and the summary: a write that fails fails the attempt
+        db.finish_attempt(attempt_id, res.status)
     except RunCancelled:
-        reporter.close()
+        close_quietly(reporter)
         return _cancelled(db, attempt_id, reporter)
     except BaseException as exc:
-        reporter.close()
+        close_quietly(reporter)
         if reporter.cancelled:  # the trainer turned the cancel into its own stop (Preempted)
             return _cancelled(db, attempt_id, reporter)
         return record_failure(db, job, attempt_id, exc, traceback.format_exc(),
                               superseded=reporter.superseded, first_step=reporter.first_step)
-    reporter.close()
-    db.finish_attempt(attempt_id, res.status)
     return {"status": res.status, "steps": res.steps,
             "first_step": -1 if reporter.first_step is None else reporter.first_step,
             "pid": os.getpid()}
+
+
+def close_quietly(reporter: Any) -> None:
+    """Close the reporter on a failure path: its last flush may fail for the same reason the
+    attempt did (the DB cannot be written); the original error is the one to record."""
+    try:
+        reporter.close()
+    except Exception:  # noqa: BLE001 - the points of a failed flush are dropped, never partial
+        pass
 
 
 def _cancelled(db: Any, attempt_id: int, reporter: Any) -> dict[str, Any]:
@@ -98,9 +107,34 @@ def record_failure(db: Any, job: TrialJob, attempt_id: int, exc: BaseException, 
                           traceback=tb, fault=Fault.SUPERSEDED)
         return {"status": SUPERSEDED, "steps": -1, "first_step": first_step or -1}
     retry = RetryPolicy.from_env(job.retries).should_retry(fault)
-    db.finish_attempt(attempt_id, "failed", error=f"{type(exc).__name__}: {exc}"
-                      + describe(fault, retry), traceback=tb, fault=fault)
+    error = f"{type(exc).__name__}: {exc}" + describe(fault, retry)
+    if not finish_failed(db, job, attempt_id, error, tb, fault):
+        retry = False  # a retry could not claim the run either: the next submit/rerun will
     if retry or isinstance(exc, KeyboardInterrupt):
         raise exc
     return {"status": "failed", "steps": -1, "fault": fault.value,
-            "first_step": first_step or -1}
+            "first_step": first_step or -1, "error": error}
+
+
+def finish_failed(db: Any, job: TrialJob, attempt_id: int, error: str, tb: str,
+                  fault: Fault) -> bool:
+    """Record the attempt ``failed``; False when the DB cannot be written (disk full,
+    read-only): then a second, smaller write without the traceback is tried, and if that
+    fails too the run stays ``running`` until its heartbeat goes stale and the reconciler
+    (submit, rerun) marks it ``lost``; said on stderr, where the trial's log keeps it."""
+    import sys
+
+    from results_db import DBUnavailable
+
+    try:
+        db.finish_attempt(attempt_id, "failed", error=error, traceback=tb, fault=fault)
+        return True
+    except DBUnavailable as exc:
+        try:  # the traceback is the large part; the error line alone may still fit
+            db.finish_attempt(attempt_id, "failed", error=error, fault=fault)
+            return True
+        except DBUnavailable:
+            print(f"run {job.name} (id {job.run_id}): {exc}; the end of attempt {attempt_id} "
+                  "is not recorded: the run counts as running until its heartbeat goes stale, "
+                  "then lost (orchestrator rerun resumes it)", file=sys.stderr, flush=True)
+            return False

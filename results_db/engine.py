@@ -27,6 +27,7 @@ from urllib.parse import quote
 from sqlalchemy import URL, Engine, create_engine, event, make_url
 from sqlalchemy.exc import ArgumentError
 
+from results_db.dbfaults import DBUnavailable, clamp_for_test, translate
 from results_db.migrate import _REV, MIGRATIONS_DIR
 
 DEFAULT_URL = "sqlite:///results.db"
@@ -39,6 +40,15 @@ class DBNotFound(FileNotFoundError):
 class DBOutdated(ValueError):
     """A read-only open found a DB whose schema is older than this code (no migration runs)."""
 BUSY_TIMEOUT_MS = 30_000
+# libpq waits for the OS's TCP timeout (minutes) on a host that does not answer; a results DB
+# that cannot be reached in this long is reported at once (a URL's own connect_timeout wins).
+PG_CONNECT_TIMEOUT_S = 5
+__all__ = ["DBNotFound", "DBOutdated", "DBUnavailable"]
+
+
+def _pg_connect_args(url: URL, **extra: Any) -> dict[str, Any]:
+    return extra if "connect_timeout" in url.query else \
+        {"connect_timeout": PG_CONNECT_TIMEOUT_S, **extra}
 
 
 def parse_url(url: str | URL) -> URL:
@@ -119,11 +129,24 @@ def is_sqlite(url: URL) -> bool:
 
 
 def writer_engine(url: URL) -> Engine:
+    """The read-write engine; a DB that cannot be opened or written raises DBUnavailable
+    (results_db/dbfaults.py) naming it, from any statement."""
     if not is_sqlite(url):
-        return create_engine(url, pool_pre_ping=True)
-    Path(url.database or "").parent.mkdir(parents=True, exist_ok=True)
+        eng = create_engine(url, pool_pre_ping=True, connect_args=_pg_connect_args(url))
+        event.listen(eng, "handle_error", lambda ctx: translate(_show(url), ctx))
+        return eng
+    parent = Path(url.database or "").parent
+    if Path(url.database or "").is_dir():
+        raise DBUnavailable(f"results DB {url.database} could not be opened: it is a "
+                            "directory; expected a SQLite file path")
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DBUnavailable(f"results DB {url.database} could not be opened: its directory "
+                            f"{parent} cannot be created ({exc.strerror or exc})") from None
     eng = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000,
                                            "check_same_thread": False})
+    event.listen(eng, "handle_error", lambda ctx: translate(_show(url), ctx))
 
     @event.listens_for(eng, "connect")
     def _on_connect(dbapi_conn: sqlite3.Connection, _rec: Any) -> None:
@@ -135,6 +158,7 @@ def writer_engine(url: URL) -> Engine:
 
     @event.listens_for(eng, "begin")
     def _on_begin(conn: Any) -> None:
+        clamp_for_test(conn)  # no-op unless $GATESWEEP_TEST_DB_FULL (dbfaults.py)
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 
     return eng
@@ -165,7 +189,8 @@ def reader_engine(url: URL) -> Engine:
     if not is_sqlite(url):
         # keep the URL's own libpq options (e.g. -csearch_path=...) and add read-only
         opts = f"{url.query.get('options', '')} -c default_transaction_read_only=on".strip()
-        return create_engine(url, pool_pre_ping=True, connect_args={"options": opts})
+        return create_engine(url, pool_pre_ping=True,
+                             connect_args=_pg_connect_args(url, options=opts))
     path = quote(url.database or "")  # a URI: '?', '#' and '%' in the path must be escaped
     ro = URL.create("sqlite", database=f"file:{path}?mode=ro", query={"uri": "true"})
     eng = create_engine(ro, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000,

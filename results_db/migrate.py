@@ -10,6 +10,8 @@ from pathlib import Path
 
 from sqlalchemy import Engine, inspect, text
 
+from results_db.dbfaults import DBUnavailable
+
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 _REV = re.compile(r'^(down_revision|revision)\s*=\s*["\']?([\w.-]+|None)["\']?', re.M)
 
@@ -60,6 +62,8 @@ def ensure_head(engine: Engine) -> None:
     try:
         if HEAD_REVISION and current_revision(engine) == HEAD_REVISION:
             return
+    except DBUnavailable:  # unreachable or not a DB: asking again would only wait again
+        raise
     except Exception:  # noqa: BLE001 -- e.g. a half-created DB: let Alembic decide
         pass
     upgrade_engine(engine)

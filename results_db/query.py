@@ -9,13 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import (Engine, Select, Text, and_, cast, func, literal_column, select,
-                        table)
+from sqlalchemy import Engine, Select, Text, and_, cast, func, literal_column, select, table
 from sqlalchemy.exc import DBAPIError, ResourceClosedError
 
 from results_db.rows import AttemptRow, RunRow
 from results_db.schema import DIM_COLUMNS, Artifact, Attempt, Base, Run, Summary, Sweep
-from results_db.sqlread import frame, rows_to_frame
+from results_db.sqlread import frame, rows_to_frame, user_frame
 from results_db.states import DONE_BAD, DONE_OK, RunStatus, parse_status
 
 if TYPE_CHECKING:
@@ -112,9 +111,12 @@ class ReaderMixin:
         """One run by id (int or digit string) or by name (the newest run with that name)."""
         from sqlalchemy.orm import Session
 
+        ref = str(id_or_name)
         with Session(self.reader) as s:
-            if isinstance(id_or_name, int) or str(id_or_name).isdigit():
-                row = s.get(Run, int(id_or_name))
+            # an id is ASCII digits within SQL's 64-bit integers ('99999999999999999999' or
+            # '١٢' can only be names: binding them as ids overflows or misreads)
+            if ref.isascii() and ref.isdigit() and int(ref) < 2 ** 63:
+                row = s.get(Run, int(ref))
                 if row is not None or isinstance(id_or_name, int):
                     return None if row is None else RunRow.of(row)
             row = s.scalar(select(Run).where(Run.name == str(id_or_name))
@@ -252,12 +254,17 @@ class ReaderMixin:
         Writes are refused by the database (ReadOnlyQueryError). On PostgreSQL the statement
         is prepared (so ``a; b`` is rejected: no ``COMMIT; SET ...`` escape) and runs in a
         READ ONLY transaction that is always rolled back (so a ``SET`` does not persist)."""
+        import polars as pl
+
         try:
             if self.reader.dialect.name == "postgresql":
                 return _pg_user_query(self.reader, sql)
-            return frame(self.reader, sql)
+            return user_frame(self.reader, sql)
         except DBAPIError as exc:
             raise _user_sql_error(exc.orig) from None
+        except pl.exceptions.DuplicateError as exc:  # a frame's columns must be unique
+            raise ValueError(f"query: {exc}; give each result column its own name "
+                             "(... AS name)") from None
         except ResourceClosedError:
             raise ValueError("query: the statement returned no rows; db.query is for "
                              "SELECT-like statements") from None

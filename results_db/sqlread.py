@@ -31,6 +31,16 @@ def frame(engine: Engine, stmt: Any, params: dict[str, Any] | None = None) -> pl
     return rows_to_frame(cols, rows)
 
 
+def user_frame(engine: Engine, sql: str) -> pl.DataFrame:
+    """A user's SQL text run as written: no ``:name`` bind parsing, so ``':x'`` inside a
+    string literal stays text (``frame`` would read it as a parameter with no value)."""
+    with engine.connect() as conn:
+        result = conn.exec_driver_sql(sql)
+        cols = list(result.keys())
+        rows = result.cursor.fetchall() if result.cursor is not None else result.fetchall()
+    return rows_to_frame(cols, rows)
+
+
 def rows_to_frame(cols: list[str], rows: Sequence[Any]) -> pl.DataFrame:
     import polars as pl
 

@@ -60,6 +60,7 @@ class FaultClass(StrEnum):
     NO_HEARTBEAT = "no_heartbeat"  # silent: the reconciler saw no heartbeat (driver gone too)
     SUPERSEDED = "superseded"  # another attempt took the run over (stale lease)
     INJECTED = "injected"  # train.fail_at_step (tests)
+    DB_UNAVAILABLE = "db_unavailable"  # the results DB could not be written (disk full, ...)
     CODE_ERROR = "code_error"  # any other exception
 
 

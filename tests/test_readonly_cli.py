@@ -128,3 +128,109 @@ def test_a_readonly_handle_refuses_writes(tmp_path: Path) -> None:
         db.ensure_sweep("new", "name: new")
     db.close()
     assert sha(tmp_path / "sample.db") == before
+
+
+# Careless input on the sample DB: exit 2, one line naming what was wrong, no traceback, and
+# the DB's bytes unchanged (cancel is a writer, but an unknown run or sweep writes nothing).
+CARELESS: list[tuple[tuple[str, ...], str]] = [
+    (("show", "99999999999999999999999"), "no run with id or name '99999999999999999999999'"),
+    (("query", "select 1 a, 2 a"), "give each result column its own name"),
+    (("query", "select :y"), "query: the database rejected the SQL: Incorrect number of bindings"),
+    (("runs", "--sweep", "nosuch"), "no sweep named 'nosuch' in sqlite:///"),
+    (("cancel", "--sweep", "nosuch"), "no sweep named 'nosuch'"),
+    (("cancel", "99999"), "no run with id or name '99999'"),
+    (("rerun", "--sweep", "nosuch"), "no sweep named 'nosuch'"),
+    (("leaderboard", "gates-toy", "--metric", "val/pp"),
+     "--metric: 'val/pp' is not a summary metric of sweep 'gates-toy'; known: "),
+    (("table", "gates-toy", "--metrics", "val/ppl,nosuch"), "--metrics: 'nosuch' is not a"),
+    (("effects", "gates-toy", "--metric", "nosuch"), "--metric: 'nosuch' is not a"),
+    (("stability", "lr-stability", "--metric", "nosuch"), "--metric: 'nosuch' is not a"),
+    (("query", "select 1 as a", "--out", "{tmp}"), "--out {tmp}: is a directory"),
+    (("query", "select 1 as a", "--format", "csv", "--out", "{tmp}/afile/x.csv"),
+     "--out {tmp}/afile/x.csv: {tmp}/afile is not a directory"),
+    (("export", "--out", "{tmp}/afile"), "--out {tmp}/afile: is a file; expected a directory"),
+    (("export", "--out", "{tmp}/afile/sub"), "the directory cannot be created (Not a directory)"),
+]
+
+
+@pytest.mark.parametrize("cmd,msg", CARELESS, ids=lambda v: "-".join(v)[:40]
+                         if isinstance(v, tuple) else None)
+def test_careless_input_is_one_line_and_writes_nothing(capsys: pytest.CaptureFixture[str],
+                                                       tmp_path: Path, cmd: tuple[str, ...],
+                                                       msg: str) -> None:
+    url = sample_db.copy_to(tmp_path)
+    (tmp_path / "afile").write_text("keep me\n")
+    before = sha(tmp_path / "sample.db")
+    code = main(_argv(cmd, tmp_path, url))
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1, err
+    assert msg.replace("{tmp}", str(tmp_path)) in err, err
+    assert sha(tmp_path / "sample.db") == before
+    assert (tmp_path / "afile").read_text() == "keep me\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "sample.db"] + \
+        (["sample.db-shm", "sample.db-wal"] if (tmp_path / "sample.db-wal").exists() else [])
+
+
+def test_query_text_is_sql_as_written_and_out_files_are_whole(capsys: pytest.CaptureFixture[str],
+                                                              tmp_path: Path) -> None:
+    url = sample_db.copy_to(tmp_path)
+    assert main(["query", "select ':x' as a", "--format", "csv", "--db", url]) == 0
+    assert capsys.readouterr().out == "a\n:x\n"  # a colon in a literal is not a parameter
+    out = tmp_path / "q.json"
+    out.write_text("old")
+    assert main(["query", "select 1 as a", "--format", "json", "--out", str(out), "--db",
+                 url]) == 0
+    assert out.read_text() == '[\n {\n  "a": 1\n }\n]\n'
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+@pytest.mark.parametrize("cmd", [("cancel", "1"), ("cancel", "--sweep", "gates-toy"),
+                                 ("rerun", "1"), ("rerun", "--sweep", "gates-toy")],
+                         ids=lambda c: "-".join(c))
+def test_writers_on_existing_runs_do_not_create_a_mistyped_db(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, cmd: tuple[str, ...]) -> None:
+    code = main([*cmd, "--db", str(tmp_path / "typo.db")])
+    err = capsys.readouterr().err
+    assert code == 2 and "typo.db does not exist" in err and err.count("\n") == 1, err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_db_path_that_is_not_a_db_is_one_line_for_writers_too(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "dir.db").mkdir()
+    (tmp_path / "notes.db").write_text("just text\n")
+    cases = [(("db", "upgrade", "--db", str(tmp_path / "dir.db")),
+              f"results DB {tmp_path / 'dir.db'} could not be opened: it is a directory"),
+             (("db", "upgrade", "--db", str(tmp_path / "notes.db")),
+              f"results DB {tmp_path / 'notes.db'} could not be opened: file is not a database"),
+             (("db", "upgrade", "--db", str(tmp_path / "notes.db" / "r.db")),
+              "could not be opened: its directory")]
+    for cmd, msg in cases:
+        code = main(list(cmd))
+        err = capsys.readouterr().err
+        assert code == 2 and msg in err and err.count("\n") == 1, err
+    assert (tmp_path / "notes.db").read_text() == "just text\n"
+
+
+def test_an_unanswering_postgres_host_fails_fast(capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A listener that accepts and never answers: libpq alone would wait forever."""
+    import socket
+    import time
+
+    import results_db.engine
+
+    pytest.importorskip("psycopg")
+    monkeypatch.setattr(results_db.engine, "PG_CONNECT_TIMEOUT_S", 1)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        url = f"postgresql://u@127.0.0.1:{silent.getsockname()[1]}/db"
+        for cmd, msg in ((("status",), "cannot be read: connection timeout expired"),
+                         (("cancel", "--sweep", "x"), "cannot be read: connection timeout"),
+                         (("db", "upgrade"), "could not be opened: connection timeout")):
+            t0 = time.monotonic()
+            code = main([*cmd, "--db", url])
+            err = capsys.readouterr().err
+            assert code == 2 and msg in err and err.count("\n") == 1, (cmd, err)
+            assert time.monotonic() - t0 < 8, cmd  # a few connect attempts of 1 s each

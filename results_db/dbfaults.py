@@ -1,0 +1,91 @@
+"""When the results DB cannot be opened or written: one error that names the DB.
+
+A writer engine (engine.writer_engine) turns the driver errors that mean "this DB is not
+usable here" -- disk full, read-only file or file system, I/O error, not a database, cannot
+be opened, server unreachable or out of space -- into ``DBUnavailable("results DB PATH could
+not be written: database or disk is full")``. Every caller (CLI, trial, reporter) then shows
+one sentence naming the DB instead of a SQLAlchemy traceback. Other errors (a constraint, a
+bug in our SQL, "database is locked" after the busy timeout) keep their types. SQLite rolls
+the failed transaction back as a whole, so a failed batch leaves none of its rows behind.
+
+Test hook (no effect unless the variable is set): while the file named by
+``$GATESWEEP_TEST_DB_FULL`` exists, every writer transaction on a SQLite engine runs with
+``PRAGMA max_page_count`` clamped to the DB's current size, so a write that needs a new page
+fails with SQLITE_FULL exactly as on a full disk (free space inside existing pages is still
+used, as on a real disk). ``max_page_count`` is per connection, which is why the writer
+itself must set it. A file that says ``readonly`` makes every write fail instead
+(``PRAGMA query_only``: SQLITE_READONLY, as on a file system remounted read-only). Removing
+the file gives the space back.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+FULL_DISK_ENV = "GATESWEEP_TEST_DB_FULL"
+
+# SQLite result codes (extended ones start with these names) that mean the DB is not usable.
+_SQLITE_WRITE = ("SQLITE_FULL", "SQLITE_READONLY", "SQLITE_IOERR")
+_SQLITE_OPEN = ("SQLITE_CANTOPEN", "SQLITE_NOTADB", "SQLITE_CORRUPT", "SQLITE_PERM")
+# PostgreSQL SQLSTATE classes: 53 insufficient resources (disk full), 58 system error,
+# 08 connection exception, 57P operator intervention (shutdown); 25006 read-only transaction
+# (a standby).
+_PG_WRITE = ("53", "58", "25006")
+_PG_OPEN = ("08", "57P")
+
+
+class DBUnavailable(OSError):
+    """The results DB cannot be opened or written; the message names it and says why."""
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def classify(orig: BaseException, connecting: bool) -> str | None:
+    """'written' / 'opened' / 'used' when ``orig`` (a DB-API error) means the DB is unusable, else None."""
+    name = getattr(orig, "sqlite_errorname", None)
+    if name is not None:
+        if name.startswith(_SQLITE_WRITE):
+            return "written"
+        if name.startswith(_SQLITE_OPEN):
+            return "opened"
+        return None
+    state = getattr(orig, "sqlstate", None)
+    if state is not None:
+        return "written" if state.startswith(_PG_WRITE) else \
+            "opened" if state.startswith(_PG_OPEN) else None
+    # psycopg raises OperationalError without a SQLSTATE when the server cannot be reached
+    if any(k.__name__ == "OperationalError" for k in type(orig).__mro__):  # + ConnectionTimeout
+        return "opened" if connecting else "used"
+    return None
+
+
+def translate(where: str, ctx: Any) -> None:
+    """SQLAlchemy ``handle_error`` hook: raise DBUnavailable for an unusable DB."""
+    orig = ctx.original_exception
+    verb = classify(orig, connecting=ctx.statement is None)
+    if verb is not None:
+        raise DBUnavailable(f"results DB {where} could not be {verb}: "
+                            f"{_first_line(orig)}") from orig
+
+
+def clamp_for_test(conn: Any) -> None:
+    """The fault hook (see the module doc); a no-op unless $GATESWEEP_TEST_DB_FULL is set.
+    ``conn`` is a SQLAlchemy Connection about to BEGIN."""
+    flag = os.environ.get(FULL_DISK_ENV)
+    if not flag:
+        return
+    info = conn.info
+    if "max_pages" not in info:  # this connection's own default, to restore it later
+        info["max_pages"] = conn.exec_driver_sql("PRAGMA max_page_count").scalar()
+    try:
+        mode = open(flag, encoding="utf-8").read().strip()  # noqa: SIM115 - tiny file
+    except FileNotFoundError:
+        mode = None
+    # a value below the current size clamps to it: the file may not grow any more
+    pages = 1 if mode is not None else info["max_pages"]
+    conn.exec_driver_sql(f"PRAGMA max_page_count = {int(pages)}")
+    conn.exec_driver_sql(f"PRAGMA query_only = {1 if mode == 'readonly' else 0}")
