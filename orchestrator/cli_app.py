@@ -29,8 +29,8 @@ app.add_typer(db_app, name="db")
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
-DbOpt = Annotated[str | None, typer.Option("--db", help="Results DB URL [default: "
-                                           "$GATESWEEP_DB or sqlite:///results.db]")]
+DbOpt = Annotated[str | None, typer.Option("--db", help="Results DB URL or SQLite file path "
+                                           "[default: $GATESWEEP_DB or sqlite:///results.db]")]
 StaleOpt = Annotated[float | None, typer.Option(
     "--stale-after", help="Seconds without a heartbeat before a running run counts as lost "
                           "[default: $GATESWEEP_STALE_AFTER or 120]")]
