@@ -150,10 +150,11 @@ CLUSTER_DATA = "/shared/data/pretrain-qwen/train.bin"  # the paper sweeps' clust
 def test_dry_run_writes_nothing(tmp_path: Path) -> None:
     """The paper sweeps dry-run here once their cluster data path is swapped for a local file
     (validate checks data paths: on this machine the cluster path is, rightly, an error)."""
-    import numpy as np
-
     data = tmp_path / "train.bin"
-    np.zeros(100_000, dtype=np.uint32).tofile(data)  # enough uint32 tokens for seq 4096
+    # 12M uint32 zero tokens, sparse: the 5 % held out holds the dense sweep's evaluation
+    # (16 batches x 8 windows of seq 4096 + 1 = 524k distinct tokens; trainer/splits.py)
+    with data.open("wb") as fh:
+        fh.truncate(4 * 12_000_000)
     db = tmp_path / "r.db"
     for path in (MOE, DENSE):
         local = tmp_path / path.name
