@@ -228,6 +228,27 @@ def test_a_bpe_larger_than_the_corpus_supports_is_refused(tmp_path: Path, _cache
         build_data(code_spec(tmp_path / "src", tokenizer={"train_bpe": 5000}))
 
 
+def test_a_ppl_set_is_read_with_the_runs_trained_bpe(tmp_path: Path) -> None:
+    from trainer.data import ppl_set_config
+
+    make_tree(tmp_path / "src")
+    (tmp_path / "other.txt").write_text("def g(x):\n    return x + 1\n" * 400, encoding="utf-8")
+    spec = RunSpec(name="c", model={"preset": "tiny"},
+                   train={"batch_size": 4, "seq_len": 32, "eval_batches": 1},
+                   data={"source": "python_code", "roots": [str(tmp_path / "src")],
+                         "tokenizer": {"train_bpe": 300}},
+                   eval={"ppl_sets": {"other": {"source": "text",
+                                                "path": str(tmp_path / "other.txt")}}})
+    run = build_data(spec)
+    cfg = ppl_set_config(spec, spec.eval.ppl_sets["other"], run.info)
+    assert cfg.tokenizer == run.info["bpe_path"]
+    stream = build_data(spec, cfg=cfg, key="eval.ppl_sets.other")
+    text = (tmp_path / "other.txt").read_text(encoding="utf-8")
+    # BPE ids, not bytes: fewer tokens than bytes, and ids above the byte range occur
+    assert len(stream.source.train) + len(stream.source.val) < len(text.encode()) // 2
+    assert int(stream.source.train.max()) >= 256
+
+
 # ---- configuration --------------------------------------------------------------------------
 
 def test_vocab_size_follows_the_bpe_or_must_match() -> None:
@@ -252,6 +273,28 @@ def test_code_keys_and_bpe_belong_to_python_code() -> None:
         RunSpec(name="r", model={"preset": "tiny"},
                 eval={"ppl_sets": {"code": {"source": "python_code",
                                             "tokenizer": {"train_bpe": 300}}}})
+
+
+def test_ppl_sets_take_the_runs_tokenizer(tmp_path: Path) -> None:
+    tok = str(tmp_path / "tok.json")
+    base = {"name": "r", "model": {"preset": "tiny"},
+            "data": {"source": "text", "path": "a.txt", "tokenizer": tok}}
+    spec = RunSpec(**base, eval={"ppl_sets": {"b": {"source": "text", "path": "b.txt"}}})
+    assert spec.eval.ppl_sets["b"].tokenizer == tok  # inherited, and said in the stored spec
+    again = RunSpec.model_validate(spec.model_dump(mode="json"))
+    assert again == spec and again.fingerprint() == spec.fingerprint()
+    for theirs in ("bytes", str(tmp_path / "other.json")):
+        with pytest.raises(ValidationError, match=r"eval.ppl_sets.b.tokenizer: .* differs from "
+                                                  r"data.tokenizer .*drop eval.ppl_sets.b"):
+            RunSpec(**base, eval={"ppl_sets": {"b": {"source": "text", "path": "b.txt",
+                                                     "tokenizer": theirs}}})
+    bpe = {"name": "r", "model": {"preset": "tiny"},
+           "data": {"source": "python_code", "tokenizer": {"train_bpe": 300}}}
+    with pytest.raises(ValidationError, match="the run trains its own BPE"):
+        RunSpec(**bpe, eval={"ppl_sets": {"b": {"source": "text", "path": "b.txt",
+                                                "tokenizer": tok}}})
+    plain = RunSpec(**bpe, eval={"ppl_sets": {"b": {"source": "text", "path": "b.txt"}}})
+    assert plain.eval.ppl_sets["b"].tokenizer == "bytes"  # the trained file, once it exists
 
 
 # ---- end to end -------------------------------------------------------------------------------

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 
-from trainer.config import DataConfig, RunSpec
+from trainer.config import BpeSpec, DataConfig, RunSpec
 from trainer.splits import split_problem
 from trainer.token_files import Tokens, load_tokens
 
@@ -176,6 +178,15 @@ def build_source(cfg: DataConfig, vocab_size: int, seq_len: int,
     if cfg.source == "synthetic":
         return SyntheticSource(vocab_size)
     return ArraySource(load_tokens(cfg, vocab_size), seq_len + 1, _where(cfg, key))
+
+
+def ppl_set_config(spec: RunSpec, cfg: DataConfig, run_info: Mapping[str, Any]) -> DataConfig:
+    """An eval.ppl_sets entry as it is read: with the run's tokenizer. RunSpec already gave
+    every set the run's tokenizer name or path; a run that trains its BPE has its file only
+    once its own data is open (``run_info``: that stream's info, which names ``bpe_path``)."""
+    if isinstance(spec.data.tokenizer, BpeSpec):
+        return cfg.model_copy(update={"tokenizer": str(run_info["bpe_path"])})
+    return cfg
 
 
 def build_data(spec: RunSpec, rank: int = 0, world_size: int = 1,

@@ -375,6 +375,20 @@ class Resources(_Strict):
     workers: int = Field(default=1, ge=1)
 
 
+def _ppl_sets_inherit(data: dict[str, Any], tok: Any) -> dict[str, Any]:
+    """Raw RunSpec input: each eval.ppl_sets entry without a tokenizer gets the run's
+    data.tokenizer when that is a name or path (a stored spec then says it explicitly). A run
+    that trains its BPE (``{train_bpe: N}``) has no path yet: its sets keep the default and
+    trainer.batches.ppl_set_config gives them the trained file when the run opens its data."""
+    ev = data.get("eval")
+    sets = ev.get("ppl_sets") if isinstance(ev, dict) else None
+    if not isinstance(sets, dict) or not isinstance(tok, str):
+        return data
+    filled = {n: ({**c, "tokenizer": tok} if isinstance(c, dict) and "tokenizer" not in c else c)
+              for n, c in sets.items()}
+    return {**data, "eval": {**ev, "ppl_sets": filled}}
+
+
 class RunSpec(_Strict):
     """Everything one training run needs, fully resolved (contract)."""
 
@@ -398,7 +412,7 @@ class RunSpec(_Strict):
         if isinstance(tok, dict) and isinstance(model, dict) and "vocab_size" not in model \
                 and isinstance(tok.get("train_bpe"), int):
             data = {**data, "model": {**model, "vocab_size": tok["train_bpe"]}}
-        return data
+        return _ppl_sets_inherit(data, tok)
 
     @model_validator(mode="after")
     def _check_engine(self) -> RunSpec:
@@ -415,9 +429,19 @@ class RunSpec(_Strict):
                              f"data.tokenizer.train_bpe ({tok.train_bpe}); drop model.vocab_size "
                              f"(it follows the tokenizer) or make them equal")
         for name, cfg in self.eval.ppl_sets.items():
-            if isinstance(cfg.tokenizer, BpeSpec):
-                raise ValueError(f"eval.ppl_sets.{name}.tokenizer: a set must be read with the "
-                                 f"run's tokenizer; give its tokenizer.json path, not train_bpe")
+            # The model's token ids mean what the run's tokenizer says: a set read with another
+            # one would be scored on ids of another vocabulary (a silently wrong val/NAME/ppl).
+            theirs, drop = cfg.tokenizer, f"; drop eval.ppl_sets.{name}.tokenizer (a set is read " \
+                "with the run's tokenizer)"
+            if isinstance(theirs, BpeSpec):
+                raise ValueError(f"eval.ppl_sets.{name}.tokenizer: train_bpe is the run's "
+                                 f"choice, not a set's{drop}")
+            if isinstance(tok, BpeSpec) and theirs != "bytes":
+                raise ValueError(f"eval.ppl_sets.{name}.tokenizer: {theirs!r}, but the run "
+                                 f"trains its own BPE (data.tokenizer.train_bpe){drop}")
+            if isinstance(tok, str) and theirs != tok:
+                raise ValueError(f"eval.ppl_sets.{name}.tokenizer: {theirs!r} differs from "
+                                 f"data.tokenizer {tok!r}{drop}")
         return self
 
     def fingerprint(self) -> str:

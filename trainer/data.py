@@ -22,10 +22,10 @@ from typing import Any
 from trainer.datacheck import check
 
 __all__ = ["check", "data_summary", "data_artifact", "build_data", "build_source",
-           "DataStream", "SyntheticSource", "ArraySource", "Batch"]
+           "ppl_set_config", "DataStream", "SyntheticSource", "ArraySource", "Batch"]
 
-_TORCH_NAMES = {"build_data", "build_source", "DataStream", "SyntheticSource", "ArraySource",
-                "Batch", "_DATA_SEED", "_generator"}
+_TORCH_NAMES = {"build_data", "build_source", "ppl_set_config", "DataStream", "SyntheticSource",
+                "ArraySource", "Batch", "_DATA_SEED", "_generator"}
 
 DATA_PREFIX = "data/"  # summaries: data/train_tokens, data/val_tokens, data/train_bytes, ...
 _NUMERIC_INFO = ("files", "train_files", "val_files", "train_bytes", "val_bytes", "bytes",

@@ -48,7 +48,7 @@ import torch.distributed as tdist
 
 from trainer import checkpoint, metrics
 from trainer.config import RunSpec
-from trainer.data import build_data, data_artifact, data_summary
+from trainer.data import build_data, data_artifact, data_summary, ppl_set_config
 from trainer.engine import build_engine, resolve_precision, set_lr, train_step, trainer_clips
 from trainer.evaluation import perplexity, probe_metrics, validation_loss
 from trainer.preempt import Preempted, StopRequest, sigterm_stops
@@ -132,7 +132,8 @@ class _Run:
         self.rep = _RankZeroReporter(reporter, self.rank)
         # Data first: bad paths / vocab fail here, before anything is written.
         self.data = build_data(spec, self.rank, self.world)
-        self.ppl_sets = {name: build_data(spec, cfg=cfg, key=f"eval.ppl_sets.{name}")
+        self.ppl_sets = {name: build_data(spec, cfg=ppl_set_config(spec, cfg, self.data.info),
+                                          key=f"eval.ppl_sets.{name}")
                          for name, cfg in spec.eval.ppl_sets.items()}
         # Which corpus (sha256, sizes, tokenizer) this result was trained on: corpora differ by
         # machine (python_code reads the local interpreter's files).
