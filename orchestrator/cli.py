@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -29,17 +29,19 @@ def validate(file: Path, db: DbOpt = None, params: Annotated[bool, typer.Option(
              ) -> None:
     """Validate a sweep file (and its data files) and print its expanded run table (with each
     run's DB state when the DB exists; nothing is ever written)."""
-    from orchestrator.plan import check_data, make_plan
+    from orchestrator.plan import check_data, make_plan, not_in_file_note
     from orchestrator.table import print_runs
 
     plan = make_plan(file)
     if data:
         check_data(plan)
-    status = _known_status(db, [r.fingerprint for r in plan.runs])
+    status, sweep_runs = _known_status(db, plan)
     print_runs(out, f"{plan.spec.name}: {len(plan.runs)} runs", plan.runs, with_params=params,
                status={r.name: status.get(r.fingerprint, "new") for r in plan.runs}
                if status else None)
     out.print(f"{file}: valid, {len(plan.runs)} runs")
+    if note := not_in_file_note(plan, sweep_runs):
+        out.print(note)
 
 
 @app.command()
@@ -78,32 +80,38 @@ def submit(file: Path, db: DbOpt = None,
 
 
 def _dry_run(db: str | None, plan: object, params: bool) -> None:
+    from orchestrator.plan import not_in_file_note
     from orchestrator.table import print_runs
 
-    status = _known_status(db, [r.fingerprint for r in plan.runs])  # type: ignore[attr-defined]
+    status, sweep_runs = _known_status(db, plan)
     by_name = {r.name: status.get(r.fingerprint, "new") for r in plan.runs}  # type: ignore
     print_runs(out, f"{plan.spec.name} (dry run)", plan.runs, status=by_name,  # type: ignore
                with_params=params)
     cached = sum(s in ("succeeded", "diverged") for s in by_name.values())
     out.print(f"dry run: {len(by_name)} runs, {cached} cached, {len(by_name) - cached} to run; "
               "nothing was written or scheduled")
+    if note := not_in_file_note(plan, sweep_runs):  # type: ignore[arg-type]
+        out.print(note)
 
 
-def _known_status(db: str | None, fingerprints: list[str]) -> dict[str, str]:
-    """Fingerprint -> status from an existing DB, opened read-only (no DB: nothing known)."""
+def _known_status(db: str | None, plan: Any) -> tuple[dict[str, str], Any]:
+    """(fingerprint -> status of the plan's runs, the plan's sweep's runs) from an existing DB,
+    opened read-only (no DB: nothing known)."""
     import results_db
 
     try:
-        frame = open_read(db).runs(columns=["fingerprint", "status"])
+        frame = open_read(db).runs(with_config=False,
+                                   columns=["fingerprint", "status", "variant"])
     except results_db.DBNotFound:
-        return {}
+        return {}, None
     except results_db.DBOutdated as exc:  # the file is still valid: say why states are missing
         err.print(f"note: {exc}; DB states are not shown")
-        return {}
+        return {}, None
     if frame.height == 0:
-        return {}
+        return {}, None
     known = dict(zip(frame["fingerprint"].to_list(), frame["status"].to_list()))
-    return {fp: known[fp] for fp in fingerprints if fp in known}
+    return ({r.fingerprint: known[r.fingerprint] for r in plan.runs if r.fingerprint in known},
+            frame.filter(frame["sweep"] == plan.spec.name))
 
 
 @app.command()

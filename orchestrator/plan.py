@@ -25,6 +25,26 @@ class Plan:
     runs: list[ExpandedRun]
 
 
+def not_in_file_note(plan: Plan, sweep_runs: Any) -> str | None:
+    """A note when the DB's sweep of this name holds runs this file does not list (an earlier
+    version of the file, another file with the same ``name``): their results stay in the
+    sweep's leaderboard and tables, which a user who edited the file would not expect.
+    ``sweep_runs``: the sweep's runs (a frame with ``fingerprint`` and ``variant``)."""
+    if sweep_runs is None or sweep_runs.height == 0:
+        return None
+    listed = {r.fingerprint for r in plan.runs}
+    other = sweep_runs.filter(~sweep_runs["fingerprint"].is_in(list(listed)))
+    if other.height == 0:
+        return None
+    variants = list(dict.fromkeys(other["variant"].to_list()))
+    shown = ", ".join(str(v) for v in variants[:5]) + (", ..." if len(variants) > 5 else "")
+    return (f"note: sweep '{plan.spec.name}' also holds {other.height} run(s) that "
+            f"{plan.path} does not list (variants: {shown}), from an earlier version of the "
+            f"file or another file with this name; their results stay in the sweep's "
+            f"leaderboard and tables (give the file another name to keep them apart; "
+            f"`orchestrator runs --sweep {plan.spec.name}` lists them)")
+
+
 def make_plan(path: str | Path) -> Plan:
     """Parse + expand, or raise SpecError (FILE:LINE KEY) before touching anything."""
     spec, src = load_spec(path)

@@ -12,7 +12,7 @@ from typing import Any
 from rich.console import Console
 
 from orchestrator import scheduler
-from orchestrator.plan import Plan, make_plan  # noqa: F401 - re-exported (callers, tests)
+from orchestrator.plan import Plan, make_plan, not_in_file_note  # noqa: F401 - re-exported
 from orchestrator.progress import Progress
 from orchestrator.table import param_counts
 from orchestrator.trial_job import TrialJob
@@ -65,6 +65,10 @@ def run_submit(db_url: str, plan: Plan, *, force: bool, storage: Path, address: 
     if stale_after is not None:
         db.reconcile(stale_after_s=stale_after)
     res = register(db, plan, force)
+    note = not_in_file_note(plan, db.runs(sweep=plan.spec.name, with_config=False,
+                                          columns=["fingerprint", "variant"]))
+    if note:
+        console.print(note, highlight=False)
     msg = f"{plan.spec.name}: {len(plan.runs)} runs, {len(res.cached)} cached, " \
           f"{len(res.to_run)} to run"
     if res.running:

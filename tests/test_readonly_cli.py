@@ -94,6 +94,23 @@ def test_db_may_be_a_plain_path_and_a_bad_url_is_one_line(capsys: pytest.Capture
         assert "secret" not in err
 
 
+def test_dry_run_says_which_runs_of_the_sweep_the_file_no_longer_lists(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    url = sample_db.copy_to(tmp_path)
+    same = tmp_path / "gates.yaml"  # the file the sample's gates-toy runs came from
+    same.write_text(GATES.read_text().replace("seeds: [0]", "seeds: [0, 1]"))
+    assert main(["submit", str(same), "--dry-run", "--db", url]) == 0
+    assert "note:" not in capsys.readouterr().out
+    edited = tmp_path / "edited.yaml"  # same sweep name, one variant left
+    edited.write_text("name: gates-toy\nbase: {model: {preset: tiny}}\n"
+                      "variants: {baseline: {}}\nseeds: [0, 1]\n")
+    assert main(["submit", str(edited), "--dry-run", "--db", url]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "note: sweep 'gates-toy' also holds 32 run(s) that" in out
+    assert "(variants: baseline, sdpa_elementwise, value_elementwise" in out
+    assert "stay in the sweep's leaderboard" in out
+
+
 def test_validate_and_dry_run_without_a_db_create_none(capsys: pytest.CaptureFixture[str],
                                                        tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'none.db'}"
