@@ -102,10 +102,11 @@ def _known_status(db: str | None, plan: Any) -> tuple[dict[str, str], Any]:
     try:
         frame = open_read(db).runs(with_config=False,
                                    columns=["fingerprint", "status", "variant"])
-    except results_db.DBNotFound:
+    except (results_db.DBUnreadable, results_db.DBOutdated) as exc:
+        # the sweep file is still valid: say why the DB states are missing
+        err.print(f"note: {_one_line(exc)}; DB states are not shown")
         return {}, None
-    except results_db.DBOutdated as exc:  # the file is still valid: say why states are missing
-        err.print(f"note: {exc}; DB states are not shown")
+    except results_db.DBNotFound:  # no DB yet: normal before the first submit
         return {}, None
     if frame.height == 0:
         return {}, None

@@ -17,14 +17,14 @@ from __future__ import annotations
 from sqlalchemy import URL
 
 from results_db.db import ReadOnlyQueryError, ResultsDB
-from results_db.engine import (DEFAULT_URL, DBNotFound, DBOutdated, DBUnavailable, absolute_url,
-                               redacted, resolve_url, sqlite_database, backup_sqlite)
+from results_db.engine import (DEFAULT_URL, DBNotFound, DBOutdated, DBUnavailable, DBUnreadable,
+                               absolute_url, redacted, resolve_url, sqlite_database, backup_sqlite)
 from results_db.rows import AttemptRow, NewRun, RegisterResult, RunRow
 from results_db.states import TERMINAL, InvalidTransition, RunStatus
 from results_db.store import NotFound
 from results_db.vocab import DIMENSIONS, FINISHED_STATES, VERDICTS
 
-__all__ = ["DEFAULT_URL", "DIMENSIONS", "FINISHED_STATES", "VERDICTS", "AttemptRow", "DBNotFound", "DBOutdated", "DBUnavailable", "InvalidTransition",
+__all__ = ["DEFAULT_URL", "DIMENSIONS", "FINISHED_STATES", "VERDICTS", "AttemptRow", "DBNotFound", "DBOutdated", "DBUnavailable", "DBUnreadable", "InvalidTransition",
            "NewRun", "NotFound", "ReadOnlyQueryError", "absolute_url", "redacted",
            "sqlite_database", "backup_sqlite", "RegisterResult", "ResultsDB", "RunRow", "RunStatus",
            "TERMINAL", "open", "upgrade"]

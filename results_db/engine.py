@@ -37,13 +37,19 @@ class DBNotFound(FileNotFoundError):
     """A read-only open found no results DB (no file, not SQLite, or no gatesweep schema)."""
 
 
+class DBUnreadable(DBNotFound):
+    """Something is there, but not a results DB this code can read (a directory, another file,
+    another tool's database, an unreachable server): unlike a missing file, worth a note even
+    where a missing DB is normal (``validate``, ``submit --dry-run``)."""
+
+
 class DBOutdated(ValueError):
     """A read-only open found a DB whose schema is older than this code (no migration runs)."""
 BUSY_TIMEOUT_MS = 30_000
 # libpq waits for the OS's TCP timeout (minutes) on a host that does not answer; a results DB
 # that cannot be reached in this long is reported at once (a URL's own connect_timeout wins).
 PG_CONNECT_TIMEOUT_S = 5
-__all__ = ["DBNotFound", "DBOutdated", "DBUnavailable"]
+__all__ = ["DBNotFound", "DBOutdated", "DBUnavailable", "DBUnreadable"]
 
 
 def _pg_connect_args(url: URL, **extra: Any) -> dict[str, Any]:
@@ -212,7 +218,8 @@ def readonly_engine(url: URL) -> Engine:
         path = Path(url.database or "")
         if not path.is_file():
             what = "is not a file" if path.exists() else "does not exist"
-            raise DBNotFound(f"results DB {path} {what}; check --db (or $GATESWEEP_DB). "
+            kind = DBUnreadable if path.exists() else DBNotFound
+            raise kind(f"results DB {path} {what}; check --db (or $GATESWEEP_DB). "
                              "Read-only commands never create one: `orchestrator submit` or "
                              "`orchestrator db upgrade` does")
     eng = reader_engine(url)
@@ -223,11 +230,11 @@ def readonly_engine(url: URL) -> Engine:
                 "SELECT name FROM sqlite_master WHERE name = 'alembic_version'").first()
     except Exception as exc:  # noqa: BLE001 -- not a database at all, or unreachable
         eng.dispose()
-        raise DBNotFound(f"results DB {_show(url)} cannot be read: "
+        raise DBUnreadable(f"results DB {_show(url)} cannot be read: "
                          f"{str(getattr(exc, 'orig', exc)).splitlines()[0]}") from None
     if found is None:
         eng.dispose()
-        raise DBNotFound(f"{_show(url)} is not a gatesweep results DB (no alembic_version "
+        raise DBUnreadable(f"{_show(url)} is not a gatesweep results DB (no alembic_version "
                          "table)")
     return eng
 

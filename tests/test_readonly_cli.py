@@ -116,8 +116,18 @@ def test_validate_and_dry_run_without_a_db_create_none(capsys: pytest.CaptureFix
     url = f"sqlite:///{tmp_path / 'none.db'}"
     for cmd in (("validate", str(SMOKE)), ("submit", str(SMOKE), "--dry-run")):
         assert main(_argv(cmd, tmp_path, url)) == 0
-    assert "3 to run" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert "3 to run" in captured.out and "note:" not in captured.err  # no DB yet is normal
     assert list(tmp_path.iterdir()) == []
+    # something that is not a results DB is worth a note (the sweep file is still valid)
+    (tmp_path / "dir.db").mkdir()
+    (tmp_path / "notes.txt").write_text("not a database\n")
+    for db, why in (("dir.db", "is not a file"), ("notes.txt", "file is not a database")):
+        for cmd in (("validate", str(SMOKE)), ("submit", str(SMOKE), "--dry-run")):
+            assert main(_argv(cmd, tmp_path, str(tmp_path / db))) == 0
+            err = capsys.readouterr().err
+            assert f"note: results DB {tmp_path / db}" in err and why in err, (db, cmd)
+            assert "DB states are not shown" in err
 
 
 def test_an_outdated_or_foreign_db_is_refused_not_migrated(tmp_path: Path) -> None:
