@@ -133,7 +133,7 @@ def rerun(runs: Annotated[list[str] | None, typer.Argument(help="Run ids or name
     if not refs and sweep is None:
         raise UserError("rerun: give run ids/names, or --sweep S [--status failed,lost]")
     # a mistyped --db or sweep is an error, not a new empty DB (the writer open creates one)
-    resolve_runs_readonly(db, refs, sweep if not refs else None)
+    check_runs_readonly(db, refs, sweep if not refs else None)
     if not refs:
         from orchestrator.rerun import sweep_rerun_plan
 
@@ -158,12 +158,17 @@ def cancel(runs: Annotated[list[str] | None, typer.Argument()] = None, db: DbOpt
            sweep: Annotated[str | None, typer.Option()] = None) -> None:
     """Cancel pending/running runs (running trials stop at their next heartbeat)."""
     import results_db
+    from orchestrator.cli_app import open_sweep
+    from orchestrator.rerun import resolve_runs
 
     if not runs and not sweep:
         raise UserError("cancel: give run ids/names or --sweep S")
-    ids = resolve_runs_readonly(db, list(runs or []), sweep)
-    if not runs:
-        frame = open_read(db).runs(sweep=sweep, status=["pending", "running"])
+    # read-only first: a mistyped --db, sweep or run is one line and nothing is created
+    d = open_sweep(db, sweep)
+    if runs:
+        ids = [r.id for r in resolve_runs(d, list(runs))]
+    else:
+        frame = d.runs(sweep=sweep, status=["pending", "running"])
         ids = [int(i) for i in frame["id"].to_list()] if frame.height else []
     changed = results_db.open(db_url(db)).set_status(ids, "cancelled")
     out.print(f"cancelled {len(changed)} run(s)" + (f" ({len(ids) - len(changed)} were "
@@ -171,15 +176,13 @@ def cancel(runs: Annotated[list[str] | None, typer.Argument()] = None, db: DbOpt
                                                     len(ids) else ""))
 
 
-def resolve_runs_readonly(db: str | None, refs: list[str | int], sweep: str | None
-                          ) -> list[int]:
-    """Run ids of ``refs`` (and that ``sweep`` exists), checked on a read-only handle first:
-    an unknown run, sweep or DB file is one line (exit 2) and nothing is created."""
+def check_runs_readonly(db: str | None, refs: list[str | int], sweep: str | None) -> None:
+    """That ``refs`` (and ``sweep``) exist, on a read-only handle: an unknown run, sweep or DB
+    file is one line (exit 2) and nothing is created before the writer opens."""
     from orchestrator.cli_app import open_sweep
     from orchestrator.rerun import resolve_runs
 
-    d = open_sweep(db, sweep)
-    return [r.id for r in resolve_runs(d, refs)]
+    resolve_runs(open_sweep(db, sweep), refs)
 
 
 @app.command()

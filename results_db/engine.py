@@ -134,13 +134,18 @@ def is_sqlite(url: URL) -> bool:
     return url.get_backend_name() == "sqlite"
 
 
+def _translating(eng: Engine, url: URL) -> Engine:
+    """``eng`` raising DBUnavailable (naming the DB) for driver errors that mean it is unusable."""
+    event.listen(eng, "handle_error", lambda ctx: translate(_show(url), ctx))
+    return eng
+
+
 def writer_engine(url: URL) -> Engine:
     """The read-write engine; a DB that cannot be opened or written raises DBUnavailable
     (results_db/dbfaults.py) naming it, from any statement."""
     if not is_sqlite(url):
-        eng = create_engine(url, pool_pre_ping=True, connect_args=_pg_connect_args(url))
-        event.listen(eng, "handle_error", lambda ctx: translate(_show(url), ctx))
-        return eng
+        return _translating(create_engine(url, pool_pre_ping=True,
+                                          connect_args=_pg_connect_args(url)), url)
     parent = Path(url.database or "").parent
     if Path(url.database or "").is_dir():
         raise DBUnavailable(f"results DB {url.database} could not be opened: it is a "
@@ -150,9 +155,8 @@ def writer_engine(url: URL) -> Engine:
     except OSError as exc:
         raise DBUnavailable(f"results DB {url.database} could not be opened: its directory "
                             f"{parent} cannot be created ({exc.strerror or exc})") from None
-    eng = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000,
-                                           "check_same_thread": False})
-    event.listen(eng, "handle_error", lambda ctx: translate(_show(url), ctx))
+    eng = _translating(create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000,
+                                                        "check_same_thread": False}), url)
 
     @event.listens_for(eng, "connect")
     def _on_connect(dbapi_conn: sqlite3.Connection, _rec: Any) -> None:
