@@ -59,10 +59,21 @@ PEAK_BF16 = {"H200": 989e12, "H100": 989e12, "H800": 989e12, "GH200": 989e12, "B
              "A100": 312e12, "L40S": 362e12, "L40": 181e12, "A10": 125e12, "L4": 121e12}
 G1E = [{"position": "G1", "granularity": "elementwise"}]
 G1H = [{"position": "G1", "granularity": "headwise"}]
-# runner -> (gates, compile)
-RUNNERS: dict[str, tuple[list[dict], bool]] = {
-    "bare": ([], False), "engine": ([], False), "compile": ([], True),
-    "g1e": (G1E, False), "g1h": (G1H, False), "engine_ar": ([], False)}
+
+
+@dataclass(frozen=True)
+class RunnerSpec:
+    gates: tuple[dict, ...] = ()
+    compile: bool = False  # train.compile
+    # DeepSpeed's one-rank gradient all-reduce, which build_engine turns off: on only to show
+    # what that fix is worth (the `engine_ar` runner)
+    one_rank_allreduce: bool = False
+
+
+RUNNERS: dict[str, RunnerSpec] = {
+    "bare": RunnerSpec(), "engine": RunnerSpec(), "compile": RunnerSpec(compile=True),
+    "g1e": RunnerSpec(gates=tuple(G1E)), "g1h": RunnerSpec(gates=tuple(G1H)),
+    "engine_ar": RunnerSpec(one_rank_allreduce=True)}
 
 
 @dataclass
@@ -84,11 +95,12 @@ def train_flops_per_token(model: nn.Module, spec: RunSpec) -> float:
 
 
 def make_spec(args: argparse.Namespace, name: str) -> RunSpec:
-    gates, compile_ = RUNNERS[name]
-    return RunSpec(name=f"bench-{name}", model={"preset": args.preset, "gates": gates},
+    runner = RUNNERS[name]
+    return RunSpec(name=f"bench-{name}", model={"preset": args.preset,
+                                                "gates": list(runner.gates)},
                    train={"steps": 10_000, "batch_size": args.batch, "seq_len": args.seq,
                           "warmup": 10, "grad_clip": 1.0, "precision": "auto",
-                          "compile": compile_})
+                          "compile": runner.compile})
 
 
 def engine_runner(name: str, spec: RunSpec, batches: list) -> Runner:
@@ -96,7 +108,7 @@ def engine_runner(name: str, spec: RunSpec, batches: list) -> Runner:
     model = build_model(spec.model)
     flops, params = train_flops_per_token(model, spec), sum(p.numel() for p in model.parameters())
     engine = build_engine(model, spec, resolve_precision("auto"))
-    if name == "engine_ar":  # DeepSpeed's default, which build_engine turns off at one rank
+    if RUNNERS[name].one_rank_allreduce:
         engine.enable_backward_allreduce = True
     own_clip = trainer_clips(spec)
     pending: list[torch.Tensor] = []
