@@ -7,6 +7,7 @@ sentence (one owner: trainer/splits.py), when the trainer opens the data.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -137,14 +138,8 @@ def test_the_trainer_applies_the_same_split_rule_to_the_real_counts(
     f = tmp_path / "run.yaml"
     f.write_text(HEAD + text.replace("{d}", str(tmp_path)), encoding="utf-8")
     spec = load_spec(f, data=False)
-    with pytest.raises(ValueError, match="^" + _re(expected.replace("{d}", str(tmp_path)))):
+    with pytest.raises(ValueError, match="^" + re.escape(expected.replace("{d}", str(tmp_path)))):
         build_data(spec)
-
-
-def _re(text: str) -> str:
-    import re
-
-    return re.escape(text)
 
 
 def test_python_m_trainer_exits_2_before_any_start_and_writes_nothing(tmp_path: Path) -> None:
