@@ -53,7 +53,7 @@ def main() -> None:
 
 def _run(args: argparse.Namespace, cache: str) -> None:
     from trainer.bpe import train_bpe
-    from trainer.config import BpeSpec, DataConfig
+    from contract.config import BpeSpec, DataConfig
     from trainer.corpus import select
     from trainer.tokenizer import ByteTokenizer, JsonTokenizer
 

@@ -45,7 +45,7 @@ def run(sweep: Path, db_url: str, storage: Path) -> int:
     from orchestrator.runner import execute_job
     from orchestrator.submit import jobs_for, make_plan, register
     from orchestrator.trial_job import driver_owner, heartbeat_interval
-    from trainer import Preempted
+    from trainer.preempt import Preempted
 
     plan = make_plan(sweep)
     db = results_db.open(db_url)

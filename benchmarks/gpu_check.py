@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch
 from torch import nn
 
-from trainer.config import ModelConfig
+from contract.config import ModelConfig
 from trainer.model import build_model
 
 # Dense bf16 tensor-core peaks (no sparsity), FLOP/s.

@@ -2,7 +2,7 @@
 
     python benchmarks/param_count.py
 
-Prints, side by side, the time per model of ``trainer.params`` (arithmetic, no torch) and of
+Prints, side by side, the time per model of ``contract.params`` (arithmetic, no torch) and of
 ``trainer.meta_params`` (build on the meta device, the test oracle), over the presets x three
 gate settings, plus the cost of importing torch and the model code that the oracle needs.
 """
@@ -18,9 +18,9 @@ GATES = ([], [{"position": "G1"}], [{"position": "G2", "granularity": "headwise"
 
 
 def main() -> None:
-    from trainer.config import ModelConfig
-    from trainer.params import _count
-    from trainer.presets import PRESETS
+    from contract.config import ModelConfig
+    from contract.params import _count
+    from contract.presets import PRESETS
 
     cfgs = [ModelConfig(preset=p, gates=g) for p in PRESETS for g in GATES]
     t0 = time.perf_counter()
@@ -40,7 +40,7 @@ def main() -> None:
           f"load {os.getloadavg()[0]:.1f}; {len(cfgs)} models (presets x 3 gate settings)\n")
     print("| | per model | one-off import |")
     print("|---|---|---|")
-    print(f"| trainer.params (arithmetic) | {analytic * 1e6:.0f} us | none (no torch) |")
+    print(f"| contract.params (arithmetic) | {analytic * 1e6:.0f} us | none (no torch) |")
     print(f"| meta-device build (oracle) | {oracle * 1e3:.0f} ms | {imports:.1f} s |")
     print(f"\narithmetic is {oracle / analytic:,.0f}x faster per model")
 

@@ -47,7 +47,7 @@ os.environ.setdefault("TORCH_EXTENSIONS_DIR", os.path.expanduser(
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
-from trainer.config import RunSpec  # noqa: E402
+from contract.config import RunSpec  # noqa: E402
 from trainer.data import build_data  # noqa: E402
 from trainer.dist import ensure_single_process_dist  # noqa: E402
 from trainer.engine import (build_engine, resolve_precision, to_device,  # noqa: E402

@@ -1,6 +1,6 @@
 """Serve the dashboard and capture pages in headless Chromium (Debian's, via Playwright).
 
-Used by tests/test_dashboard_browser.py and for the README screenshot of a real sweep:
+Used by tests/e2e/test_dashboard_browser.py and for the README screenshot of a real sweep:
 
     python -m dashboard.screenshot --db sqlite:///results.db --page "Ablation tables" \
         --out docs/img/ablation.png [--sweep gates-toy] [--wait-for "Paper PPL"]

@@ -19,7 +19,7 @@ import typer
 from orchestrator import cli_read, cli_results, evaluate  # noqa: F401
 from orchestrator.cli_app import (DbOpt, StaleOpt, StorageOpt, app, db_app, db_url, err,
                                   open_read, out, split_csv, stale_after)
-from orchestrator.errors import SpecError, UserError
+from contract.errors import SpecError, UserError
 
 
 @app.command()

@@ -54,7 +54,7 @@ def open_read(db: str | None) -> Any:
 def open_sweep(db: str | None, sweep: str | None) -> Any:
     """open_read, refusing a --sweep/SWEEP the DB does not know (exit 2, one line) instead of
     printing an empty answer for a typo."""
-    from orchestrator.errors import UserError
+    from contract.errors import UserError
 
     d = open_read(db)
     if sweep is not None and d.sweep_status(sweep).height == 0:
@@ -66,7 +66,7 @@ def open_sweep(db: str | None, sweep: str | None) -> Any:
 
 def check_metrics(d: Any, sweep: str, metrics: list[str], option: str = "--metric") -> None:
     """A metric the sweep never recorded is a typo, not a table of 'no data' rows (exit 2)."""
-    from orchestrator.errors import UserError
+    from contract.errors import UserError
 
     known = d.summary_names(sweep)
     if not known:  # nothing finished yet: no typo to catch, the table says "no data"
@@ -80,7 +80,7 @@ def check_metrics(d: Any, sweep: str, metrics: list[str], option: str = "--metri
 
 def stale_after(value: float | None) -> float | None:
     """--stale-after, else $GATESWEEP_STALE_AFTER, else None: each attempt's own threshold,
-    derived from its heartbeat interval (results_db.states.stale_after_s)."""
+    derived from its heartbeat interval (contract.states.stale_after_s)."""
     import os
 
     from orchestrator.env import float_env

@@ -17,7 +17,7 @@ from rich.table import Table
 
 from orchestrator.cli_app import (DbOpt, StaleOpt, app, open_read, open_sweep, out, split_csv,
                                   stale_after)
-from orchestrator.errors import UserError
+from contract.errors import UserError
 
 RUN_COLS = ("id", "name", "sweep", "variant", "seed", "status", "gate_position",
             "gate_granularity", "nonlinearity", "lr", "params_total")
@@ -43,7 +43,7 @@ def status(sweep: Annotated[str | None, typer.Argument()] = None, db: DbOpt = No
     `submit`/`rerun` are what mark them lost)."""
     import polars as pl
 
-    from results_db.states import STATUS_GROUPS
+    from contract.states import STATUS_GROUPS
 
     d = open_sweep(db, sweep)
     frame = d.sweep_status(sweep)
@@ -55,7 +55,7 @@ def status(sweep: Annotated[str | None, typer.Argument()] = None, db: DbOpt = No
     print_frame(frame.with_columns(*groups, pl.Series("eta", etas, dtype=pl.Utf8)), "sweeps")
     running = live.filter(pl.col("status") == "running")
     # an explicit --stale-after / $GATESWEEP_STALE_AFTER wins; else each attempt's own
-    # threshold (a few of its heartbeat intervals: results_db.states.stale_after_s)
+    # threshold (a few of its heartbeat intervals: contract.states.stale_after_s)
     explicit = stale_after(stale)
     flag = (pl.col("heartbeat_age_s") > explicit) if explicit is not None else pl.col("stale")
     running = running.with_columns(flag.fill_null(False).alias("stale"))

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator.errors import UserError
+from contract.errors import UserError
 
 JOB_PYTHON_ENV = "GATESWEEP_JOB_PYTHON"  # the interpreter on the cluster (default: python)
 

@@ -32,11 +32,11 @@ from typing import Annotated, Any
 import typer
 
 from orchestrator.cli_app import DbOpt, app, db_url, out, split_csv
-from orchestrator.errors import UserError
+from contract.errors import UserError
 
 
 class EvalReporter:
-    """Reporter (trainer/reporter.py contract) writing into an existing attempt of a run.
+    """Reporter (contract/reporter.py contract) writing into an existing attempt of a run.
 
     Summaries are buffered and written once by ``flush`` (one transaction per run); artifacts
     go straight to the DB; ``eval_error`` artifacts are also kept in ``errors``.
@@ -74,7 +74,7 @@ def build_benchmarks(tasks: str | None, limit: int | None, fewshot: int | None,
                      ) -> tuple[Any, ...] | None:
     """``--tasks a,b`` (+ shots/limit) -> BenchmarkSpecs; None keeps the spec's benchmarks
     (with ``--limit``/``--fewshot`` applied to them when given)."""
-    from trainer.config import BenchmarkSpec
+    from contract.config import BenchmarkSpec
 
     names = split_csv(tasks)
     if tasks is not None and not names:
@@ -135,7 +135,7 @@ def evaluate_run(db: Any, row: Any, tasks: tuple[Any, ...] | None, device: str, 
 
     ``tasks``: the benchmarks to run (None: the spec's); ``longctx``: also the spec's
     long-context evaluation (off for ``--tasks``)."""
-    from trainer.config import RunSpec
+    from contract.config import RunSpec
     from trainer.final_eval import evaluate_checkpoint
     from trainer.load import find_checkpoint
 
@@ -173,7 +173,7 @@ def evaluate_runs(url: str, refs: list[str], *, tasks: str | None = None,
     """All runs are resolved and checked (names, tasks) before the first evaluation."""
     import results_db
     from orchestrator.rerun import resolve_runs
-    from trainer.config import RunSpec
+    from contract.config import RunSpec
 
     if include_path is not None and not include_path.is_dir():
         raise UserError(f"--include-path: {include_path} is not a directory")

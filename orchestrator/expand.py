@@ -20,10 +20,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from orchestrator import keys
-from orchestrator.errors import SpecError, SpecIssue
+from contract.errors import SpecError, SpecIssue
 from orchestrator.spec import SweepSpec, pydantic_issues
-from orchestrator.yamlsrc import Source
-from trainer.config import RunSpec
+from contract.yamlsrc import Source
+from contract.config import RunSpec
 
 MAX_RUNS = 5000
 YPath = tuple[str | int, ...]

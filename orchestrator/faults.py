@@ -27,12 +27,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from results_db.states import FaultClass
+from contract.states import FaultClass
 
 RETRY_CODE_ERRORS_ENV = "GATESWEEP_RETRY_CODE_ERRORS"
 
 
-# The vocabulary lives with the DB column it fills (results_db.states.FaultClass); the retry
+# The vocabulary lives with the DB column it fills (contract.states.FaultClass); the retry
 # policy over it lives here.
 Fault = FaultClass
 

@@ -37,7 +37,7 @@ def cell(v: Any) -> str:
 
 def check_format(fmt: str) -> str:
     if fmt not in FORMATS:
-        from orchestrator.errors import UserError
+        from contract.errors import UserError
 
         raise UserError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
     return fmt

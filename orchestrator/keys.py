@@ -17,7 +17,7 @@ from typing import Any, Union
 
 from pydantic import BaseModel
 
-from trainer.config import GateSpec, RunSpec
+from contract.config import GateSpec, RunSpec
 
 GATE_PREFIX = "gate"
 # Set by the expansion itself, never by a delta.

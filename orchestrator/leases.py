@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from orchestrator.faults import Fault
-from results_db.states import stale_after_s
+from contract.states import stale_after_s
 
 
 def node_fault(host: str, grace_s: float = 0.0) -> Fault:

@@ -241,8 +241,8 @@ def _rank0_attempt(job: TrialJob, attempt_id: int, workers: list[dict[str, Any]]
 
 
 def _other_rank(job: TrialJob, policy: RetryPolicy) -> dict[str, Any]:
-    from trainer import train
-    from trainer.reporter import MemoryReporter
+    from trainer.train import train
+    from contract.reporter import MemoryReporter
 
     try:
         res = train(job.spec, MemoryReporter(), job.checkpoint_dir)  # reports nothing

@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from orchestrator.errors import UserError
+from contract.errors import UserError
 
 Writer = Callable[[Path], None]
 

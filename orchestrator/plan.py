@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator.errors import SpecError, SpecIssue
+from contract.errors import SpecError, SpecIssue
 from orchestrator.expand import ExpandedRun, expand
 from orchestrator.spec import SweepSpec, load_spec
-from orchestrator.yamlsrc import Source
+from contract.yamlsrc import Source
 
 
 @dataclass

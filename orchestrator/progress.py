@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from results_db.states import status_group
+from contract.states import status_group
 
 STYLE = {"pending": "dim", "running": "cyan", "succeeded": "green", "failed": "red",
          "diverged": "yellow", "cancelled": "magenta", "lost": "red"}

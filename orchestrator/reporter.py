@@ -1,4 +1,4 @@
-"""The DB-backed Reporter (contract in trainer/reporter.py) used inside every trial.
+"""The DB-backed Reporter (contract in contract/reporter.py) used inside every trial.
 
 Metric points are buffered and written in batches (every ``flush_points`` points or
 ``flush_s`` seconds, and at close) because one SQL transaction per log call would dominate a
@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from trainer.reporter import Reporter
+from contract.reporter import Reporter
 
 __all__ = ["DBReporter", "RunCancelled", "Reporter"]
 

@@ -18,7 +18,7 @@ from typing import Any
 from rich.console import Console
 
 from orchestrator import scheduler
-from orchestrator.errors import UserError
+from contract.errors import UserError
 
 DEFAULT_STORAGE = Path("runs")
 
@@ -110,7 +110,7 @@ def sweep_rerun_plan(db: Any, sweep: str, statuses: list[str] | None = None) -> 
     Reconciles first (writes): a run whose attempt went silent is lost, and taken.
     Everything else is left alone with its reason: live runs (holder and heartbeat age),
     pending runs a live driver still holds, finished results."""
-    from results_db.states import DONE_OK
+    from contract.states import DONE_OK
 
     db.reconcile()  # silent attempts (each past its own heartbeat threshold) -> lost first
     wanted = set(statuses or DEFAULT_RERUN)

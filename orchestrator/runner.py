@@ -3,7 +3,7 @@
 - The attempt starts with ``db.claim_run`` (an atomic compare-and-set in the DB): a trial that
   loses the race -- another driver's trial holds the run, or it already finished -- trains
   nothing and reports ``skipped`` with the holder ("run 7 is running under submit 3f2a ...").
-- Every end is recorded with its fault class (results_db.states.FaultClass): an exception is
+- Every end is recorded with its fault class (contract.states.FaultClass): an exception is
   recorded ``failed`` + traceback + fault and re-raised when the policy retries it, so Tune's
   FailureConfig and the DB agree (each retry claims again and resumes from the checkpoint).
 - ``trainer.Preempted`` (SIGTERM, or the heartbeat said the attempt is no longer current) is
@@ -59,7 +59,7 @@ def execute_job(job: TrialJob, trial_id: str | None = None) -> dict[str, Any]:
 def train_attempt(db: Any, job: TrialJob, attempt_id: int, reporter: Any) -> dict[str, Any]:
     """Train one claimed attempt with ``reporter`` and record its end (rank 0 of a group too)."""
     from orchestrator.reporter import RunCancelled
-    from trainer import train
+    from trainer.train import train
 
     try:
         job.checkpoint_dir.mkdir(parents=True, exist_ok=True)

@@ -27,7 +27,7 @@ from typing import Any
 from ray.tune import Callback
 
 from orchestrator.env import absolute_db_url, driver_defaults, worker_env_vars
-from orchestrator.errors import UserError
+from contract.errors import UserError
 from orchestrator.faults import Fault, RetryPolicy, classify, describe
 from orchestrator.trial_job import TrialJob, driver_owner, heartbeat_interval
 
@@ -119,7 +119,7 @@ def concurrency(jobs: list[TrialJob], requested: int | None) -> int:
     import ray
 
     from orchestrator.cluster import live_nodes, max_concurrent_trials
-    from trainer.config import Resources
+    from contract.config import Resources
 
     if any(j.workers > 1 for j in jobs):  # worker slots per node (orchestrator/cluster.py)
         return max_concurrent_trials([Resources(cpus=j.cpus, gpus=j.gpus, workers=j.workers)

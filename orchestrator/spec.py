@@ -31,9 +31,9 @@ from pydantic import (BaseModel, ConfigDict, Field, StrictInt, ValidationError, 
                       model_validator)
 
 from orchestrator import keys
-from orchestrator.errors import SpecError, SpecIssue
-from orchestrator.yamlsrc import Source, load_file, load_text
-from trainer.config import INT64_MAX, Resources
+from contract.errors import SpecError, SpecIssue
+from contract.yamlsrc import Source, load_file, load_text
+from contract.config import INT64_MAX, Resources
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 MAX_AXIS_VALUES = 1000

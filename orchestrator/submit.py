@@ -16,7 +16,7 @@ from orchestrator.plan import Plan, make_plan, not_in_file_note  # noqa: F401 - 
 from orchestrator.progress import Progress
 from orchestrator.table import param_counts
 from orchestrator.trial_job import TrialJob
-from results_db.states import DONE_OK
+from contract.states import DONE_OK
 
 OK_STATES = tuple(sorted(s.value for s in DONE_OK))  # succeeded, diverged
 

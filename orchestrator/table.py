@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from orchestrator.expand import ExpandedRun
-from trainer.config import ModelConfig
+from contract.config import ModelConfig
 
 
 def gate_label(run: ExpandedRun) -> str:
@@ -21,9 +21,9 @@ def gate_label(run: ExpandedRun) -> str:
 
 
 def param_counts(runs: Sequence[ExpandedRun]) -> dict[str, tuple[int, int] | None]:
-    """(total, gates) per run name: trainer.params.count (arithmetic, no torch), computed
+    """(total, gates) per run name: contract.params.count (arithmetic, no torch), computed
     once per distinct model shape (a 5,000-run grid has a handful)."""
-    from trainer.params import count
+    from contract.params import count
 
     cache: dict[ModelConfig, tuple[int, int]] = {}
     out: dict[str, tuple[int, int] | None] = {}

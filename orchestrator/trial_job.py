@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from results_db.states import DEFAULT_HEARTBEAT_S
-from trainer.config import RunSpec
+from contract.states import DEFAULT_HEARTBEAT_S
+from contract.config import RunSpec
 
 HEARTBEAT_S_ENV = "GATESWEEP_HEARTBEAT_S"
 FLUSH_S_ENV = "GATESWEEP_FLUSH_S"
@@ -28,7 +28,7 @@ def driver_owner(kind: str = "submit") -> str:
 
 
 def heartbeat_interval() -> float:
-    """GATESWEEP_HEARTBEAT_S, default results_db.states.DEFAULT_HEARTBEAT_S (5 s)."""
+    """GATESWEEP_HEARTBEAT_S, default contract.states.DEFAULT_HEARTBEAT_S (5 s)."""
     from orchestrator.env import float_env
 
     return float_env(HEARTBEAT_S_ENV, DEFAULT_HEARTBEAT_S)

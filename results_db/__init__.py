@@ -20,7 +20,7 @@ from results_db.db import ReadOnlyQueryError, ResultsDB
 from results_db.engine import (DEFAULT_URL, DBNotFound, DBOutdated, DBUnavailable, DBUnreadable,
                                absolute_url, redacted, resolve_url, sqlite_database, backup_sqlite)
 from results_db.rows import AttemptRow, NewRun, RegisterResult, RunRow
-from results_db.states import TERMINAL, InvalidTransition, RunStatus
+from contract.states import TERMINAL, InvalidTransition, RunStatus
 from results_db.store import NotFound
 from results_db.vocab import DIMENSIONS, FINISHED_STATES, VERDICTS
 

@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 
 from results_db.rows import AttemptRow
 from results_db.schema import Attempt, Run, utcnow
-from results_db.states import (ATTEMPT_END, CLAIMABLE, FaultClass, InvalidTransition, RunStatus,
+from contract.states import (ATTEMPT_END, CLAIMABLE, FaultClass, InvalidTransition, RunStatus,
                                check_transition, parse_fault, parse_status, run_status_after,
                                stale_after_s)
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Engine, and_, func, select
 
 from results_db.schema import Attempt, Metric, Run, Sweep, utcnow
-from results_db.states import LIVE, WAITING, parse_status, stale_after_s, status_group
+from contract.states import LIVE, WAITING, parse_status, stale_after_s, status_group
 
 if TYPE_CHECKING:
     import polars as pl

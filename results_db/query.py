@@ -15,7 +15,7 @@ from sqlalchemy.exc import DBAPIError, ResourceClosedError
 from results_db.rows import AttemptRow, RunRow
 from results_db.schema import DIM_COLUMNS, Artifact, Attempt, Base, Run, Summary, Sweep
 from results_db.sqlread import frame, rows_to_frame, user_frame
-from results_db.states import DONE_BAD, DONE_OK, RunStatus, parse_status
+from contract.states import DONE_BAD, DONE_OK, RunStatus, parse_status
 
 if TYPE_CHECKING:
     import polars as pl
@@ -222,7 +222,7 @@ class ReaderMixin:
 
         from pydantic import ValidationError
 
-        from trainer.config import RunSpec
+        from contract.config import RunSpec
 
         df = frame(self.reader, select(Run.id, cast(Run.config, Text).label("config"))
                    .join(Sweep, Sweep.id == Run.sweep_id).where(Sweep.name == sweep))

@@ -22,7 +22,7 @@ from results_db.claims import ClaimMixin, NotFound, close_attempts
 from results_db.dims import derive_dims
 from results_db.rows import NewRun, RegisterResult, RunRow
 from results_db.schema import Artifact, Run, Summary, Sweep, utcnow
-from results_db.states import CACHED, RunStatus, allowed, check_transition, parse_status
+from contract.states import CACHED, RunStatus, allowed, check_transition, parse_status
 
 Point = tuple[int, str, float | None]
 __all__ = ["NotFound", "WriterMixin", "clean_value"]

@@ -3,17 +3,17 @@
 Everything that names "which columns describe a variant", "what an unset gate field means",
 "which run states count as results" or "which verdicts exist" imports it from here (exported
 as ``results_db.DIMENSIONS``, ``results_db.FINISHED_STATES``, ``results_db.VERDICTS``...).
-Gate defaults are read from trainer.config's pydantic models (the RunSpec contract), never
-re-spelled; ``import trainer.config`` imports pydantic only, not torch
-(tests/test_analysis_vocab.py keeps it so).
+Gate defaults are read from contract.config's pydantic models (the RunSpec contract), never
+re-spelled; ``import contract.config`` imports pydantic only, not torch
+(tests/results_db/test_analysis_vocab.py keeps it so).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from results_db.states import CACHED, RunStatus
-from trainer.config import GateSpec, ModelConfig, SwitchHeadConfig
+from contract.states import CACHED, RunStatus
+from contract.config import GateSpec, ModelConfig, SwitchHeadConfig
 
 # The gate dimension columns of `runs` (derived from model.gates by results_db/dims.py) plus
 # the non-linearity-only control: what the paper's gate tables vary.

@@ -16,4 +16,4 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 # Session-wide fixtures: results DB URLs over SQLite and a throwaway PostgreSQL server.
-pytest_plugins = ["db_fixtures", "cluster_fixtures", "eval_fixtures"]
+pytest_plugins = ["tests.db_fixtures", "tests.cluster_fixtures", "tests.eval_fixtures"]

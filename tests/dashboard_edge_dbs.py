@@ -1,5 +1,5 @@
 """Results DBs of the shapes real users have, for the dashboard's edge-case tests
-(tests/test_dashboard_edge_cases.py): each one written through results_db's REAL writer API
+(tests/dashboard/test_dashboard_edge_cases.py): each one written through results_db's REAL writer API
 (ensure_sweep, register_runs, start_attempt, log_metrics, log_summaries, finish_attempt), or,
 for the unreadable ones, a real file that is not a current results DB.
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from trainer.config import RunSpec
+from contract.config import RunSpec
 from trainer.data import build_data
 from trainer.model import build_model
 

@@ -10,6 +10,10 @@
 (b) No import cycles among the project's modules, function-level imports included (only
     ``if TYPE_CHECKING:`` imports are left out: they never run). Strongly connected
     components of the import graph (Tarjan) of size > 1 are cycles.
+(c) Layers (docs/architecture.md): contract < trainer | results_db < orchestrator < dashboard.
+    A package imports only packages on lower floors (and third-party code); trainer and
+    results_db are siblings that never import each other; contract imports no project package
+    and no torch. benchmarks/ sits above everything.
 """
 
 from __future__ import annotations
@@ -20,7 +24,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("orchestrator", "trainer", "results_db", "dashboard", "benchmarks")
+PACKAGES = ("contract", "orchestrator", "trainer", "results_db", "dashboard", "benchmarks")
+# Floor of each package; an import may only go to a strictly lower floor (or within a package).
+FLOORS = {"contract": 0, "trainer": 1, "results_db": 1, "orchestrator": 2, "dashboard": 3,
+          "benchmarks": 4}
 SQL_OWNER = "results_db"
 FORBIDDEN_IMPORTS = ("sqlalchemy", "alembic", "psycopg", "sqlite3", "results_db.schema",
                      "results_db.migrations", "results_db.sqlread", "results_db.frames")
@@ -230,7 +237,7 @@ def test_analysis_is_pure() -> None:
     """results_db/analysis/ decides what results mean over polars frames: no SQL, no torch.
     Only api.py (the ResultsDB mixin) reaches the reads (results_db.frames)."""
     bad = []
-    allowed = ("results_db.analysis", "results_db.vocab", "results_db.states")
+    allowed = ("results_db.analysis", "results_db.vocab", "contract.states")
     for name, path in MODULES.items():
         if not name.startswith("results_db.analysis"):
             continue
@@ -244,4 +251,44 @@ def test_analysis_is_pure() -> None:
         exempt = _docstring_ids(tree)
         bad += [f"{path.relative_to(ROOT)}:{n.lineno}: SQL text" for n in ast.walk(tree)
                 if id(n) not in exempt and (t := _text(n)) is not None and SQL_TEXT.search(t)]
+    assert not bad, "\n".join(bad)
+
+
+def layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    out = []
+    for name, deps in graph.items():
+        top = name.split(".")[0]
+        for dep in deps:
+            other = dep.split(".")[0]
+            if other != top and FLOORS[other] >= FLOORS[top]:
+                out.append(f"{MODULES[name].relative_to(ROOT)}: {name} imports {dep} "
+                           f"(floor {FLOORS[top]} -> {FLOORS[other]})")
+    return sorted(out)
+
+
+def test_layer_checker_flags_sideways_and_upward_imports() -> None:
+    graph = {"trainer.a": {"results_db.b", "contract.c"}, "contract.c": {"trainer.a"},
+             "dashboard.d": {"orchestrator.e", "results_db.b"}, "results_db.b": set(),
+             "orchestrator.e": set()}
+    saved = dict(MODULES)
+    MODULES.update({m: ROOT / (m.replace(".", "/") + ".py") for m in graph})
+    try:
+        bad = layer_violations(graph)
+    finally:
+        MODULES.clear()
+        MODULES.update(saved)
+    assert len(bad) == 2 and "trainer.a imports results_db.b" in bad[1] and \
+        "contract.c imports trainer.a" in bad[0]
+
+
+def test_layers() -> None:
+    bad = layer_violations(import_graph())
+    assert not bad, "imports against the layers:\n" + "\n".join(bad)
+
+
+def test_contract_is_torch_free() -> None:
+    bad = [f"{MODULES[n].relative_to(ROOT)}:{line}: imports {mod}"
+           for n in MODULES if n.split(".")[0] == "contract"
+           for mod, line in _imports(n, ast.parse(MODULES[n].read_text()))
+           if mod.split(".")[0] in ("torch", "deepspeed", "ray", "sqlalchemy", "polars", "numpy")]
     assert not bad, "\n".join(bad)

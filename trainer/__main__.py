@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from trainer.reporter import MemoryReporter
+from contract.reporter import MemoryReporter
 from trainer.runfile import load_spec
 
 

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from trainer.config import ModelConfig
+from contract.config import ModelConfig
 from trainer.gates import build_gates
 from trainer.norms import RMSNorm
 from trainer.probes import first_token_column

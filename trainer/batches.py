@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from trainer.config import BpeSpec, DataConfig, RunSpec
-from trainer.splits import split_problem
+from contract.config import BpeSpec, DataConfig, RunSpec
+from contract.splits import split_problem
 from trainer.token_files import Tokens, load_tokens
 
 Batch = tuple[torch.Tensor, torch.Tensor]  # inputs (B, T) long, targets (B, T) long

@@ -34,7 +34,7 @@ from typing import Any
 import yaml
 from torch import nn
 
-from trainer.config import BenchmarkSpec
+from contract.config import BenchmarkSpec
 from trainer.tasks import TASKS_DIR
 
 log = logging.getLogger(__name__)

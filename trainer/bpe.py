@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from trainer.config import BpeSpec
+from contract.config import BpeSpec
 from trainer.tokenizer import cache_root
 
 RECIPE = "bytelevel-bpe-v1"

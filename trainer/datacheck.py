@@ -7,7 +7,7 @@ problem is one line that starts with the key it is about (``data.path: ...``).
 Checks: file paths exist, are regular files (not FIFOs or devices: reading those blocks or
 never ends) and readable; text samples (the first SAMPLE_BYTES) decode as UTF-8; a .bin, and
 text read with the byte tokenizer, has enough tokens for ``seq_len`` and ``eval_batches``
-(trainer/splits.py, the rule the trainer applies again to the real counts); a .bin has a
+(contract/splits.py, the rule the trainer applies again to the real counts); a .bin has a
 whole number of tokens; a tokenizer file loads (and fits
 ``vocab_size`` when given); python_code roots exist, every include pattern matches a file and
 at least 2 files are chosen; the ``hf`` source has the ``datasets`` package.
@@ -22,9 +22,9 @@ import os
 import stat
 from pathlib import Path
 
-from trainer.config import BpeSpec, DataConfig, TrainConfig
+from contract.config import BpeSpec, DataConfig, TrainConfig
 from trainer.corpus import list_root, matches
-from trainer.splits import split_problem
+from contract.splits import split_problem
 
 SAMPLE_BYTES = 64 << 10
 

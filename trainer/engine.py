@@ -21,7 +21,7 @@
   DeepSpeed's backward/step stay eager (only the forward graph, and its autograd backward, are
   compiled). Gates are module attributes fixed at build time, so a gated model is one graph;
   evaluation (``no_grad``) and the probes compile once more each, never per step
-  (tests/test_train.py counts the compiles).
+  (tests/trainer/test_train.py counts the compiles).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import Any
 
 import torch
 
-from trainer.config import RunSpec
+from contract.config import RunSpec
 
 log = logging.getLogger("trainer")
 _warned: set[str] = set()
@@ -138,7 +138,7 @@ def build_engine(model: torch.nn.Module, spec: RunSpec, precision: Precision,
     """``deepspeed.initialize`` with a torch AdamW; returns the engine."""
     import deepspeed
 
-    t = spec.train  # MoE + ZeRO 3 is refused by RunSpec (trainer/config.py)
+    t = spec.train  # MoE + ZeRO 3 is refused by RunSpec (contract/config.py)
     # fused: one kernel per parameter for the whole update, on CUDA and CPU alike (at `small`
     # on 2 CPU cores 9 ms a step instead of 66 ms; the unfused update also reads each
     # parameter's step count back to the host). Only at ZeRO 0, where the optimizer is ours,

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from trainer import metrics
+from contract import metrics
 from trainer.data import Batch
 
 PROBE_PREFIX = {"attention_sink": metrics.FIRST_TOKEN_ATTENTION,

@@ -16,8 +16,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from trainer.config import RunSpec
-from trainer.reporter import Reporter
+from contract.config import RunSpec
+from contract.reporter import Reporter
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Attention gates as data: one ``Gate`` module for every ``GateSpec`` (trainer/config.py).
+"""Attention gates as data: one ``Gate`` module for every ``GateSpec`` (contract/config.py).
 
 Scores live in the (B, T, H, D) per-head layout for G1..G4 and (B, T, d_model) for G5:
 - elementwise: one score per channel, logits (B, T, H, D)
@@ -26,8 +26,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from trainer.config import GateSpec
-from trainer.gate_shapes import gate_heads, score_shape
+from contract.config import GateSpec
+from contract.gate_shapes import gate_heads, score_shape
 
 HEAD_POSITIONS = ("G1", "G2", "G3", "G4")
 

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from trainer.checkpoint import latest_checkpoint
-from trainer.config import RunSpec
+from contract.config import RunSpec
 
 MODEL_STATES = "mp_rank_00_model_states.pt"
 

@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from trainer.config import LongContextConfig, RunSpec
+from contract.config import LongContextConfig, RunSpec
 from trainer.data import DataStream, build_source
 from trainer.rope import RopeScaling
 

@@ -1,6 +1,6 @@
 """The parameter-count oracle: build the real model on the meta device and count its tensors.
 
-trainer/params.py counts by arithmetic (fast, no torch); this module counts the code that
+contract/params.py counts by arithmetic (fast, no torch); this module counts the code that
 trains, so tests can hold the arithmetic to it. It sits above trainer/model.py (it builds
 models), params.py below it.
 """
@@ -11,9 +11,9 @@ import functools
 
 import torch
 
-from trainer.config import ModelConfig
+from contract.config import ModelConfig
 from trainer.model import build_model
-from trainer.params import ParamCounts
+from contract.params import ParamCounts
 
 
 def _numel(params) -> int:  # type: ignore[no-untyped-def]

@@ -16,10 +16,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from trainer.attention import Attention
-from trainer.config import ModelConfig
+from contract.config import ModelConfig
 from trainer.moe import MoEFFN, SwiGLU
 from trainer.norms import RMSNorm
-from trainer.params import effective_d_ff
+from contract.params import effective_d_ff
 from trainer.probes import ProbeResult, first_token_share
 from trainer.rope import RopeScaling, rope_cache
 
@@ -71,7 +71,7 @@ class Block(nn.Module):
 
 class GatedLM(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
-        super().__init__()  # cfg is validated (even head_dim etc.): trainer/config.py
+        super().__init__()  # cfg is validated (even head_dim etc.): contract/config.py
         self.cfg = cfg
         self.d_ff = effective_d_ff(cfg)
         self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)

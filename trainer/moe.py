@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from trainer.config import MoEConfig
+from contract.config import MoEConfig
 
 MIN_CAPACITY = 4
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from trainer import metrics
+from contract import metrics
 
 
 def first_token_column(att: torch.Tensor) -> torch.Tensor:
@@ -61,7 +61,7 @@ class ProbeResult:
         return _mean(vals) if vals else None
 
     def metrics(self) -> dict[str, float]:
-        """The probe/* metrics (trainer/metrics.py names), means and /layer_i values."""
+        """The probe/* metrics (contract/metrics.py names), means and /layer_i values."""
         out = {metrics.FIRST_TOKEN_ATTENTION: self.first_token_attention_mean,
                metrics.MAX_ACTIVATION: self.max_activation_mean}
         for i, (f, m) in enumerate(zip(self.first_token_attention, self.max_activation)):

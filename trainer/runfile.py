@@ -2,7 +2,7 @@
 the file, the key and what was expected, found before torch or DeepSpeed start.
 
 What ``orchestrator validate`` checks for a sweep, this checks for one run file: the spec
-(trainer/config.py), then its data (trainer/datacheck.py, the same function ``validate`` calls).
+(contract/config.py), then its data (trainer/datacheck.py, the same function ``validate`` calls).
 Sweep files have the orchestrator's own bounded reader; the trainer cannot import it (the
 dependencies point orchestrator -> trainer), so the one YAML rule a run file needs beyond
 ``safe_load`` lives here: a key given twice is an error (PyYAML keeps the last one silently,
@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from trainer.config import RunSpec
+from contract.config import RunSpec
 from trainer.datacheck import check
 
 MAX_BYTES = 1 << 20  # a run spec is a few hundred bytes; never read a huge or endless file

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 
-from trainer.config import TrainConfig
+from contract.config import TrainConfig
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:

@@ -46,13 +46,14 @@ import numpy as np
 import torch
 import torch.distributed as tdist
 
-from trainer import checkpoint, metrics
-from trainer.config import RunSpec
+from contract import metrics
+from trainer import checkpoint
+from contract.config import RunSpec
 from trainer.data import build_data, data_artifact, data_summary, ppl_set_config
 from trainer.engine import build_engine, resolve_precision, set_lr, train_step, trainer_clips
 from trainer.evaluation import perplexity, probe_metrics, validation_loss
 from trainer.preempt import Preempted, StopRequest, sigterm_stops
-from trainer.reporter import Reporter
+from contract.reporter import Reporter
 from trainer.schedule import lr_at
 from trainer.stability import DivergenceDetector, SpikeDetector
 from trainer.stepstats import StepRow, StepStats, Window
@@ -120,7 +121,7 @@ class _Run:
                  stop: StopRequest | None = None) -> None:
         from trainer.dist import ensure_single_process_dist
         from trainer.model import build_model
-        from trainer.params import count_params
+        from contract.params import count_params
 
         self.t0 = time.perf_counter()
         self.spec, self.t, self.ckpt_dir = spec, spec.train, Path(checkpoint_dir)

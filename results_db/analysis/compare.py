@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from results_db.analysis.stats import seeds_needed_many, t_column
 from results_db.analysis.verdict import verdict_expr
-from results_db.states import parse_status
+from contract.states import parse_status
 from results_db.vocab import DIMENSIONS, RESULT_STATES, higher_is_better
 
 if TYPE_CHECKING:
@@ -138,7 +138,7 @@ def compare(runs: pl.DataFrame, info: pl.DataFrame, metric: str, baseline: str |
     column) as results_db.frames.runs_wide returns it; ``info``: the groups' labels
     (group_key, INFO) as frames.group_info returns them. All groups at once (polars
     expressions; the t quantiles once per distinct df): stats.delta_ci / seeds_needed and
-    verdict.py define the numbers, tests/test_analysis_vectorised.py holds this to them."""
+    verdict.py define the numbers, tests/results_db/test_analysis_vectorised.py holds this to them."""
     import polars as pl
 
     if not 0 < min_effect < math.inf:

@@ -19,7 +19,7 @@
 These scalar functions are the written-out definition (the tests pin them to hand-computed
 values); compare.py, effects.py and stability.py compute the same formulas as polars
 expressions over all groups at once, with the t quantiles looked up once per distinct df, and
-tests/test_analysis_vectorised.py checks that the two agree.
+tests/results_db/test_analysis_vectorised.py checks that the two agree.
 """
 
 from __future__ import annotations

@@ -6,9 +6,9 @@ Create Date: 2026-11-30
 
 ``attempts.owner``: the lease holder that claimed the run ("submit 3f2a on host x"), shown to a
 driver that loses the claim race. ``attempts.fault``: what ended a failed attempt
-(results_db.states.FaultClass: worker_died, node_lost, oom, preempted, code_error, ...).
+(contract.states.FaultClass: worker_died, node_lost, oom, preempted, code_error, ...).
 ``attempts.heartbeat_s``: the interval the attempt promised to heartbeat at; staleness is a
-multiple of it (results_db.states.stale_after_s), so a silent death is seen in seconds.
+multiple of it (contract.states.stale_after_s), so a silent death is seen in seconds.
 ``runs.owner`` / ``runs.lease_until``: the driver that queued or holds the run and until when
 its lease runs (renewed every heartbeat interval), so a never-started run of a dead driver is
 told apart from one a live driver will still start.

@@ -1,0 +1,463 @@
+"""The run contract: RunSpec and GateSpec (see docs/architecture.md, "Contracts").
+
+Everything a training run needs is in one frozen, validated ``RunSpec``. The orchestrator
+builds sweeps out of these models; the trainer never imports the orchestrator.
+
+Variants are data: a gate is a ``GateSpec`` (five orthogonal dimensions), never a subclass.
+Invalid combinations are rejected here, at load time, with the field named, so a bad sweep
+fails before anything is written or scheduled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import typing
+from types import UnionType as _UnionType
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from contract.presets import preset_fields
+
+Position = Literal["G1", "G2", "G3", "G4", "G5"]
+Granularity = Literal["elementwise", "headwise"]
+Sharing = Literal["head_specific", "head_shared"]
+Combine = Literal["multiplicative", "additive"]
+Activation = Literal["sigmoid", "silu", "ns_sigmoid", "identity"]
+Nonlinearity = Literal["none", "rmsnorm", "silu"]
+Probe = Literal["attention_sink", "massive_activations", "gate_scores"]
+
+
+INT64_MAX = 2**63 - 1  # every integer must fit the results DB's 64-bit columns
+
+
+class _Strict(BaseModel):
+    """Frozen and strict: unknown keys are errors, never silently ignored; numbers are finite
+    (NaN/inf would reach the DB's JSON as ``Infinity``), fit 64 bits, and are never booleans
+    (YAML 1.1 reads yes/no/on/off as booleans: ``steps: yes`` must not become 1 step)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _plain_number(cls, v: Any, info: ValidationInfo) -> Any:
+        if not isinstance(v, (int, float)):
+            return v
+        field = cls.model_fields.get(info.field_name or "")
+        kinds = _number_kinds(field.annotation) if field is not None else set()
+        if isinstance(v, bool):
+            if kinds and bool not in kinds:
+                raise ValueError("expected a number, got a boolean (YAML reads yes/no/on/off/"
+                                 "true/false as booleans)")
+        elif (isinstance(v, int) or (math.isfinite(v) and kinds == {int})) \
+                and abs(v) > INT64_MAX:  # a float beyond 64 bits only matters for int fields
+            text = f"{v:.3g}" if isinstance(v, float) else str(v)
+            text = text if len(text) <= 24 else f"{text[:4]}... ({len(text)} digits)"
+            raise ValueError(f"{text} is out of range; expected at most {INT64_MAX} "
+                             "(a 64-bit integer)")
+        return v
+
+
+def _plain_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _number_kinds(tp: Any) -> set[type]:
+    """Which of int/float/bool a field accepts (optional and Literal-of-ints included)."""
+    args = typing.get_args(tp) if typing.get_origin(tp) in (typing.Union, _UnionType) else (tp,)
+    kinds = {a for a in args if a in (int, float, bool)}
+    if any(typing.get_origin(a) is Literal and any(type(x) is int for x in typing.get_args(a))
+           for a in args):
+        kinds.add(int)
+    return kinds
+
+
+class GateSpec(_Strict):
+    """One gate. Defaults are the paper's winner: head-specific multiplicative sigmoid.
+
+    position: G1 per-head SDPA output (before o_proj) | G2 value | G3 key | G4 query |
+              G5 after o_proj. The gate reads the pre-normed hidden state X (same input as q/k/v).
+    granularity: elementwise (one score per channel) | headwise (one score per head).
+    sharing: head_specific | head_shared (per-head scores averaged over heads).
+    combine: multiplicative (Y * act(XW)) | additive (Y + act(XW)).
+    input_dependent: False = act(zero-initialised parameter), the paper's input-independent control.
+    """
+
+    position: Position = "G1"
+    granularity: Granularity = "elementwise"
+    sharing: Sharing = "head_specific"
+    combine: Combine = "multiplicative"
+    activation: Activation = "sigmoid"
+    input_dependent: bool = True
+
+    @model_validator(mode="after")
+    def _check(self) -> GateSpec:
+        if self.position == "G5" and self.granularity == "headwise":
+            raise ValueError("gates[].granularity: 'headwise' is not defined at position G5 "
+                             "(after o_proj there are no heads); use 'elementwise'")
+        if self.position == "G5" and self.sharing == "head_shared":
+            raise ValueError("gates[].sharing: 'head_shared' is not defined at position G5 "
+                             "(after o_proj there are no heads); use 'head_specific'")
+        if self.granularity == "headwise" and self.sharing == "head_shared":
+            raise ValueError("gates[].sharing: a headwise gate has one score per head, so "
+                             "'head_shared' would make it a single scalar; use 'head_specific'")
+        return self
+
+    @property
+    def label(self) -> str:
+        """Short human label, e.g. 'G1/elementwise/sigmoid'."""
+        parts = [self.position, self.granularity]
+        if self.sharing != "head_specific":
+            parts.append("shared")
+        if self.combine != "multiplicative":
+            parts.append(self.combine)
+        parts.append(self.activation)
+        if not self.input_dependent:
+            parts.append("const")
+        return "/".join(parts)
+
+
+class MoEConfig(_Strict):
+    """MoE FFN through deepspeed.moe.layer.MoE (top-k routing, load-balancing aux loss)."""
+
+    n_experts: int = Field(ge=1)
+    top_k: int = Field(default=2, ge=1)
+    d_expert: int = Field(ge=1)  # SwiGLU hidden width of each expert
+    aux_loss_coef: float = Field(default=0.01, ge=0)
+    capacity_factor: float = Field(default=1.25, gt=0)
+    ep_size: int = Field(default=1, ge=1)  # expert-parallel group size (multi-worker runs)
+
+    @model_validator(mode="after")
+    def _check(self) -> MoEConfig:
+        if self.top_k > self.n_experts:
+            raise ValueError(f"moe.top_k: {self.top_k} exceeds moe.n_experts ({self.n_experts})")
+        if self.n_experts % self.ep_size:
+            raise ValueError(f"moe.ep_size: {self.ep_size} must divide moe.n_experts "
+                             f"({self.n_experts})")
+        return self
+
+
+class SwitchHeadConfig(_Strict):
+    """SwitchHead attention (Csordas et al. 2024): sigmoid-routed head experts (issue 7)."""
+
+    targets: Literal["v", "kv"] = "v"
+    n_experts: int = Field(default=4, ge=1)
+    top_k: int = Field(default=1, ge=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> SwitchHeadConfig:
+        if self.top_k > self.n_experts:
+            raise ValueError(f"switch_head.top_k: {self.top_k} exceeds switch_head.n_experts "
+                             f"({self.n_experts})")
+        return self
+
+
+class ModelConfig(_Strict):
+    """A decoder-only LM. Give ``preset`` (contract/presets.py) plus overrides, or every field.
+
+    The preset is resolved at validation time; the resolved config keeps only numbers, so two
+    spellings of the same model have the same fingerprint.
+    """
+
+    vocab_size: int = Field(default=256, ge=2)
+    n_layer: int = Field(ge=1)
+    d_model: int = Field(ge=1)
+    n_head: int = Field(ge=1)
+    n_kv_head: int = Field(ge=1)
+    head_dim: int = Field(ge=1)
+    d_ff: int | None = Field(default=None, ge=1)  # SwiGLU hidden width (dense FFN)
+    moe: MoEConfig | None = None
+    rope_base: float = Field(default=10000.0, gt=0)
+    qk_norm: bool = False
+    tie_embeddings: bool = True
+    gates: tuple[GateSpec, ...] = ()  # empty = ungated baseline; several = e.g. G1+G2
+    nonlinearity: Nonlinearity = "none"  # non-linearity-only control at G1
+    param_match: bool = False  # dense: shrink d_ff so gated total params == ungated
+    norm_style: Literal["pre", "sandwich"] = "pre"  # issue 7: sandwich norm baseline
+    clip_residual: float | None = Field(default=None, gt=0)  # issue 7: clamp to +-c
+    switch_head: SwitchHeadConfig | None = None  # issue 7
+    norm_eps: float = Field(default=1e-6, gt=0)
+    init_std: float = Field(default=0.02, gt=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _resolve_preset(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        preset = data.pop("preset", None)
+        if preset is not None:
+            data = {**preset_fields(preset), **data}
+        if "head_dim" not in data and "d_model" in data and "n_head" in data:
+            d_model, n_head = data["d_model"], data["n_head"]
+            if _plain_int(d_model) and _plain_int(n_head) and n_head > 0:
+                if d_model % n_head:  # else pydantic's "head_dim: Field required" says nothing
+                    raise ValueError(f"model.head_dim: not given, and model.d_model ({d_model}) "
+                                     f"is not divisible by model.n_head ({n_head}) to derive "
+                                     f"it; give model.head_dim or make d_model a multiple of "
+                                     f"n_head")
+                data["head_dim"] = d_model // n_head
+        if "n_kv_head" not in data and "n_head" in data:
+            data["n_kv_head"] = data["n_head"]
+        return data
+
+    @model_validator(mode="after")
+    def _check(self) -> ModelConfig:
+        if self.head_dim % 2:  # at load time: the model would only find out at build time
+            raise ValueError(f"model.head_dim: RoPE rotates channel pairs, so head_dim must be "
+                             f"even; got {self.head_dim}")
+        if self.n_head % self.n_kv_head:
+            raise ValueError(f"model.n_kv_head: {self.n_kv_head} must divide model.n_head "
+                             f"({self.n_head}) for grouped-query attention")
+        if (self.d_ff is None) == (self.moe is None):
+            raise ValueError("model: give exactly one of 'd_ff' (dense SwiGLU FFN) or 'moe'")
+        if self.param_match and self.moe is not None:
+            raise ValueError("model.param_match: only dense models can shrink d_ff to match "
+                             "parameters; for MoE add experts or heads as a variant instead")
+        positions = [g.position for g in self.gates]
+        if len(set(positions)) != len(positions):
+            raise ValueError(f"model.gates: at most one gate per position, got {positions}")
+        if self.nonlinearity != "none" and "G1" in positions:
+            raise ValueError("model.nonlinearity: the non-linearity-only control sits at G1; "
+                             "it cannot be combined with a G1 gate")
+        return self
+
+    @property
+    def n_gate_positions(self) -> int:
+        return len(self.gates)
+
+
+class TrainConfig(_Strict):
+    steps: int = Field(default=200, ge=1)
+    batch_size: int = Field(default=16, ge=1)  # micro-batch per worker
+    grad_accum: int = Field(default=1, ge=1)
+    seq_len: int = Field(default=128, ge=2)
+    lr: float = Field(default=3e-3, gt=0)
+    min_lr: float | None = Field(default=None, ge=0)  # None = lr / 10
+    warmup: int = Field(default=20, ge=0)
+    schedule: Literal["cosine", "linear", "constant"] = "cosine"
+    betas: tuple[float, float] = (0.9, 0.95)
+    weight_decay: float = Field(default=0.1, ge=0)
+    grad_clip: float = Field(default=1.0, ge=0)  # 0 = off
+    precision: Literal["auto", "fp32", "bf16"] = "auto"  # auto: bf16 on CUDA, fp32 on CPU
+    zero_stage: Literal[0, 1, 2, 3] = 0
+    compile: bool = False  # torch.compile the model inside the engine (trainer/engine.py)
+    eval_every: int = Field(default=50, ge=0)  # 0 = only at the end
+    eval_batches: int = Field(default=8, ge=1)
+    log_every: int = Field(default=10, ge=1)
+    checkpoint_every: int = Field(default=100, ge=0)  # 0 = only the final checkpoint
+    # test-only fault: raise before update N, only in an attempt that did not resume from a checkpoint
+    fail_at_step: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> TrainConfig:
+        for i, beta in enumerate(self.betas):  # else torch's AdamW refuses it after start-up
+            if not 0.0 <= beta < 1.0:
+                raise ValueError(f"train.betas: {list(self.betas)}: each beta must be in "
+                                 f"[0, 1); beta {i} is {beta}")
+        if self.min_lr is not None and self.min_lr > self.lr:
+            raise ValueError(f"train.min_lr: {self.min_lr} exceeds train.lr ({self.lr})")
+        if self.warmup >= self.steps and self.steps > 1:
+            raise ValueError(f"train.warmup: {self.warmup} must be below train.steps "
+                             f"({self.steps})")
+        return self
+
+    @property
+    def final_lr(self) -> float:
+        return self.lr / 10 if self.min_lr is None else self.min_lr
+
+
+class BpeSpec(_Strict):
+    """A byte-level BPE trained on the run's training files (trainer/bpe.py), cached by content.
+
+    ``train_bpe`` is the vocabulary size (256 byte tokens + merges); the model's vocab_size
+    follows it (RunSpec resolves it, or rejects a different explicit value).
+    """
+
+    train_bpe: int = Field(ge=257, le=1 << 20)
+    min_frequency: int = Field(default=2, ge=1)
+    # trained on the first sample_bytes of the training files (their fixed hash order): merges
+    # settle long before 100 MB, and training time grows with the sample, encoding does not
+    sample_bytes: int = Field(default=32_000_000, ge=1)
+
+
+CODE_KEYS = ("roots", "include", "exclude", "max_bytes")  # python_code-only DataConfig keys
+
+
+class DataConfig(_Strict):
+    source: Literal["synthetic", "text", "tokens", "hf", "python_code"] = "synthetic"
+    path: str | None = None  # text: file or glob; tokens: .bin file
+    name: str | None = None  # hf: dataset name (only when the user has it locally)
+    # "bytes", a path to a local tokenizer.json, or {train_bpe: N} (python_code only)
+    tokenizer: str | BpeSpec = "bytes"
+    token_dtype: Literal["uint16", "uint32"] = "uint16"  # tokens source
+    val_fraction: float = Field(default=0.05, gt=0, lt=1)  # python_code: of the files
+    # python_code (trainer/corpus.py): "stdlib" | "site-packages" | a directory
+    roots: tuple[str, ...] = Field(default=("stdlib",), min_length=1)
+    include: tuple[str, ...] = Field(default=("**/*.py",), min_length=1)  # relative globs
+    exclude: tuple[str, ...] = ()
+    max_bytes: int | None = Field(default=None, ge=1)  # byte budget of the chosen files
+
+    @field_validator("tokenizer", mode="before")
+    @classmethod
+    def _bpe_spec(cls, v: Any) -> Any:
+        """A mapping is a BpeSpec: validate it as one, so its errors are not buried under the
+        ``str`` branch's "Input should be a valid string"."""
+        if not isinstance(v, dict):
+            return v
+        try:
+            return BpeSpec.model_validate(v)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            key = ".".join(str(p) for p in first["loc"])
+            why = (" (a byte-level BPE has the 256 byte tokens plus at least one merge)"
+                   if key == "train_bpe" and first["type"] == "greater_than_equal" else "")
+            raise ValueError(f"data.tokenizer.{key}: {first['msg']}{why}") from None
+
+    @model_validator(mode="after")
+    def _check(self) -> DataConfig:
+        if self.source in ("text", "tokens") and not self.path:
+            raise ValueError(f"data.path: required when data.source is '{self.source}'")
+        if self.source == "hf" and not self.name:
+            raise ValueError("data.name: required when data.source is 'hf'")
+        # compared with the defaults, not model_fields_set: a stored (fully dumped) config of
+        # another source must load again
+        stray = [k for k in CODE_KEYS
+                 if getattr(self, k) != type(self).model_fields[k].get_default()]
+        if stray and self.source != "python_code":
+            raise ValueError(f"data.{stray[0]}: only used by data.source 'python_code' "
+                             f"(data.source is '{self.source}')")
+        if isinstance(self.tokenizer, BpeSpec) and self.source != "python_code":
+            raise ValueError("data.tokenizer.train_bpe: a BPE is trained on the training files "
+                             "of data.source 'python_code'; for other sources give 'bytes' or a "
+                             "tokenizer.json path")
+        return self
+
+
+class BenchmarkSpec(_Strict):
+    """One lm-evaluation-harness task run at the end of training (issue 5)."""
+
+    task: str
+    num_fewshot: int = Field(default=0, ge=0)
+    limit: int | None = Field(default=None, ge=1)
+    include_path: str | None = None  # directory of local lm-eval task YAMLs
+
+
+class LongContextConfig(_Strict):
+    """PPL at multiples of the training length, with RoPE extension methods (issue 5)."""
+
+    factors: tuple[Annotated[int, Field(ge=1)], ...] = (1, 2, 4, 8)  # x train.seq_len
+    methods: tuple[Literal["none", "linear", "ntk", "yarn"], ...] = ("none", "yarn")
+    retrieval: bool = True
+    batches: int = Field(default=2, ge=1)
+
+
+class EvalConfig(_Strict):
+    probes: tuple[Probe, ...] = ("attention_sink", "massive_activations", "gate_scores")
+    ppl_sets: dict[str, DataConfig] = Field(default_factory=dict)  # -> val/<set>/ppl
+    benchmarks: tuple[BenchmarkSpec, ...] = ()
+    longctx: LongContextConfig | None = None
+
+
+class Resources(_Strict):
+    cpus: float = Field(default=1, gt=0)
+    gpus: float = Field(default=0, ge=0)
+    workers: int = Field(default=1, ge=1)
+
+
+def _ppl_sets_inherit(data: dict[str, Any], tok: Any) -> dict[str, Any]:
+    """Raw RunSpec input: each eval.ppl_sets entry without a tokenizer gets the run's
+    data.tokenizer when that is a name or path (a stored spec then says it explicitly). A run
+    that trains its BPE (``{train_bpe: N}``) has no path yet: its sets keep the default and
+    trainer.batches.ppl_set_config gives them the trained file when the run opens its data."""
+    ev = data.get("eval")
+    sets = ev.get("ppl_sets") if isinstance(ev, dict) else None
+    if not isinstance(sets, dict) or not isinstance(tok, str):
+        return data
+    filled = {n: ({**c, "tokenizer": tok} if isinstance(c, dict) and "tokenizer" not in c else c)
+              for n, c in sets.items()}
+    return {**data, "eval": {**ev, "ppl_sets": filled}}
+
+
+class RunSpec(_Strict):
+    """Everything one training run needs, fully resolved (contract)."""
+
+    name: str = Field(min_length=1)
+    sweep: str = Field(default="adhoc", min_length=1)
+    seed: int = 0
+    model: ModelConfig
+    train: TrainConfig = Field(default_factory=TrainConfig)
+    data: DataConfig = Field(default_factory=DataConfig)
+    eval: EvalConfig = Field(default_factory=EvalConfig)
+    resources: Resources = Field(default_factory=Resources)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _vocab_from_bpe(cls, data: Any) -> Any:
+        """``data.tokenizer: {train_bpe: N}`` sets model.vocab_size to N unless given."""
+        if not isinstance(data, dict):
+            return data
+        tok = data.get("data", {}).get("tokenizer") if isinstance(data.get("data"), dict) else None
+        model = data.get("model")
+        if isinstance(tok, dict) and isinstance(model, dict) and "vocab_size" not in model \
+                and isinstance(tok.get("train_bpe"), int):
+            data = {**data, "model": {**model, "vocab_size": tok["train_bpe"]}}
+        return _ppl_sets_inherit(data, tok)
+
+    @model_validator(mode="after")
+    def _check_engine(self) -> RunSpec:
+        if self.model.moe is not None and self.train.zero_stage == 3:
+            raise ValueError("train.zero_stage: DeepSpeed's MoE layer trains under ZeRO 0-2, "
+                             "not 3; use zero_stage 0, 1 or 2 for MoE models")
+        return self
+
+    @model_validator(mode="after")
+    def _check_tokenizers(self) -> RunSpec:
+        tok = self.data.tokenizer
+        if isinstance(tok, BpeSpec) and self.model.vocab_size != tok.train_bpe:
+            raise ValueError(f"model.vocab_size: {self.model.vocab_size} differs from "
+                             f"data.tokenizer.train_bpe ({tok.train_bpe}); drop model.vocab_size "
+                             f"(it follows the tokenizer) or make them equal")
+        for name, cfg in self.eval.ppl_sets.items():
+            # The model's token ids mean what the run's tokenizer says: a set read with another
+            # one would be scored on ids of another vocabulary (a silently wrong val/NAME/ppl).
+            theirs, drop = cfg.tokenizer, f"; drop eval.ppl_sets.{name}.tokenizer (a set is read " \
+                "with the run's tokenizer)"
+            if isinstance(theirs, BpeSpec):
+                raise ValueError(f"eval.ppl_sets.{name}.tokenizer: train_bpe is the run's "
+                                 f"choice, not a set's{drop}")
+            if isinstance(tok, BpeSpec) and theirs != "bytes":
+                raise ValueError(f"eval.ppl_sets.{name}.tokenizer: {theirs!r}, but the run "
+                                 f"trains its own BPE (data.tokenizer.train_bpe){drop}")
+            if isinstance(tok, str) and theirs != tok:
+                raise ValueError(f"eval.ppl_sets.{name}.tokenizer: {theirs!r} differs from "
+                                 f"data.tokenizer {tok!r}{drop}")
+        return self
+
+    def fingerprint(self) -> str:
+        """sha256 of the canonical JSON of what determines the result.
+
+        Excluded: ``name`` (a label) and the scheduling-only ``resources.cpus``/``gpus``.
+        Included: ``sweep``, so a run belongs to exactly one sweep, and ``resources.workers``,
+        which changes the global batch.
+        """
+        doc = self.model_dump(mode="json")
+        doc.pop("name")
+        doc["resources"] = {"workers": self.resources.workers}
+        canonical = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+    @property
+    def tokens_per_step(self) -> int:
+        t = self.train
+        return t.batch_size * t.grad_accum * t.seq_len * self.resources.workers

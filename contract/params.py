@@ -1,0 +1,125 @@
+"""Parameter counts by arithmetic (no torch): ``count``, ``count_params``, param matching.
+
+``count(cfg) -> (total, gates)`` is what ``orchestrator validate`` prints for every run, so it
+must be fast and must not import torch: it is exact arithmetic over the same shape facts the
+model is built from (contract/gate_shapes.py for gates). The real model on the meta device
+(trainer/meta_params.py) is the oracle: tests/contract/test_params.py checks the two agree, component by
+component, for every preset and for every distinct model of every shipped sweep.
+
+This module sits *below* trainer/model.py (the model asks it for the param-matched d_ff), so it
+must never import the model.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from contract.config import ModelConfig
+from contract.gate_shapes import gate_heads, gate_param_count
+
+D_FF_MULTIPLE = 8  # param_match rounds d_ff to this (GEMM-friendly widths)
+
+
+@dataclass(frozen=True)
+class ParamCounts:
+    total: int  # unique parameters (a tied embedding counted once)
+    gates: int  # all gate parameters (fused G1 rows included)
+    embedding: int  # token embedding (+ untied LM head)
+    attention: int  # q/k/v/o projections, excluding gates, QK-norm and SwitchHead
+    ffn: int  # dense SwiGLU, or MoE experts + routers
+    norms: int  # block, final, QK-norm, sandwich and G1-RMSNorm weights
+    switch_head: int  # SwitchHead routers and extra experts' weights (whole projections)
+
+    @property
+    def non_embedding(self) -> int:
+        return self.total - self.embedding
+
+
+def count(cfg: ModelConfig) -> tuple[int, int]:
+    """(total, gate) parameters of ``cfg``, exactly those of the built model."""
+    c = count_params(cfg)
+    return c.total, c.gates
+
+
+def count_params(cfg: ModelConfig) -> ParamCounts:
+    """Every component's parameter count. Global under expert parallelism: a rank holds
+    n_experts / ep_size experts, but the model is counted whole (ep_size does not enter)."""
+    return _count_json(cfg.model_dump_json())
+
+
+@functools.lru_cache(maxsize=1024)
+def _count_json(cfg_json: str) -> ParamCounts:
+    return _count(ModelConfig.model_validate_json(cfg_json))
+
+
+def _gates_per_layer(cfg: ModelConfig) -> int:
+    return sum(gate_param_count(g, gate_heads(g.position, cfg.n_head, cfg.n_kv_head),
+                                cfg.head_dim, cfg.d_model) for g in cfg.gates)
+
+
+def _kv_per_layer(cfg: ModelConfig) -> tuple[int, int]:
+    """(plain k/v projection params, SwitchHead projection params) per layer."""
+    d, width = cfg.d_model, cfg.n_kv_head * cfg.head_dim
+    sh = cfg.switch_head
+    switched = len(sh.targets) if sh is not None else 0  # "v" -> 1, "kv" -> 2
+    experts = (sh.n_experts * width * d + d * cfg.n_kv_head * sh.n_experts) if sh else 0
+    return (2 - switched) * d * width, switched * experts
+
+
+def _norms_per_layer(cfg: ModelConfig) -> int:
+    d, hd = cfg.d_model, cfg.head_dim
+    n = 2 * d  # attn_norm, ffn_norm
+    n += 2 * d if cfg.norm_style == "sandwich" else 0
+    n += 2 * hd if cfg.qk_norm else 0
+    n += hd if cfg.nonlinearity == "rmsnorm" else 0
+    return n
+
+
+def _ffn_per_layer(cfg: ModelConfig) -> int:
+    d = cfg.d_model
+    if cfg.moe is not None:  # SwiGLU experts + the router's (d, E) weight, no bias
+        return cfg.moe.n_experts * 3 * d * cfg.moe.d_expert + d * cfg.moe.n_experts
+    return 3 * d * effective_d_ff(cfg)
+
+
+def _count(cfg: ModelConfig) -> ParamCounts:
+    L, d = cfg.n_layer, cfg.d_model
+    qo = 2 * d * cfg.n_head * cfg.head_dim  # q_proj (without fused G1 rows) + o_proj
+    kv, sh = _kv_per_layer(cfg)
+    gates, ffn = L * _gates_per_layer(cfg), L * _ffn_per_layer(cfg)
+    norms = L * _norms_per_layer(cfg) + d  # + the final norm
+    embedding = cfg.vocab_size * d * (1 if cfg.tie_embeddings else 2)
+    attention, switch_head = L * (qo + kv), L * sh
+    total = embedding + attention + ffn + norms + gates + switch_head
+    return ParamCounts(total=total, gates=gates, embedding=embedding, attention=attention,
+                       ffn=ffn, norms=norms, switch_head=switch_head)
+
+
+def baseline_config(cfg: ModelConfig) -> ModelConfig:
+    """The same model without gates, non-linearity control, SwitchHead or param matching."""
+    return cfg.model_copy(update={"gates": (), "nonlinearity": "none", "switch_head": None,
+                                  "param_match": False})
+
+
+def added_params(cfg: ModelConfig) -> int:
+    """Parameters added vs ``baseline_config(cfg)`` (the paper's "Added (M)" column)."""
+    return count_params(cfg).total - count_params(baseline_config(cfg)).total
+
+
+def effective_d_ff(cfg: ModelConfig) -> int | None:
+    """The dense FFN width to build: cfg.d_ff, or shrunk so the total matches the baseline.
+
+    param_match removes added/(3 * d_model * n_layer) hidden units (SwiGLU has three d x d_ff
+    matrices per layer), rounded to the nearest multiple of D_FF_MULTIPLE, so the totals agree
+    to within 3 * d_model * n_layer * D_FF_MULTIPLE / 2 parameters.
+    """
+    if not cfg.param_match or cfg.d_ff is None:
+        return cfg.d_ff
+    added = added_params(cfg.model_copy(update={"param_match": False}))
+    per_unit = 3 * cfg.d_model * cfg.n_layer
+    d_ff = round((cfg.d_ff - added / per_unit) / D_FF_MULTIPLE) * D_FF_MULTIPLE
+    if d_ff < D_FF_MULTIPLE:
+        raise ValueError(f"model.param_match: the gates add {added} parameters, more than the "
+                         f"FFN (d_ff={cfg.d_ff}) can give back; use a larger d_ff")
+    return d_ff

@@ -1,0 +1,247 @@
+"""Fault injection on a real 2-node Ray cluster (``ray start`` x 2), SQLite and PostgreSQL.
+
+Each case injects one fault into a running ``orchestrator submit`` and asserts (1) the final
+run states, (2) every attempt's state and fault class, (3) per-step metric integrity: each
+``train/loss`` step from log_every to steps exactly once (a resumed attempt re-logs the steps
+after its checkpoint; the upsert keeps one point per step, so there are no duplicates and no
+gaps). Heartbeats every 1 s: a silent attempt is stale after 3 x 1 + 2 = 5 s.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+import results_db
+from tests.cluster_fixtures import CLUSTER_SWEEP
+
+if TYPE_CHECKING:
+    from tests.cluster_fixtures import TwoNodes
+
+pytestmark = pytest.mark.slow
+
+STEPS, LOG_EVERY = 100, 5
+
+
+def _sweep(tmp: Path, name: str, variants: list[str], retries: int = 1, preset: str = "small",
+           steps: int = STEPS, seq: int = 64) -> Path:
+    path = tmp / f"{name}.yaml"
+    rows = "\n".join(f"  {v}: {{train.lr: {round(1.1e-3 * (i + 1), 6)}}}"  # distinct configs
+                     for i, v in enumerate(variants))
+    path.write_text(CLUSTER_SWEEP.format(name=name, preset=preset, steps=steps, seq=seq,
+                                 variants=rows, retries=retries))
+    return path
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(GATESWEEP_HEARTBEAT_S="1", GATESWEEP_FLUSH_S="1", PYTHONUNBUFFERED="1",
+               RAY_AUTH_MODE="disabled")
+    env.pop("RAY_ADDRESS", None)
+    return env
+
+
+def _submit(cluster: TwoNodes, spec: Path, url: str, tmp: Path, *extra: str,
+            tag: str = "") -> subprocess.Popen[str]:
+    log = open(tmp / f"submit{tag}.log", "w")  # noqa: SIM115 - closed with the process
+    return subprocess.Popen([sys.executable, "-m", "orchestrator", "submit", str(spec), "--db",
+                             url, "--storage", str(tmp / "runs"), "--address", cluster.address,
+                             *extra], env=_env(), stdout=log, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+
+
+def _log(tmp: Path, tag: str = "") -> str:
+    return (tmp / f"submit{tag}.log").read_text()
+
+
+def _wait(what: str, pred: Any, proc: subprocess.Popen[str] | None, timeout: float = 300
+          ) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None:
+            assert proc.poll() is None, f"submit exited before {what}"
+        try:
+            got = pred()
+        except Exception:  # noqa: BLE001 - the DB may not exist yet
+            got = None
+        if got:
+            return got
+        time.sleep(0.2)
+    raise AssertionError(f"no {what} within {timeout:g} s")
+
+
+def _checkpointed_attempt(url: str, run_name: str | None = None) -> Any:
+    """The running attempt of a run (the first, or ``run_name``) once it wrote a checkpoint."""
+    db = results_db.open(url, migrate=False)
+    try:
+        for r in db.runs(with_config=False).iter_rows(named=True):
+            if run_name is not None and r["name"] != run_name:
+                continue
+            atts = db.attempts(int(r["id"]))
+            arts = db.artifacts(int(r["id"]))
+            if atts and atts[-1].status == "running" and arts.height and \
+                    "checkpoint" in arts["kind"].to_list():
+                return atts[-1]
+        return None
+    finally:
+        db.close()
+
+
+def _assert_integrity(db: Any, run_id: int, steps: int = STEPS) -> None:
+    """train/loss at every log_every step exactly once: no duplicates, no gaps."""
+    counts = db.query(f"SELECT step, COUNT(*) AS n FROM metrics WHERE run_id = {run_id} "
+                      "AND name = 'train/loss' GROUP BY step ORDER BY step")
+    assert counts["step"].to_list() == list(range(LOG_EVERY, steps + 1, LOG_EVERY))
+    assert set(counts["n"].to_list()) == {1}
+
+
+def _faults(db: Any, run_id: int) -> list[tuple[str, str | None]]:
+    return [(a.status, a.fault) for a in db.attempts(run_id)]
+
+
+def _prompt(att: Any, since: datetime, bound_s: float = 20.0) -> None:
+    """The death was recorded within a few heartbeat intervals, not minutes."""
+    assert att.ended is not None and att.ended - since < timedelta(seconds=bound_s), (
+        att.ended, since)
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+@pytest.mark.parametrize("sig, fault", [(signal.SIGKILL, "worker_died"),
+                                        (signal.SIGTERM, "preempted")], ids=["kill9", "sigterm"])
+def test_killed_or_terminated_worker_is_recorded_then_resumed(
+        ray_two_nodes: TwoNodes, db_url: str, tmp_path: Path, sig: signal.Signals,
+        fault: str) -> None:
+    """kill -9 of the trial's worker: failed/worker_died; SIGTERM: a graceful stop with a
+    checkpoint, failed/preempted. Either way Tune retries and the run resumes to succeeded."""
+    name = f"f-{fault}"
+    proc = _submit(ray_two_nodes, _sweep(tmp_path, name, ["base"]), db_url, tmp_path)
+    try:
+        att = _wait("a checkpoint", lambda: _checkpointed_attempt(db_url), proc)
+        sent = datetime.now(UTC)
+        os.kill(att.pid, sig)
+        assert proc.wait(timeout=400) == 0, _log(tmp_path)
+    finally:
+        _kill_group(proc)
+    db = results_db.open(db_url)
+    (rid,) = [int(i) for i in db.runs()["id"].to_list()]
+    assert db.run(rid).status == "succeeded"
+    assert _faults(db, rid) == [("failed", fault), ("succeeded", None)]
+    _prompt(db.attempts(rid)[0], sent)
+    _assert_integrity(db, rid)
+
+
+def test_kill9_driver_then_resubmit_resumes_everything(ray_two_nodes: TwoNodes, db_url: str,
+                                                       tmp_path: Path) -> None:
+    """One run training, one never started; the driver dies. Its attempt goes lost
+    (no_heartbeat), its queued run's lease runs out; `rerun --sweep` would take both, and a
+    resubmit of the same file resumes both: the lost one from its checkpoint."""
+    from orchestrator.rerun import sweep_rerun_plan
+
+    spec = _sweep(tmp_path, "f-driver", ["first", "second"])
+    proc = _submit(ray_two_nodes, spec, db_url, tmp_path, "--max-concurrent", "1")
+    try:
+        att = _wait("a checkpoint", lambda: _checkpointed_attempt(db_url), proc)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        _kill_group(proc)
+    time.sleep(6)  # past the 5 s staleness of a 1 s heartbeat
+    db = results_db.open(db_url)
+    plan = sweep_rerun_plan(db, "f-driver")
+    assert sorted(plan.take) == sorted(int(i) for i in db.runs()["id"].to_list()), plan.left
+    again = _submit(ray_two_nodes, spec, db_url, tmp_path, tag="2")
+    try:
+        assert again.wait(timeout=400) == 0, _log(tmp_path, "2")
+    finally:
+        _kill_group(again)
+    for r in db.runs().iter_rows(named=True):
+        rid = int(r["id"])
+        assert r["status"] == "succeeded"
+        expected = ([("lost", "no_heartbeat"), ("succeeded", None)] if rid == att.run_id
+                    else [("succeeded", None)])
+        assert _faults(db, rid) == expected, r["name"]
+        _assert_integrity(db, rid)
+    resumed = db.summaries(run_ids=[att.run_id], names=["train/resumed_from_step"])
+    assert resumed["value"][0] >= 10
+
+
+def test_node_loss_is_recorded_node_lost_and_retried(ray_two_nodes_fresh: TwoNodes,
+                                                     db_url: str, tmp_path: Path) -> None:
+    """Two runs, one per node; the non-head node's raylet (and its workers) is killed. That
+    run's attempt ends failed/node_lost; Tune retries it on the surviving node."""
+    import ray
+
+    from tests.cluster_fixtures import kill_node
+
+    cluster = ray_two_nodes_fresh
+    ray.init(address=cluster.address, log_to_driver=False, configure_logging=False)
+    try:
+        head = next(n["NodeID"] for n in ray.nodes() if n["Resources"].get("node_a"))
+    finally:
+        ray.shutdown()
+    spec = _sweep(tmp_path, "f-node", ["a", "b"])
+    proc = _submit(cluster, spec, db_url, tmp_path, "--max-concurrent", "2")
+    try:
+        def on_other_node() -> Any:
+            db = results_db.open(db_url, migrate=False)
+            names = db.runs(with_config=False)["name"].to_list()
+            db.close()
+            for name in names:
+                att = _checkpointed_attempt(db_url, name)
+                if att is not None and not head.startswith(att.host.split("/")[1]):
+                    return att
+            return None
+        att = _wait("a checkpoint on the second node", on_other_node, proc)
+        lost_at = datetime.now(UTC)
+        assert kill_node(att.host.split("/")[1])
+        assert proc.wait(timeout=400) == 0, _log(tmp_path)
+    finally:
+        _kill_group(proc)
+    db = results_db.open(db_url)
+    assert set(db.runs()["status"].to_list()) == {"succeeded"}
+    assert _faults(db, att.run_id) == [("failed", "node_lost"), ("succeeded", None)]
+    _prompt(db.attempts(att.run_id)[0], lost_at, bound_s=40)
+    for rid in db.runs()["id"].to_list():
+        _assert_integrity(db, int(rid))
+
+
+def test_concurrent_submits_never_train_a_run_twice(ray_two_nodes: TwoNodes, db_url: str,
+                                                    tmp_path: Path) -> None:
+    """Two `submit`s of one sweep at the same moment split its runs: every run has exactly
+    one attempt (claimed by one driver), both exit 0 and both summaries say 4 succeeded."""
+    spec = _sweep(tmp_path, "f-dup", ["a", "b", "c", "d"], retries=0, preset="tiny",
+                  steps=20, seq=32)
+    results_db.open(db_url).close()  # one schema migration, not two racing ones
+    procs = [_submit(ray_two_nodes, spec, db_url, tmp_path, "--max-concurrent", "1",
+                     tag=str(i)) for i in (1, 2)]
+    try:
+        codes = [p.wait(timeout=500) for p in procs]
+    finally:
+        for p in procs:
+            _kill_group(p)
+    logs = [_log(tmp_path, "1"), _log(tmp_path, "2")]
+    assert codes == [0, 0], logs
+    for text in logs:
+        assert "done: 4 succeeded" in text, text
+    db = results_db.open(db_url)
+    owners = set()
+    for r in db.runs().iter_rows(named=True):
+        atts = db.attempts(int(r["id"]))
+        assert [(a.number, a.status) for a in atts] == [(1, "succeeded")], (r["name"], atts)
+        owners.add(atts[0].owner)
+        _assert_integrity(db, int(r["id"]), steps=20)
+    assert owners and all(o.startswith("submit ") for o in owners)

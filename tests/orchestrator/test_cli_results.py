@@ -1,0 +1,126 @@
+"""`orchestrator leaderboard | table | effects | stability` print what results_db's analysis API
+returns, unchanged: the JSON/CSV output equals the API's frames, the summary sentence is
+db.verdict_summary's, and the human formats carry the same verdicts (sample DB: tests/sample_db.py).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from io import StringIO
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import results_db
+from tests import sample_db
+from orchestrator.cli import main
+
+
+@pytest.fixture()
+def url(tmp_path: Path) -> str:
+    return sample_db.copy_to(tmp_path)
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main([str(a) for a in args])
+    cap = capsys.readouterr()
+    return code, cap.out, cap.err
+
+
+def _same(a: object, b: object) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=1e-12) or (math.isnan(a) and math.isnan(b))
+    if isinstance(b, float) and a is None:
+        return not math.isfinite(b)  # NaN/inf are null in JSON
+    return a == b
+
+
+def test_leaderboard_json_is_the_api_frame_and_summary(capsys: pytest.CaptureFixture[str],
+                                                       url: str) -> None:
+    code, out, err = run_cli(capsys, "leaderboard", "gates-toy", "--db", url, "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    db = results_db.open(url, readonly=True)
+    board = db.leaderboard("gates-toy", "val/ppl", min_effect=0.01)
+    assert doc["summary"] == db.verdict_summary("gates-toy", "val/ppl")
+    assert len(doc["rows"]) == board.height
+    for got, want in zip(doc["rows"], board.to_dicts()):
+        assert got.keys() == want.keys()
+        assert all(_same(got[k], want[k]) for k in want), (got, want)
+    verdicts = {r["variant"]: r["verdict"] for r in doc["rows"]}
+    # the sample DB: sdpa_elementwise is 3 % better than the baseline; sdpa_headwise has 1 seed
+    assert verdicts["sdpa_elementwise"] == "better" and verdicts["baseline"] == "baseline"
+    assert verdicts["sdpa_headwise"] == "n = 1"
+
+
+def test_leaderboard_table_and_markdown_show_the_api_verdicts(
+        capsys: pytest.CaptureFixture[str], url: str) -> None:
+    db = results_db.open(url, readonly=True)
+    board = db.leaderboard("gates-toy", min_effect=0.05)  # 5 %: nothing clears it as "better"
+    code, out, _ = run_cli(capsys, "leaderboard", "gates-toy", "--db", url,
+                           "--min-effect", "0.05", "--format", "markdown")
+    assert code == 0
+    lines = [ln for ln in out.splitlines() if ln.startswith("| ")][1:]  # minus the header
+    assert len(lines) == board.height
+    for line, row in zip(lines, board.iter_rows(named=True)):
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert cells[1] == row["variant"] and cells[8] == row["verdict"]
+    assert db.verdict_summary("gates-toy", min_effect=0.05) in out
+    code, out, _ = run_cli(capsys, "leaderboard", "gates-toy", "--db", url)
+    assert code == 0 and "sdpa_elementwise" in out and "[-3.2" in out  # CI of the -3 % change
+
+
+def test_table_csv_is_the_ablation_frame(capsys: pytest.CaptureFixture[str], url: str) -> None:
+    code, out, err = run_cli(capsys, "table", "gates-toy", "--db", url, "--format", "csv",
+                             "--metrics", "val/ppl,val/loss")
+    assert code == 0, err
+    got = pl.read_csv(StringIO(out))
+    want = results_db.open(url, readonly=True).ablation_table(
+        "gates-toy", metrics=["val/ppl", "val/loss"])
+    assert got.columns == want.columns and got.height == want.height
+    assert got["val/ppl:verdict"].to_list() == want["val/ppl:verdict"].to_list()
+    assert got["val/ppl:mean"].to_list() == pytest.approx(want["val/ppl:mean"].to_list())
+    assert "beyond noise" in err  # the summary goes to stderr: the CSV stays a table
+
+
+def test_table_paper_and_latex_layouts(capsys: pytest.CaptureFixture[str], url: str) -> None:
+    want = results_db.open(url, readonly=True).ablation_table("gates-toy", metrics=["val/ppl"])
+    code, out, _ = run_cli(capsys, "table", "gates-toy", "--paper", "--db", url,
+                           "--metrics", "val/ppl", "--format", "latex")
+    assert code == 0 and "\\begin{tabular}" in out and "\\end{tabular}" in out
+    rows = [ln for ln in out.splitlines() if ln.endswith("\\\\")][1:]
+    assert len(rows) == want.height
+    first = dict(zip(want["variant"].to_list(), want["val/ppl:text"].to_list()))
+    assert any(r.startswith("sdpa\\_elementwise &") and f"{first['sdpa_elementwise']} (better)"
+               in r for r in rows)
+
+
+def test_effects_and_stability(capsys: pytest.CaptureFixture[str], url: str) -> None:
+    db = results_db.open(url, readonly=True)
+    code, out, _ = run_cli(capsys, "effects", "gates-toy", "--db", url, "--format", "json")
+    assert code == 0
+    assert len(json.loads(out)["rows"]) == db.effects("gates-toy").height
+    st = db.stability("lr-stability")
+    code, out, _ = run_cli(capsys, "stability", "lr-stability", "--db", url, "--format", "json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["summary"] == st.rule
+    assert [r["max_stable_lr"] for r in doc["rows"]] == st.summary["max_stable_lr"].to_list()
+    code, out, _ = run_cli(capsys, "stability", "lr-stability", "--curve", "--db", url,
+                           "--format", "csv")
+    assert pl.read_csv(StringIO(out)).height == st.curve.height
+    code, out, _ = run_cli(capsys, "stability", "gates-toy", "--db", url)
+    assert code == 0 and "one learning rate" in out
+
+
+@pytest.mark.parametrize("args,msg", [
+    (("leaderboard", "nosuch"), "no sweep named 'nosuch'"),
+    (("table", "gates-toy", "--format", "xml"), "--format: 'xml' is not one of"),
+    (("effects", "gates-toy", "--min-effect", "-1"), "Invalid value for '--min-effect'"),
+])
+def test_errors_exit_2(capsys: pytest.CaptureFixture[str], url: str, args: tuple[str, ...],
+                       msg: str) -> None:
+    code, _, err = run_cli(capsys, *args, "--db", url)
+    assert code == 2 and msg in err and "Traceback" not in err

@@ -1,0 +1,94 @@
+"""The DB-backed Reporter against a real SQLite file: batching, heartbeat thread, cancel."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+import results_db
+from orchestrator.reporter import DBReporter, RunCancelled
+from orchestrator.submit import make_plan, register
+
+SMOKE = Path(__file__).resolve().parents[2] / "sweeps" / "smoke.yaml"
+
+
+@pytest.fixture()
+def started(tmp_path: Path) -> tuple[results_db.ResultsDB, int, int]:
+    db = results_db.open(f"sqlite:///{tmp_path / 'r.db'}")
+    run = register(db, make_plan(SMOKE), force=False).to_run[0]
+    att = db.start_attempt(run.id, host="test")
+    return db, run.id, att.id
+
+
+def n_points(db: results_db.ResultsDB, run_id: int) -> int:
+    return db.metrics(run_ids=[run_id]).height
+
+
+def test_points_are_batched_and_flushed_at_close(started: tuple) -> None:
+    db, run_id, att = started
+    rep = DBReporter(db, run_id, att, flush_points=6, flush_s=3600, heartbeat_s=3600)
+    rep.log(1, {"train/loss": 3.0, "train/lr": 1e-3})
+    rep.log(2, {"train/loss": 2.9, "train/lr": 1e-3})
+    assert n_points(db, run_id) == 0  # buffered
+    rep.log(3, {"train/loss": 2.8, "train/lr": 1e-3})  # 6 points: flush
+    assert n_points(db, run_id) == 6
+    rep.log(4, {"train/loss": 2.7})
+    rep.summary({"val/ppl": 9.5})
+    rep.artifact("gate_histogram", {"bins": [0, 1], "counts": [3]})
+    rep.artifact("checkpoint", "/x/ckpt")
+    rep.close()
+    assert n_points(db, run_id) == 7 and rep.first_step == 1
+    summ = db.summaries(run_ids=[run_id])
+    assert summ.filter(summ["name"] == "val/ppl")["value"][0] == 9.5
+    arts = db.artifacts(run_id)
+    assert sorted(arts["kind"].to_list()) == ["checkpoint", "gate_histogram"]
+
+
+def test_heartbeat_thread_keeps_the_attempt_fresh(started: tuple) -> None:
+    db, run_id, att = started
+    before = db.attempts(run_id)[-1].heartbeat
+    rep = DBReporter(db, run_id, att, heartbeat_s=0.1)
+    time.sleep(0.6)
+    after = db.attempts(run_id)[-1].heartbeat
+    rep.close()
+    assert after > before
+    assert db.reconcile(stale_after_s=30) == []  # fresh: not lost
+
+
+def test_cancel_in_the_db_surfaces_as_run_cancelled(started: tuple) -> None:
+    db, run_id, att = started
+    rep = DBReporter(db, run_id, att, heartbeat_s=0.1)
+    rep.heartbeat()  # not cancelled yet: no error
+    db.set_status([run_id], "cancelled")
+    deadline = time.monotonic() + 5
+    while not rep.cancelled and time.monotonic() < deadline:
+        time.sleep(0.05)
+    with pytest.raises(RunCancelled):
+        rep.heartbeat()
+    with pytest.raises(RunCancelled):
+        rep.log(5, {"train/loss": 1.0})
+    rep.close()
+
+
+def test_a_superseded_attempt_is_told_to_stop_and_writes_nothing(tmp_path: Path) -> None:
+    """Another attempt took the run over (lease ran out): heartbeat() returns False -- the
+    trainer's cue to checkpoint and stop -- and the old attempt's buffered points are dropped
+    instead of overwriting the new holder's."""
+    db = results_db.open(f"sqlite:///{tmp_path / 'r.db'}")
+    run = register(db, make_plan(SMOKE), force=False).to_run[0]
+    old = db.claim_run(run.id, "driver A", "h", heartbeat_s=0.1)
+    time.sleep(2.5)  # stale: 3 x 0.1 s + 2 s
+    new = db.claim_run(run.id, "driver B", "h")
+    assert new is not None
+    rep = DBReporter(db, run.id, old.id, heartbeat_s=0.05, flush_s=3600)
+    assert rep.heartbeat() is True  # the thread has not asked yet
+    rep.log(7, {"train/loss": 9.9})
+    deadline = time.monotonic() + 5
+    while not rep.superseded and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert rep.heartbeat() is False
+    rep.close()
+    assert n_points(db, run.id) == 0
+    assert db.heartbeat(new.id) is True

@@ -1,0 +1,100 @@
+"""Scheduler pieces that need no Ray cluster: the DB-sync callback and checkpoint paths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+import results_db
+from orchestrator.scheduler import DBSyncCallback, checkpoint_dir
+from orchestrator.submit import make_plan, register
+
+SMOKE = Path(__file__).resolve().parents[2] / "sweeps" / "smoke.yaml"
+
+
+@pytest.fixture()
+def db_and_runs(tmp_path: Path) -> tuple[str, list[int]]:
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    rows = register(results_db.open(url), make_plan(SMOKE), force=False).to_run
+    return url, [r.id for r in rows]
+
+
+def fake_trial(run_id: int, error_file: Path | None) -> SimpleNamespace:
+    return SimpleNamespace(config={"run_id": run_id}, trial_id=f"t{run_id}",
+                           error_file=None if error_file is None else str(error_file))
+
+
+def test_worker_death_while_running_is_recorded_as_failed(db_and_runs: tuple, tmp_path: Path
+                                                          ) -> None:
+    url, ids = db_and_runs
+    db = results_db.open(url)
+    db.claim_run(ids[0], "submit 1 on h", "h", trial_id=f"t{ids[0]}")  # then it died
+    err = tmp_path / "error.txt"
+    err.write_text("Traceback (most recent call last):\nray.exceptions.ActorDiedError: died\n")
+    DBSyncCallback(url, "submit 1 on h").on_trial_error(0, [], fake_trial(ids[0], err))
+    (att,) = db.attempts(ids[0])
+    assert db.run(ids[0]).status == "failed" and att.status == "failed"
+    assert att.error == "trial died: ray.exceptions.ActorDiedError: died [worker_died; not retried]"
+    assert att.fault == "worker_died" and "Traceback" in att.traceback
+
+
+def test_a_retried_death_is_recorded_before_the_retry_claims(db_and_runs: tuple,
+                                                              tmp_path: Path) -> None:
+    """Tune's on_trial_recover (it will retry): the dead attempt ends failed with its fault
+    at once, and the retry's claim (same trial) starts attempt 2 from a failed run."""
+    url, ids = db_and_runs
+    db = results_db.open(url)
+    db.claim_run(ids[0], "d", "h", trial_id=f"t{ids[0]}")
+    err = tmp_path / "error.txt"
+    err.write_text("ray.exceptions.NodeDiedError: the node died\n")
+    DBSyncCallback(url, "d", retries=1).on_trial_recover(0, [], fake_trial(ids[0], err))
+    (att,) = db.attempts(ids[0])
+    assert (att.status, att.fault) == ("failed", "node_lost")
+    assert att.error.endswith("[node_lost; retried]")
+    again = db.claim_run(ids[0], "d", "h", trial_id=f"t{ids[0]}")
+    assert again is not None and again.number == 2
+
+
+def test_another_drivers_attempt_is_not_touched(db_and_runs: tuple) -> None:
+    url, ids = db_and_runs
+    db = results_db.open(url)
+    other = db.claim_run(ids[0], "submit other", "h", trial_id="their-trial")
+    DBSyncCallback(url, "submit me").on_trial_error(0, [], fake_trial(ids[0], None))
+    assert db.attempts(ids[0]) == [db.attempts(ids[0])[0]]
+    assert db.attempts(ids[0])[0].status == "running" and other is not None
+
+
+def test_death_before_the_first_attempt_gets_an_attempt_row(db_and_runs: tuple) -> None:
+    url, ids = db_and_runs
+    DBSyncCallback(url).on_trial_error(0, [], fake_trial(ids[1], None))
+    db = results_db.open(url)
+    (att,) = db.attempts(ids[1])
+    assert db.run(ids[1]).status == "failed"
+    assert "exited without reporting" in att.error
+
+
+def test_a_trial_that_recorded_its_own_end_is_left_alone(db_and_runs: tuple) -> None:
+    url, ids = db_and_runs
+    db = results_db.open(url)
+    a = db.claim_run(ids[2], "d", "h", trial_id=f"t{ids[2]}")
+    db.finish_attempt(a.id, "failed", error="RuntimeError: own words", traceback="tb")
+    DBSyncCallback(url).on_trial_error(0, [], fake_trial(ids[2], None))
+    (att,) = db.attempts(ids[2])
+    assert att.error == "RuntimeError: own words"
+
+
+def test_checkpoint_dir_is_per_run_and_absolute(tmp_path: Path) -> None:
+    p = checkpoint_dir(tmp_path / "runs", "gates-toy", "baseline-s0")
+    assert p.is_absolute() and p.parts[-3:] == ("gates-toy", "baseline-s0", "checkpoints")
+
+
+def test_relative_sqlite_urls_become_absolute(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from orchestrator.env import absolute_db_url
+
+    monkeypatch.chdir(tmp_path)
+    assert absolute_db_url("sqlite:///results.db") == f"sqlite:///{tmp_path}/results.db"
+    for url in ("sqlite:////abs/r.db", "sqlite://", "postgresql+psycopg://u:pw@h:5432/db"):
+        assert absolute_db_url(url) == url
