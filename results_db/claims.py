@@ -5,8 +5,11 @@
   transaction (SQLite: BEGIN IMMEDIATE serialises writers; PostgreSQL: the UPDATE's row lock
   makes a concurrent claimer wait, re-evaluate the WHERE and match nothing). The loser gets
   None. A running run is taken over only when its attempt's lease ran out (no heartbeat for
-  ``stale_after_s`` of its own interval) or when the claimer is the same Tune trial restarted
-  (its previous process is gone).
+  ``stale_after_s`` of its own interval) or when the claimer is the attempt's own *owner*
+  (the same driver: it runs each run in one trial at a time, so its earlier process is gone).
+  Ownership, not Tune's trial id, decides: two drivers can draw equal trial ids (Tune builds
+  them from 20 bits of a uuid1 clock plus the trial index), and an equal id must never let
+  one driver take over another's live attempt.
 - ``heartbeat`` answers whether the attempt is still the run's current one; the caller must
   stop when it is not. ``finish_attempt`` never lets a non-current or already-ended (lost)
   attempt move the run.
@@ -57,7 +60,7 @@ class ClaimMixin:
                 run = s.get(Run, run_id, with_for_update=True, populate_existing=True)
                 if run is None:
                     raise NotFound(f"claim_run: run id {run_id} does not exist")
-                if run.status != S.RUNNING or not _take_over(s, run_id, trial_id, now):
+                if run.status != S.RUNNING or not _take_over(s, run_id, owner, now):
                     return None
                 run.owner, run.updated = owner, now
             # defensive: nothing else may stay running beside the new attempt
@@ -213,15 +216,18 @@ def _stale(att: Attempt, now: datetime, explicit: float | None) -> bool:
     return (now - last).total_seconds() > _threshold(att, explicit)
 
 
-def _take_over(s: Session, run_id: int, trial_id: str | None, now: datetime) -> bool:
-    """A running run may be claimed only from a dead holder: the same Tune trial restarted
-    (one trial runs one process at a time) or an attempt whose lease ran out. Closing the old
-    attempt is itself a compare-and-set on its status."""
+def _take_over(s: Session, run_id: int, owner: str, now: datetime) -> bool:
+    """A running run may be claimed only from a dead holder: an attempt of the claimer's own
+    driver (``owner``: a driver runs each run in one trial at a time, so a claim by it means
+    the earlier process ended unseen) or an attempt whose lease ran out. Never by trial id:
+    two drivers' Tune trial ids can be equal. Closing the old attempt is itself a
+    compare-and-set on its status."""
     cur = _latest(s, run_id)
     if cur is None or cur.status != S.RUNNING:
         return True  # an inconsistent row (no live attempt): nothing to protect
-    if trial_id is not None and cur.trial_id == trial_id:
-        fault, why = FaultClass.WORKER_DIED, "the trial restarted: its process ended unseen"
+    if owner and cur.owner == owner:
+        fault, why = FaultClass.WORKER_DIED, ("its driver claimed the run again: the "
+                                              "attempt's process ended unseen")
         status = S.FAILED
     elif _stale(cur, now, None):
         fault, why = FaultClass.SUPERSEDED, (f"lease ran out: no heartbeat for more than "

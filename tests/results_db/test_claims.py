@@ -24,23 +24,28 @@ def _runs(db, n: int, sweep: str = "s") -> list[int]:
     return [r.id for r in db.register_runs(sid, [_new(f"{sweep}{i}") for i in range(n)]).to_run]
 
 
-def _claimer(url: str, run_ids: list[int], who: str, barrier, out) -> None:
+def _claimer(url: str, run_ids: list[int], who: str, barrier, out,
+             trial_id: str | None = None) -> None:
     db = results_db.open(url, migrate=False)
     barrier.wait()  # every process starts claiming at the same moment
     won = [rid for rid in run_ids
-           if db.claim_run(rid, f"submit {who} on host test", "h", trial_id=who) is not None]
+           if db.claim_run(rid, f"submit {who} on host test", "h",
+                           trial_id=trial_id or who) is not None]
     out.put((who, won))
     db.close()
 
 
-def test_concurrent_processes_claim_each_run_exactly_once(db_url: str) -> None:
+@pytest.mark.parametrize("trial_ids", ["distinct", "colliding"])
+def test_concurrent_processes_claim_each_run_exactly_once(db_url: str, trial_ids: str) -> None:
     """4 processes race for the same 6 runs: each run is won by exactly one of them, with
-    exactly one attempt row, owned by the winner."""
+    exactly one attempt row, owned by the winner -- also when every driver's Tune trial has
+    the same id (Tune's ids can collide across drivers: issue 20)."""
     db = results_db.open(db_url)
     ids = _runs(db, 6)
     ctx = mp.get_context("spawn")
     barrier, out = ctx.Barrier(4), ctx.Queue()
-    procs = [ctx.Process(target=_claimer, args=(db_url, ids, f"p{i}", barrier, out))
+    same = "00000_00000" if trial_ids == "colliding" else None
+    procs = [ctx.Process(target=_claimer, args=(db_url, ids, f"p{i}", barrier, out, same))
              for i in range(4)]
     for p in procs:
         p.start()
@@ -75,6 +80,33 @@ def test_claim_refuses_a_live_holder_and_says_who(db_url: str) -> None:
     assert "cannot go from succeeded to running" in str(db.claim_refusal(rid))
     with pytest.raises(results_db.NotFound, match="run id 999"):
         db.claim_run(999, "o", "h")
+
+
+def test_equal_trial_ids_never_take_over_another_drivers_live_attempt(db_url: str) -> None:
+    """Issue 20: two drivers' trials with one Tune trial id. The second driver's claim is
+    refused (the live attempt stays running, not worker_died) and names the holder; a
+    finished attempt is never relabelled. Only the holder's own driver may take over its
+    live attempt (its earlier process ended unseen: failed/worker_died)."""
+    db = results_db.open(db_url)
+    a, b = _runs(db, 2)
+    tid = "a1b2c_00000"
+    held = db.claim_run(a, "submit 1111 on host x (pid 1)", "x", trial_id=tid)
+    assert db.claim_run(a, "submit 2222 on host y (pid 2)", "y", trial_id=tid) is None
+    assert [(x.status, x.fault) for x in db.attempts(a)] == [("running", None)]
+    assert db.heartbeat(held.id) is True
+    assert "running under submit 1111" in str(db.claim_refusal(a))
+    # the holder's own driver claims again (Tune restarted its trial): the old one died
+    again = db.claim_run(a, "submit 1111 on host x (pid 1)", "x", trial_id="other_00001")
+    assert again is not None and again.number == 2
+    first = db.attempts(a)[0]
+    assert (first.status, first.fault) == ("failed", "worker_died")
+    assert db.heartbeat(held.id) is False and db.heartbeat(again.id) is True
+    # a finished attempt stays as it ended, whoever claims with its trial id afterwards
+    done = db.claim_run(b, "submit 1111 on host x (pid 1)", "x", trial_id=tid)
+    db.finish_attempt(done.id, "succeeded")
+    assert db.claim_run(b, "submit 2222 on host y (pid 2)", "y", trial_id=tid) is None
+    assert [(x.status, x.fault) for x in db.attempts(b)] == [("succeeded", None)]
+    assert db.run(b).status == "succeeded"
 
 
 def test_stale_lease_is_taken_over_and_the_old_attempt_cannot_finish_the_run(db_url) -> None:
