@@ -13,6 +13,7 @@ The retry policy of issue 6:
 | no_heartbeat  | silent attempt (reconciler)                           | yes                 |
 | injected      | ``train.fail_at_step`` (test-only transient fault)   | yes                 |
 | db_unavailable| the results DB could not be written (disk full, ...) | no: rerun once fixed|
+| db_connections| PostgreSQL's connection slots are used up            | yes (slots free up) |
 | code_error    | any other exception (bad data path, a bug)           | only when asked     |
 
 A code error is deterministic: rerunning it burns a GPU slot for the same traceback, so it is
@@ -37,7 +38,8 @@ RETRY_CODE_ERRORS_ENV = "GATESWEEP_RETRY_CODE_ERRORS"
 Fault = FaultClass
 
 TRANSIENT: frozenset[Fault] = frozenset({Fault.OOM, Fault.WORKER_DIED, Fault.NODE_LOST,
-                                         Fault.INJECTED, Fault.PREEMPTED, Fault.NO_HEARTBEAT})
+                                         Fault.INJECTED, Fault.PREEMPTED, Fault.NO_HEARTBEAT,
+                                         Fault.DB_CONNECTIONS})
 
 # Exception class names (matched along the MRO, so subclasses count) -> fault. Names, not
 # imports: classifying must not import ray or torch.cuda in a process that lacks them.
@@ -57,6 +59,7 @@ _TYPE_NAMES: dict[str, Fault] = {
     "RunCancelled": Fault.CANCELLED,
     "Preempted": Fault.PREEMPTED,  # trainer.Preempted: SIGTERM / superseded, checkpointed
     "KeyboardInterrupt": Fault.CANCELLED,
+    "DBConnectionsExhausted": Fault.DB_CONNECTIONS,  # its subclass: no free server slot
     "DBUnavailable": Fault.DB_UNAVAILABLE,  # results_db.DBUnavailable: full disk, read-only
 }
 
@@ -64,6 +67,10 @@ _TYPE_NAMES: dict[str, Fault] = {
 # "node ... died" must beat the generic "died").
 _TEXT_RULES: tuple[tuple[str, Fault], ...] = (
     ("injected failure", Fault.INJECTED),
+    ("dbconnectionsexhausted", Fault.DB_CONNECTIONS),  # before dbunavailable: its subclass
+    ("has no free connection", Fault.DB_CONNECTIONS),
+    ("too many clients", Fault.DB_CONNECTIONS),
+    ("too many connections for", Fault.DB_CONNECTIONS),
     ("dbunavailable", Fault.DB_UNAVAILABLE),
     ("preempted", Fault.PREEMPTED),
     ("sigterm", Fault.PREEMPTED),  # a worker that died of SIGTERM before checkpointing

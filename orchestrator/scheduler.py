@@ -234,6 +234,24 @@ class DBSyncCallback(Callback):  # type: ignore[misc]
 
     def __init__(self, db_url: str, owner: str = "", retries: int = 0) -> None:
         self.db_url, self.owner, self.retries = db_url, owner, retries
+        # One handle for the whole experiment, opened at the first death: a handle per death
+        # needed a *new* server connection exactly when trials die of a server whose
+        # connection slots are used up (fault db_connections), so that death went unrecorded.
+        self._db: Any = None
+
+    def setup(self, **info: Any) -> None:
+        """Open the handle before any trial runs, one writer and one reader connection in its
+        pools (open() checks the schema revision; run(-1) reads), so recording a death never
+        needs a server slot that the trials may have used up."""
+        import results_db
+
+        self._db = results_db.open(self.db_url)
+        self._db.run(-1)
+
+    def on_experiment_end(self, trials: list[Any], **info: Any) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
 
     def on_trial_recover(self, iteration: int, trials: list[Any], trial: Any,
                          **info: Any) -> None:
@@ -248,27 +266,26 @@ class DBSyncCallback(Callback):  # type: ignore[misc]
         from orchestrator.leases import node_fault
 
         run_id = int(trial.config["run_id"])
-        db = results_db.open(self.db_url, migrate=False)
-        try:
-            att = _attempt_of_trial(db, run_id, trial.trial_id)
-            claimed_here = att is None
-            if claimed_here:  # died before its claim: give the error a home, if ours to give
-                att = db.claim_run(run_id, self.owner, socket.gethostname(),
-                                   trial_id=trial.trial_id)
-            if att is None or att.status != "running":
-                return  # the trial recorded its own end, or another driver holds the run
-            text = _trial_error_text(trial)
-            fault = classify(None, text)
-            if not claimed_here and fault in (Fault.WORKER_DIED, Fault.CODE_ERROR):
-                # The trial records its own exceptions; an attempt it left running means its
-                # process died. A dead node takes its workers with it: say which.
-                fault = node_fault(att.host, grace_s=NODE_GRACE_S)
-            retry = retried and RetryPolicy.from_env(self.retries).should_retry(fault)
-            first = text.strip().splitlines()[-1] if text.strip() else "?"
-            db.finish_attempt(att.id, "failed", error=f"trial died: {first}"
-                              + describe(fault, retry), traceback=text or None, fault=fault)
-        finally:
-            db.close()
+        if self._db is None:
+            self._db = results_db.open(self.db_url, migrate=False)
+        db = self._db
+        att = _attempt_of_trial(db, run_id, trial.trial_id)
+        claimed_here = att is None
+        if claimed_here:  # died before its claim: give the error a home, if ours to give
+            att = db.claim_run(run_id, self.owner, socket.gethostname(),
+                               trial_id=trial.trial_id)
+        if att is None or att.status != "running":
+            return  # the trial recorded its own end, or another driver holds the run
+        text = _trial_error_text(trial)
+        fault = classify(None, text)
+        if not claimed_here and fault in (Fault.WORKER_DIED, Fault.CODE_ERROR):
+            # The trial records its own exceptions; an attempt it left running means its
+            # process died. A dead node takes its workers with it: say which.
+            fault = node_fault(att.host, grace_s=NODE_GRACE_S)
+        retry = retried and RetryPolicy.from_env(self.retries).should_retry(fault)
+        first = text.strip().splitlines()[-1] if text.strip() else "?"
+        db.finish_attempt(att.id, "failed", error=f"trial died: {first}"
+                          + describe(fault, retry), traceback=text or None, fault=fault)
 
 
 def _attempt_of_trial(db: Any, run_id: int, trial_id: str) -> Any:

@@ -39,6 +39,17 @@ class DBUnavailable(OSError):
     """The results DB cannot be opened or written; the message names it and says why."""
 
 
+class DBConnectionsExhausted(DBUnavailable):
+    """The PostgreSQL server refused a new connection because its connection slots are used up
+    (``max_connections``, or a role's / database's CONNECTION LIMIT): transient, unlike a
+    full disk; docs/cluster.md "Connections" sizes the server for a sweep."""
+
+
+# What PostgreSQL says when its slots are used up (SQLSTATE 53300; psycopg reports a refused
+# connection without the SQLSTATE, so the text is what we have).
+_PG_NO_SLOTS = ("too many clients", "too many connections", "remaining connection slots")
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
@@ -66,6 +77,12 @@ def classify(orig: BaseException, connecting: bool) -> str | None:
 def translate(where: str, ctx: Any) -> None:
     """SQLAlchemy ``handle_error`` hook: raise DBUnavailable for an unusable DB."""
     orig = ctx.original_exception
+    if any(k in str(orig).lower() for k in _PG_NO_SLOTS) or \
+            getattr(orig, "sqlstate", None) == "53300":
+        raise DBConnectionsExhausted(
+            f"results DB {where} has no free connection: {_first_line(orig)} (each trial "
+            "holds up to 4; raise the server's max_connections or lower max_concurrent, "
+            "docs/cluster.md \"Connections\")") from orig
     verb = classify(orig, connecting=ctx.statement is None)
     if verb is not None:
         raise DBUnavailable(f"results DB {where} could not be {verb}: "

@@ -31,6 +31,7 @@ from results_db.dbfaults import DBUnavailable, clamp_for_test, translate
 from results_db.migrate import _REV, MIGRATIONS_DIR
 
 DEFAULT_URL = "sqlite:///results.db"
+APP_NAME = "gatesweep"  # PostgreSQL application_name prefix (results_db.pgstat counts by it)
 
 
 class DBNotFound(FileNotFoundError):
@@ -49,12 +50,33 @@ BUSY_TIMEOUT_MS = 30_000
 # libpq waits for the OS's TCP timeout (minutes) on a host that does not answer; a results DB
 # that cannot be reached in this long is reported at once (a URL's own connect_timeout wins).
 PG_CONNECT_TIMEOUT_S = 5
+# Connections per engine on PostgreSQL (docs/cluster.md "Connections"). SQLAlchemy's default
+# (5 kept + 10 overflow per engine) let one trial hold up to 30 (writer + reader); at 100+
+# trials that exhausts a server's max_connections (100 by default). A process uses at most two
+# connections of an engine at once (a trial: its training loop and its heartbeat thread; a
+# driver: its lease keeper and progress threads), so each engine keeps two and never opens
+# more: a third concurrent user waits for one (PG_POOL_TIMEOUT_S) instead of connecting.
+# Bound: connections <= 4 per process holding a ResultsDB (2 for a read-only one).
+PG_POOL_SIZE = 2
+PG_POOL_TIMEOUT_S = 60
 __all__ = ["DBNotFound", "DBOutdated", "DBUnavailable", "DBUnreadable"]
 
 
 def _pg_connect_args(url: URL, **extra: Any) -> dict[str, Any]:
-    return extra if "connect_timeout" in url.query else \
-        {"connect_timeout": PG_CONNECT_TIMEOUT_S, **extra}
+    """libpq options: a connect timeout, and an application_name naming this process
+    (``gatesweep pid=123``: pg_stat_activity then says which trial/driver holds what). The
+    URL's own connect_timeout / application_name win."""
+    args: dict[str, Any] = {"connect_timeout": PG_CONNECT_TIMEOUT_S,
+                            "application_name": f"{APP_NAME} pid={os.getpid()}"}
+    return {**{k: v for k, v in args.items() if k not in url.query}, **extra}
+
+
+def _pg_engine(url: URL, **connect_args: Any) -> Engine:
+    """A bounded pool (PG_POOL_SIZE, no overflow), checked before use (a restarted server's
+    dead connections are replaced, not handed out)."""
+    return create_engine(url, pool_pre_ping=True, pool_size=PG_POOL_SIZE, max_overflow=0,
+                         pool_timeout=PG_POOL_TIMEOUT_S,
+                         connect_args=_pg_connect_args(url, **connect_args))
 
 
 def parse_url(url: str | URL) -> URL:
@@ -144,8 +166,7 @@ def writer_engine(url: URL) -> Engine:
     """The read-write engine; a DB that cannot be opened or written raises DBUnavailable
     (results_db/dbfaults.py) naming it, from any statement."""
     if not is_sqlite(url):
-        return _translating(create_engine(url, pool_pre_ping=True,
-                                          connect_args=_pg_connect_args(url)), url)
+        return _translating(_pg_engine(url), url)
     parent = Path(url.database or "").parent
     if Path(url.database or "").is_dir():
         raise DBUnavailable(f"results DB {url.database} could not be opened: it is a "
@@ -199,8 +220,7 @@ def reader_engine(url: URL) -> Engine:
     if not is_sqlite(url):
         # keep the URL's own libpq options (e.g. -csearch_path=...) and add read-only
         opts = f"{url.query.get('options', '')} -c default_transaction_read_only=on".strip()
-        return create_engine(url, pool_pre_ping=True,
-                             connect_args=_pg_connect_args(url, options=opts))
+        return _pg_engine(url, options=opts)
     path = quote(url.database or "")  # a URI: '?', '#' and '%' in the path must be escaped
     ro = URL.create("sqlite", database=f"file:{path}?mode=ro", query={"uri": "true"})
     eng = create_engine(ro, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000,
