@@ -27,6 +27,7 @@ from pydantic import (
     model_validator,
 )
 
+from contract.errors import format_path, pydantic_problems
 from contract.presets import preset_fields
 
 Position = Literal["G1", "G2", "G3", "G4", "G5"]
@@ -318,11 +319,11 @@ class DataConfig(_Strict):
         try:
             return BpeSpec.model_validate(v)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            key = ".".join(str(p) for p in first["loc"])
+            first = pydantic_problems(exc)[0]
+            key = format_path(first.path)
             why = (" (a byte-level BPE has the 256 byte tokens plus at least one merge)"
-                   if key == "train_bpe" and first["type"] == "greater_than_equal" else "")
-            raise ValueError(f"data.tokenizer.{key}: {first['msg']}{why}") from None
+                   if key == "train_bpe" and first.kind == "greater_than_equal" else "")
+            raise ValueError(f"data.tokenizer.{key}: {first.message}{why}") from None
 
     @model_validator(mode="after")
     def _check(self) -> DataConfig:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+from pydantic import ValidationError
 
 
 def format_path(path: tuple[str | int, ...]) -> str:
@@ -42,3 +45,58 @@ class SpecError(UserError):
         files = sorted({i.file for i in self.issues})
         head = f"invalid sweep {', '.join(files)}: {len(self.issues)} problems:"
         return "\n".join([head, *(f"  {i}" for i in self.issues)])
+
+
+# Our own validators start their message with the key they are about ("train.warmup: 9 must
+# be below train.steps"): such a message is located at that key, not at the model it checks.
+_KEY_IN_MESSAGE = re.compile(r"^([a-z_]+(?:\.[a-z_0-9]+)+): ")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One pydantic error as a user reads it: where (key path) and what was expected.
+
+    ``path``: pydantic's location (the model or field that refused). ``key``: the key the
+    problem is about: ``path``, or the deeper key the message starts with ("train.warmup:
+    ..." on ``train``), whose line a printer should show. ``named``: the message says its key
+    itself, so a printer need not repeat it. ``got``: the offending value, shortened, if plain.
+    """
+
+    path: tuple[str | int, ...]
+    key: tuple[str | int, ...]
+    message: str
+    named: bool = False
+    got: str | None = None
+    kind: str = ""  # pydantic's error type ("greater_than_equal", "missing", ...)
+
+    @property
+    def text(self) -> str:
+        return self.message if self.got is None else f"{self.message} (got {self.got})"
+
+
+def pydantic_problems(exc: ValidationError) -> list[Problem]:
+    """THE flattener of pydantic errors (sweep files, run files and nested config models all
+    use it): loc tuples -> key paths, pydantic's wording -> ours, a named key -> its path."""
+    out = []
+    for err in exc.errors():
+        # union members add tags such as "function-after[_check(), GateSpec]": not keys
+        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and "[" in p))
+        msg = err["msg"].removeprefix("Value error, ")
+        kind = err["type"]
+        if kind == "extra_forbidden":
+            msg = "unknown key (not a field here)"
+        elif kind == "missing":
+            msg = "required key is missing"
+        got = None
+        if "input" in err and kind not in ("missing", "extra_forbidden") \
+                and not isinstance(err["input"], (dict, list)):
+            text = repr(err["input"])
+            got = text if len(text) <= 60 else text[:60] + "..."
+        m = _KEY_IN_MESSAGE.match(msg)
+        key = loc
+        if m is not None:
+            named = tuple(int(p) if p.isdigit() else p for p in m.group(1).split("."))
+            if named[:len(loc)] == loc and len(named) > len(loc):
+                key = named
+        out.append(Problem(loc, key, msg, m is not None, got, kind))
+    return out

@@ -1,4 +1,4 @@
-"""The one bounded, safe YAML reader for sweep files: every key remembers its line.
+"""The one bounded, safe YAML reader (sweep files and run files): every key keeps its line.
 
 User input may be careless or hostile, so every bound is enforced *while* reading, never after:
 - the file must be a regular file (``os.stat`` before opening: ``/dev/zero`` or a FIFO is refused
@@ -11,7 +11,8 @@ User input may be careless or hostile, so every bound is enforced *while* readin
   ``!custom``, ``!!str``) on a scalar, list or mapping is refused;
 - duplicate mapping keys are errors (``yaml.safe_load`` silently keeps the last one).
 Every failure becomes a ``SpecError`` whose issue reads ``FILE:LINE: key.path: what was
-expected``, which the CLI prints as one line with exit code 2.
+expected``, which the CLI prints as one line with exit code 2 (``python -m trainer``'s run
+files, trainer/runfile.py, print the same issue).
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ import yaml
 
 from contract.errors import SpecError, SpecIssue
 
-MAX_BYTES = 1 << 20  # 1 MiB: a sweep file is hand-written
+MAX_BYTES = 1 << 20  # 1 MiB: a sweep or run file is hand-written
+SWEEP_TOP = "a mapping with 'name', 'base' and 'variants' or 'axes'"  # what a sweep file holds
 MAX_DEPTH = 32
 MAX_NODES = 200_000  # counts nodes as expanded through aliases
 
@@ -125,11 +127,12 @@ def _fail(file: str, line: int | None, path: KeyPath, message: str) -> SpecError
     return SpecError([SpecIssue(file, line, tuple(path), message)])
 
 
-def load_text(text: str, file: str = "<string>") -> Source:
-    """Parse ``text``; raise SpecError naming the file, line and key on any problem."""
+def load_text(text: str, file: str = "<string>", *, expected: str = SWEEP_TOP) -> Source:
+    """Parse ``text``; raise SpecError naming the file, line and key on any problem.
+    ``expected``: what the document should hold, said when it is empty."""
     if len(text) > MAX_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
         raise _fail(file, None, (), f"file is larger than {MAX_BYTES} bytes; expected a "
-                                    "hand-written sweep file")
+                                    "hand-written YAML file")
     loader = None
     try:
         loader = _Loader(text)  # the reader refuses control characters right here
@@ -151,8 +154,7 @@ def load_text(text: str, file: str = "<string>") -> Source:
         if loader is not None:
             loader.dispose()
     if node is None:
-        raise _fail(file, 1, (), "the file is empty; expected a mapping with 'name', 'base' "
-                                 "and 'variants' or 'axes'")
+        raise _fail(file, 1, (), f"the file is empty; expected {expected}")
     src = Source(file=file, data=None)
     src.data = _Builder(src).build(node, (), 0)
     return src
@@ -194,7 +196,7 @@ def read_bounded(path: str | Path, limit: int = MAX_BYTES) -> bytes:
             raise _fail(p, None, (), _not_regular(st.st_mode))
         if st.st_size > limit:
             raise _fail(p, None, (), f"file is larger than {limit} bytes; expected a "
-                                     "hand-written sweep file")
+                                     "hand-written YAML file")
         chunks, got = [], 0
         while got <= limit:
             chunk = os.read(fd, limit + 1 - got)
@@ -218,7 +220,7 @@ def _not_regular(mode: int) -> str:
     return f"this is {kind}; expected a regular YAML file"
 
 
-def load_file(path: str | Path) -> Source:
+def load_file(path: str | Path, *, expected: str = SWEEP_TOP) -> Source:
     data = read_bounded(path)
     try:
         text = data.decode("utf-8")
@@ -226,7 +228,7 @@ def load_file(path: str | Path) -> Source:
         line = data[:exc.start].count(b"\n") + 1
         raise _fail(str(path), line, (), f"byte {data[exc.start]:#04x} is not UTF-8; expected "
                                          "a UTF-8 text file") from None
-    return load_text(text, str(path))
+    return load_text(text, str(path), expected=expected)
 
 
 class _Builder:

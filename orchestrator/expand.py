@@ -13,15 +13,14 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
 
 from orchestrator import keys
-from contract.errors import SpecError, SpecIssue
-from orchestrator.spec import SweepSpec, pydantic_issues
+from contract.errors import SpecError, SpecIssue, pydantic_problems
+from orchestrator.spec import SweepSpec
 from contract.yamlsrc import Source
 from contract.config import RunSpec
 
@@ -255,30 +254,16 @@ def _finish(row: _Row, spec: SweepSpec, src: Source, vname: str, seed: int, name
     except ValidationError as exc:
         run_spec, view = None, doc
         if rules.keep(vname, seed, view):
-            for issue in pydantic_issues(src, exc, ()):
-                loc = _named_key(issue.message, issue.path)
-                ypath = _origin(row, loc)
-                key = ".".join(map(str, loc))
+            for problem in pydantic_problems(exc):
+                ypath = _origin(row, problem.key)
+                key = ".".join(map(str, problem.key))
                 shown = ".".join(map(str, ypath)).endswith(key)  # the YAML key says it
-                issues.append(src.issue(ypath, issue.message if shown
-                                        else f"{issue.message} (key {key})"))
+                issues.append(src.issue(ypath, problem.text if shown
+                                        else f"{problem.text} (key {key})"))
         return None
     if not rules.keep(vname, seed, view):
         return None
     return ExpandedRun(name, vname, seed, values, run_spec)
-
-
-_KEY_IN_MESSAGE = re.compile(r"^([a-z_]+(?:\.[a-z_0-9]+)+): ")
-
-
-def _named_key(message: str, loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
-    """A cross-field error on ``train`` that starts by naming its key ("train.warmup: 9 must
-    be below train.steps") is located at that key, below ``loc``, not at ``loc`` itself."""
-    m = _KEY_IN_MESSAGE.match(message)
-    if m is None:
-        return loc
-    named = tuple(keys.split(m.group(1)))
-    return named if named[:len(loc)] == loc and len(named) > len(loc) else loc
 
 
 def _origin(row: _Row, loc: tuple[str | int, ...]) -> YPath:

@@ -31,7 +31,7 @@ from pydantic import (BaseModel, ConfigDict, Field, StrictInt, ValidationError, 
                       model_validator)
 
 from orchestrator import keys
-from contract.errors import SpecError, SpecIssue
+from contract.errors import SpecError, SpecIssue, pydantic_problems
 from contract.yamlsrc import Source, load_file, load_text
 from contract.config import INT64_MAX, Resources
 
@@ -125,23 +125,8 @@ def parse_source(src: Source) -> SweepSpec:
 
 def pydantic_issues(src: Source, exc: ValidationError,
                     prefix: tuple[str | int, ...]) -> list[SpecIssue]:
-    """Map pydantic errors (loc tuples) to FILE:LINE KEY issues."""
-    issues = []
-    for err in exc.errors():
-        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and "[" in p))
-        path = (*prefix, *loc)
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            msg = "unknown key (not a field here)"
-        elif err["type"] == "missing":
-            msg = "required key is missing"
-        if "input" in err and err["type"] not in ("missing", "extra_forbidden"):
-            got = err["input"]
-            if not isinstance(got, (dict, list)):
-                text = repr(got)
-                msg += f" (got {text if len(text) <= 60 else text[:60] + '...'})"
-        issues.append(src.issue(path, msg))
-    return issues
+    """Pydantic errors (contract.errors.pydantic_problems) as FILE:LINE KEY issues."""
+    return [src.issue((*prefix, *p.path), p.text) for p in pydantic_problems(exc)]
 
 
 def _check_keys(src: Source, spec: SweepSpec) -> None:
