@@ -139,9 +139,11 @@ def delta_dots(board: pl.DataFrame, metric: str, max_rows: int = 60) -> alt.Laye
 
 def curves(series: pl.DataFrame, y_title: str, colors: dict[str, str], *, x: str = "step",
            x_title: str = "step", log_y: bool = False, band: bool = False,
-           spikes: pl.DataFrame | None = None, zero_rule: bool = False) -> alt.LayerChart:
+           spikes: pl.DataFrame | None = None, zero_rule: bool = False,
+           raw: pl.DataFrame | None = None) -> alt.LayerChart:
     """series (variant, series, x, value[, lo, hi]): a line per series coloured by its
-    variant; a series with one point is drawn as a point; ``band``: lo..hi shaded."""
+    variant; a series with one point is drawn as a point; ``band``: lo..hi shaded; ``raw``:
+    the unsmoothed series (same columns), drawn faintly under the smoothed lines."""
     scale = alt.Scale(type="log") if log_y else alt.Scale(zero=False)
     color = alt.Color("variant:N", scale=_vscale(colors, series), legend=LEGEND)
     counts = series.group_by("series").len()
@@ -155,8 +157,12 @@ def curves(series: pl.DataFrame, y_title: str, colors: dict[str, str], *, x: str
             color=color, detail="series:N"))
     line_enc = dict(enc)
     if "lr" in series.columns and series["lr"].n_unique() > 1:  # an LR ladder: dash by LR
-        line_enc["strokeDash"] = alt.StrokeDash("lr:N", title="lr", legend=alt.Legend(
-            orient="bottom", title="lr"))
+        line_enc["strokeDash"] = alt.StrokeDash("lr:N", title="lr", sort=lr_order(series),
+                                                legend=alt.Legend(orient="bottom", title="lr"))
+    if raw is not None and raw.height:
+        raw_enc = {k: v for k, v in line_enc.items() if k != "tooltip"}
+        layers.append(alt.Chart(raw.to_pandas()).mark_line(strokeWidth=1, opacity=0.3).encode(
+            y=alt.Y("value:Q", title=y_title, scale=scale), **raw_enc))
     layers.append(alt.Chart(series.to_pandas()).mark_line(strokeWidth=1.6).encode(
         y=alt.Y("value:Q", title=y_title, scale=scale), **line_enc))
     if single.height:
@@ -170,6 +176,17 @@ def curves(series: pl.DataFrame, y_title: str, colors: dict[str, str], *, x: str
         layers.append(alt.Chart(pl.DataFrame({"z": [0.0]}).to_pandas()).mark_rule(
             color="#333", strokeDash=[4, 3]).encode(y="z:Q"))
     return alt.layer(*layers).properties(height=300).interactive()
+
+
+def lr_order(frame: pl.DataFrame, col: str = "lr") -> list[str]:
+    """The LR labels of ``frame`` ('1e-3', '3e-3', '1e-2') in numeric order, for legends
+    (Vega sorts nominal values as text: '1e-2' before '3e-3')."""
+    def key(s: str) -> float:
+        try:
+            return float(s)
+        except (TypeError, ValueError):
+            return float("inf")
+    return sorted((v for v in frame[col].unique().to_list() if v is not None), key=key)
 
 
 def per_layer(frame: pl.DataFrame, title: str, colors: dict[str, str],

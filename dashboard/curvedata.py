@@ -11,11 +11,21 @@ from __future__ import annotations
 import polars as pl
 
 GRID = 200  # common x bins for the seed mean: downsampled runs keep different steps
+# Smoothing is for dense, noisy series logged every few steps (training); an evaluation series
+# (val/*, probes) has a handful of points, and an EMA over 3-5 of them moves the last one far
+# from its value (a final val/loss of 1.465 read ~2.2): those are drawn as measured.
+SMOOTHABLE_PREFIXES: tuple[str, ...] = ("train/",)
+
+
+def smoothable(name: str) -> bool:
+    """Whether the EMA may apply to the series ``name`` (training series only)."""
+    return name.startswith(SMOOTHABLE_PREFIXES)
 
 
 def ema(points: pl.DataFrame, smoothing: float) -> pl.DataFrame:
     """TensorBoard-style EMA per run over x (weight ``smoothing`` on the past; 0 = off).
-    NaN (null) points stay null and do not reset the average."""
+    NaN (null) points stay null and do not reset the average. Callers apply it to training
+    series only (``smoothable``) and draw the raw series with it."""
     if smoothing <= 0 or points.is_empty():
         return points
     alpha = 1.0 - min(max(smoothing, 0.0), 0.999)
@@ -56,7 +66,8 @@ def seed_mean(points: pl.DataFrame, grid: int = GRID) -> pl.DataFrame:
 
 
 def delta_vs_baseline(grouped: pl.DataFrame, base_of: dict[str, str]) -> pl.DataFrame:
-    """The seed-mean curve of each row minus its baseline row's at the same x bin.
+    """The seed-mean curve of each row minus its baseline row's at the same x bin; ``grouped``
+    is the seed mean of the *raw* points (a smoothed Δ lags and can flip sign).
     ``base_of``: {row: baseline row} (the baseline at the same LR, or the sweep's baseline);
     rows without one, and the baseline rows themselves, are left out."""
     if grouped.is_empty() or not base_of:

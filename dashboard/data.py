@@ -83,15 +83,24 @@ def variants(url: str, sweep: str) -> list[str]:
     return ([base] if base in order else []) + [v for v in order if v != base]
 
 
-@st.cache_data(ttl=TTL_S, show_spinner=False)
 def summary_names(url: str, sweep: str | None) -> list[str]:
     """The distinct summary names of the sweep's runs, sorted."""
+    return _summary_names(url, sweep, sweep_state(url, sweep))
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def _summary_names(url: str, sweep: str | None, version: tuple[int, ...]) -> list[str]:
     return open_db(url).summary_names(sweep)
 
 
-@st.cache_data(ttl=TTL_S, show_spinner=False)
 def summaries(url: str, sweep: str | None, names: tuple[str, ...] | None = None) -> pl.DataFrame:
     """Long frame (run_id, name, value) of the sweep's summaries (only ``names`` when given)."""
+    return _summaries(url, sweep, names, sweep_state(url, sweep))
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def _summaries(url: str, sweep: str | None, names: tuple[str, ...] | None,
+               version: tuple[int, ...]) -> pl.DataFrame:
     frame = open_db(url).summaries(sweep=sweep, names=None if names is None else list(names))
     if frame.is_empty():
         return pl.DataFrame(schema={"run_id": pl.Int64, "name": pl.String, "value": pl.Float64})
@@ -104,14 +113,29 @@ def run_summaries(url: str, run_id: int) -> pl.DataFrame:
     return frame.select("name", "value") if frame.height else frame
 
 
-@st.cache_data(ttl=TTL_S, show_spinner=False)
+def sweep_state(url: str, sweep: str | None) -> tuple[int, ...]:
+    """The sweep's run counts by state (from the 3-s ``sweep_status`` read): the version every
+    results read below is cached under, so a run that finishes shows up on the next page run
+    instead of after a TTL, and the pages' watcher (views/common.watch) reruns on a change."""
+    frame = sweep_status(url)
+    if sweep is not None and "sweep" in frame.columns:
+        frame = frame.filter(pl.col("sweep") == sweep)
+    cols = [c for c in frame.columns if c not in ("sweep", "total", "done")]
+    return tuple(int(frame[c].sum() or 0) for c in sorted(cols))
+
+
 def leaderboard(url: str, sweep: str, metric: str, ascending: bool,
                 states: tuple[str, ...]) -> pl.DataFrame:
     """db.leaderboard: per (variant, lr) group n, mean, std, Δ with its 95 % CI, verdict."""
-    return open_db(url).leaderboard(sweep, metric, states=states, ascending=ascending)
+    return _leaderboard(url, sweep, metric, ascending, states, sweep_state(url, sweep))
 
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)
+def _leaderboard(url: str, sweep: str, metric: str, ascending: bool,
+                 states: tuple[str, ...], version: tuple[int, ...]) -> pl.DataFrame:
+    return open_db(url).leaderboard(sweep, metric, states=states, ascending=ascending)
+
+
 def verdict_summary(url: str, sweep: str, metric: str, ascending: bool,
                     states: tuple[str, ...]) -> str:
     """db.verdict_summary's sentence for the board the page shows: results_db's own
@@ -120,32 +144,54 @@ def verdict_summary(url: str, sweep: str, metric: str, ascending: bool,
     return verdict_sentence(leaderboard(url, sweep, metric, ascending, states), sweep, metric)
 
 
-@st.cache_data(ttl=TTL_S, show_spinner=False)
 def effects(url: str, sweep: str, metric: str) -> pl.DataFrame:
+    return _effects(url, sweep, metric, sweep_state(url, sweep))
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def _effects(url: str, sweep: str, metric: str, version: tuple[int, ...]) -> pl.DataFrame:
     return open_db(url).effects(sweep, metric)
 
 
-@st.cache_data(ttl=TTL_S, show_spinner=False)
 def stability(url: str, sweep: str, metric: str = "val/loss", tol: float = 0.05) -> Any:
     """db.stability: None for a sweep without an LR axis."""
+    return _stability(url, sweep, metric, tol, sweep_state(url, sweep))
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def _stability(url: str, sweep: str, metric: str, tol: float, version: tuple[int, ...]) -> Any:
     return open_db(url).stability(sweep, metric, tol)
 
 
-@st.cache_data(ttl=TTL_S, show_spinner=False)
 def max_stable_lr(url: str, sweep: str) -> pl.DataFrame:
     """Per variant (also with one LR): best LR, max stable LR (db.max_stable_lr)."""
+    return _max_stable_lr(url, sweep, sweep_state(url, sweep))
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def _max_stable_lr(url: str, sweep: str, version: tuple[int, ...]) -> pl.DataFrame:
     return open_db(url).max_stable_lr(sweep)
 
 
-@st.cache_data(ttl=TTL_S, show_spinner=False)
 def ablation_frame(url: str, sweep: str, metrics: tuple[str, ...]) -> pl.DataFrame:
     """db.ablation_table: one row per seed group, per metric n/mean/std/Δ/CI/verdict."""
+    return _ablation_frame(url, sweep, metrics, sweep_state(url, sweep))
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def _ablation_frame(url: str, sweep: str, metrics: tuple[str, ...],
+                    version: tuple[int, ...]) -> pl.DataFrame:
     return open_db(url).ablation_table(sweep, metrics)
 
 
-@st.cache_data(ttl=TTL_S, show_spinner=False)
 def ablation_table(url: str, sweep: str, kind: str, with_paper: bool) -> Any:
-    """One paper-layout table of the sweep (dashboard/ablation.py), cached."""
+    """One paper-layout table of the sweep (dashboard/ablation.py), cached per sweep state."""
+    return _ablation_table(url, sweep, kind, with_paper, sweep_state(url, sweep))
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def _ablation_table(url: str, sweep: str, kind: str, with_paper: bool,
+                    version: tuple[int, ...]) -> Any:
     names = ablation.metric_names(kind, summary_names(url, sweep))
     frame = ablation_frame(url, sweep, tuple(names))
     msl = max_stable_lr(url, sweep) if kind == "stability" else None

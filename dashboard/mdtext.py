@@ -12,20 +12,15 @@ from __future__ import annotations
 
 import re
 
-# CommonMark lets any ASCII punctuation be backslash-escaped; these are the ones that start
-# inline markup: emphasis (an underscore between two letters or digits never emphasises, so
-# sdpa_elementwise stays as typed), code, links (only "](" or "][" closes one), autolinks and
-# HTML, entities, table cells, strikethrough, math and Streamlit's :colour[...] directives.
-# Block markers (#, >, -, 1.) only count at the start of a line, where this text never goes.
-_ACTIVE = re.compile(r"[\\`*<&|~$:]|\](?=[(\[])|(?<![^\W_])_|_(?![^\W_])")
+from contract.textout import md_inline
+
 _BACKTICKS = re.compile(r"`+")
 
 
 def md(text: object) -> str:
     """``text`` as literal markdown inside a line: active characters escaped, line breaks
-    as spaces."""
-    flat = " ".join(str(text).splitlines())
-    return _ACTIVE.sub(lambda m: "\\" + m.group(0), flat)
+    as spaces (the escape is contract.textout.md_inline, shared with the Markdown exports)."""
+    return md_inline(text)
 
 
 def code(text: object) -> str:

@@ -7,12 +7,21 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from results_db import TERMINAL, RunStatus
+from contract.states import STATUS_GROUPS, RunStatus
 
-# The run states in the contract's order, from results_db (one owner of the state set).
+# The run states in the contract's order, and the contract's one grouping of them
+# (contract.states.STATUS_GROUPS, shared with `orchestrator status` and results_db.live):
+# finished = done-ok + done-bad; `lost` is *waiting* (it needs a driver: submit/rerun), never
+# finished, and `pending` is waiting, never live.
 STATES: tuple[str, ...] = tuple(s.value for s in RunStatus)
-DONE_STATES: tuple[str, ...] = tuple(s.value for s in RunStatus if s in TERMINAL)
-LIVE_STATES: tuple[str, ...] = tuple(s for s in STATES if s not in DONE_STATES)
+GROUPS: dict[str, tuple[str, ...]] = {
+    name: tuple(s.value for s in RunStatus if s in members)
+    for name, members in STATUS_GROUPS.items()}
+DONE_STATES: tuple[str, ...] = GROUPS["done-ok"] + GROUPS["done-bad"]
+LIVE_STATES: tuple[str, ...] = GROUPS["live"]
+WAITING_STATES: tuple[str, ...] = GROUPS["waiting"]
+# Pages poll fast while a run of the sweep may move on its own or soon (running or waiting).
+ACTIVE_STATES: tuple[str, ...] = LIVE_STATES + WAITING_STATES
 
 
 def _sweep_col(frame: pl.DataFrame) -> str:
@@ -23,10 +32,12 @@ def _sweep_col(frame: pl.DataFrame) -> str:
 
 
 def status_table(frame: pl.DataFrame) -> pl.DataFrame:
-    """db.sweep_status() (long: sweep, status, n -- or already wide) -> sweep, <states>, total,
-    finished, progress (finished / total, 0..1)."""
+    """db.sweep_status() (long: sweep, status, n -- or already wide) -> sweep, <states>, the
+    contract's groups (done-ok, done-bad, live, waiting), total, finished, progress
+    (finished / total, 0..1)."""
     if frame.is_empty():
-        return pl.DataFrame(schema={"sweep": pl.String, **{s: pl.Int64 for s in STATES}})
+        return pl.DataFrame(schema={"sweep": pl.String, **{s: pl.Int64 for s in STATES},
+                                    **{g: pl.Int64 for g in GROUPS}})
     sweep = _sweep_col(frame)
     if "status" in frame.columns:  # long -> wide
         count = next(c for c in ("n", "count", "runs", "len") if c in frame.columns)
@@ -37,7 +48,9 @@ def status_table(frame: pl.DataFrame) -> pl.DataFrame:
     frame = frame.with_columns([pl.col(s).fill_null(0).cast(pl.Int64) for s in STATES])
     total = pl.sum_horizontal(list(STATES))
     done = pl.sum_horizontal(list(DONE_STATES))
-    out = frame.select("sweep", *STATES).with_columns(total=total, finished=done)
+    groups = [pl.sum_horizontal([pl.col(s) for s in members] or [pl.lit(0)]).alias(name)
+              for name, members in GROUPS.items()]
+    out = frame.select("sweep", *STATES).with_columns(*groups, total=total, finished=done)
     return out.with_columns(progress=pl.when(pl.col("total") > 0)
                             .then(pl.col("finished") / pl.col("total")).otherwise(0.0))
 

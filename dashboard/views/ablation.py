@@ -12,7 +12,7 @@ from dashboard.export import to_csv, to_latex, to_markdown
 from dashboard.mdtext import code, md
 from dashboard.status import nothing_to_rank
 from dashboard.views import stability
-from dashboard.views.common import show_rows
+from dashboard.views.common import show_rows, watch
 from results_db.vocab import RESULT_STATES
 
 FINISHED = tuple(RESULT_STATES)  # the states db.ablation_table averages (its default)
@@ -25,6 +25,7 @@ NARROW = {"Act": 80, "Score shape": 85, "Added": 55, "n": 35, "Paper +M": 70, "V
 
 def render(url: str, sweep: str | None) -> None:
     st.header(f"Ablation tables — {md(sweep)}")
+    watch(url, sweep, "ab")
     kinds = list(KINDS)
     kind = st.radio("Table", kinds, format_func=KINDS.__getitem__, key="ab_kind",
                     horizontal=True)

@@ -13,7 +13,7 @@ import streamlit as st
 from dashboard import charts, curvedata, data, palette
 from dashboard.mdtext import md
 from dashboard.tables import fmt_lr, row_labels
-from dashboard.views.common import show_chart
+from dashboard.views.common import follow_new, show_chart, watch
 
 CURVES: dict[str, str] = {"train/loss": "training loss", "val/loss": "validation loss",
                           "val/ppl": "validation perplexity", "train/lr": "learning rate",
@@ -63,7 +63,10 @@ def _controls() -> dict:
     names = c1.multiselect("Metrics", list(CURVES), default=list(DEFAULT_CURVES),
                            format_func=lambda n: f"{n} ({CURVES[n]})", key="cv_names")
     x = c2.radio("x axis", ["step", "tokens"], horizontal=True, key="cv_x")
-    smooth = c3.slider("EMA smoothing", 0.0, 0.99, 0.6, 0.01, key="cv_smooth")
+    smooth = c3.slider("EMA smoothing (train/*)", 0.0, 0.99, 0.6, 0.01, key="cv_smooth",
+                       help="applies to the dense training series only, drawn over the raw "
+                       "curve; evaluation series (val/*, probes) and the Δ curve are never "
+                       "smoothed")
     log_y = c4.toggle("log y", value=False, key="cv_log")
     mode = c5.radio("Seeds", ["mean ± band", "each run"], horizontal=True, key="cv_mode")
     delta = st.toggle("Δ vs baseline curve", value=True, key="cv_delta",
@@ -74,6 +77,7 @@ def _controls() -> dict:
 
 def render(url: str, sweep: str | None) -> None:
     st.header(f"Curves — {md(sweep)}")
+    watch(url, sweep, "cv")
     runs = data.runs(url, sweep)
     labels = _run_labels(runs)
     if not labels:
@@ -81,14 +85,16 @@ def render(url: str, sweep: str | None) -> None:
         return
     opts = _controls()
     variants = data.variants(url, sweep)
-    chosen = st.multiselect("Variants", variants, default=variants[:MAX_VARIANTS],
-                            key="cv_variants")
+    # picks survive page runs; a variant or run that appears later joins them (the page's
+    # watcher reruns it when a run starts)
+    chosen = st.multiselect("Variants", variants, key="cv_variants", default=follow_new(
+        "cv_variants", variants, variants[:MAX_VARIANTS]))
     # the runs of the chosen variants (a 10k-option widget costs ~1 s per page run)
     mine = runs.filter(pl.col("variant").is_in(chosen)).sort("id").head(MAX_OPTIONS)
     options = mine["id"].to_list()
-    picked = st.multiselect("Runs", options, default=default_runs(mine),
-                            format_func=labels.__getitem__, max_selections=MAX_RUNS,
-                            key="cv_runs")
+    picked = st.multiselect("Runs", options, format_func=labels.__getitem__,
+                            max_selections=MAX_RUNS, key="cv_runs",
+                            default=follow_new("cv_runs", options, default_runs(mine), MAX_RUNS))
     points = st.select_slider("Points per curve", [250, 500, 1000, 2000, 5000], value=1000,
                               key="cv_points")
     if not picked or not opts["names"]:
@@ -137,12 +143,21 @@ def _draw(url: str, sweep: str, picked: tuple[int, ...], opts: dict, max_points:
         title = CURVES[name] + (f" — {len(spikes)} spike(s) marked" if spikes is not None
                                 and len(spikes) else "")
         st.subheader(title)
-        smooth = curvedata.ema(pts, opts["smooth"])
-        grouped = curvedata.seed_mean(smooth)
-        shown = grouped if opts["mode"] == "mean ± band" else curvedata.per_run(smooth, names)
+        band = opts["mode"] == "mean ± band"
+        grouped = curvedata.seed_mean(pts)  # raw: what is drawn faintly, and the Δ curve's input
+        under = grouped if band else curvedata.per_run(pts, names)
+        smoothed = opts["smooth"] > 0 and curvedata.smoothable(name)
+        if smoothed:
+            sm = curvedata.ema(pts, opts["smooth"])
+            shown = curvedata.seed_mean(sm) if band else curvedata.per_run(sm, names)
+        else:
+            shown = under
         show_chart(charts.curves(shown, name, colors, x="x", x_title=xt,
-                                      log_y=opts["log_y"], band=opts["mode"] != "each run",
-                                      spikes=spikes))
+                                 log_y=opts["log_y"], band=band, spikes=spikes,
+                                 raw=under if smoothed else None))
+        st.caption(f"EMA {opts['smooth']:.2f} over the raw curve (faint)." if smoothed else
+                   "Raw values (evaluation series are never smoothed)."
+                   if not curvedata.smoothable(name) else "Raw values.")
         if opts["delta"]:
             _delta(runs, url, sweep, grouped, name, colors, xt)
 
@@ -152,6 +167,7 @@ def _delta(runs: pl.DataFrame, url: str, sweep: str, grouped: pl.DataFrame, name
     diff = curvedata.delta_vs_baseline(grouped, base_rows(runs, data.baseline(url, sweep)))
     if diff.is_empty():
         return
-    st.caption(f"Δ {name} vs baseline (seed means, smoothed; below 0 = lower than baseline)")
+    st.caption(f"Δ {name} vs baseline (seed means of the raw values at the same LR; below 0 = "
+               "lower than baseline)")
     show_chart(charts.curves(diff, f"Δ {name}", colors, x="x", x_title=xt,
                                   zero_rule=True))

@@ -19,7 +19,7 @@ from dashboard.palette import verdict_color
 from dashboard.status import STATES, nothing_to_rank, unranked_variants
 from dashboard.tables import (VAL_PPL, apply_filters, fmt_delta_ci, fmt_lr, fmt_mean_std,
                               row_labels)
-from dashboard.views.common import show_chart, show_rows
+from dashboard.views.common import show_chart, show_rows, watch
 from results_db.vocab import higher_is_better
 
 # verdict order of the "by verdict" sort: the conclusions first, the reference, then the rest
@@ -131,6 +131,7 @@ def _table(board: pl.DataFrame, url: str, sweep: str) -> None:
 
 def render(url: str, sweep: str | None) -> None:
     st.header(f"Leaderboard — {md(sweep)}")
+    watch(url, sweep, "lb")
     names = data.summary_names(url, sweep) or [VAL_PPL]
     c1, c2, c3, c4 = st.columns([2, 1, 2, 1])
     metric = c1.selectbox("Metric", names, index=names.index(VAL_PPL) if VAL_PPL in names else 0,

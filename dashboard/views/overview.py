@@ -8,9 +8,9 @@ import streamlit as st
 
 from dashboard import data
 from dashboard.mdtext import md
-from dashboard.status import LIVE_STATES, status_table
+from dashboard.status import status_table
+from dashboard.views.common import LIVE_REFRESH_S, is_active, watch
 
-REFRESH_S = 5
 STALE_HEARTBEAT_S = 60  # a heartbeat older than this is shown as a warning
 
 
@@ -44,14 +44,15 @@ def render(url: str, sweep: str | None) -> None:
     if table.is_empty():
         st.info(f"No sweeps in {url} yet: run `orchestrator submit sweeps/gates.yaml`.")
         return
-    live = int(table.select(pl.sum_horizontal(list(LIVE_STATES)).sum()).item())
-    auto = st.toggle("Auto-refresh while runs are live", value=live > 0, key="auto_refresh")
-    # run_every is fixed when the fragment is defined, so it is built per render
-    fragment = st.fragment(run_every=REFRESH_S if auto else None)(_status_block)
-    fragment(url)
+    # the watcher reruns the page whenever any sweep's counts change (a new sweep, a run
+    # that starts or ends), also when nothing was live at load; while runs are active the
+    # block below refreshes itself too (steps, losses and heartbeats move between changes)
+    watch(url, None, "ov")
+    active = is_active(url, None)
+    st.fragment(run_every=LIVE_REFRESH_S if active else None)(_status_block)(url, active)
 
 
-def _status_block(url: str) -> None:
+def _status_block(url: str, active: bool = False) -> None:
     table = status_table(data.sweep_status(url))
     st.dataframe(
         table, hide_index=True, width="stretch", key="ov_sweeps",
@@ -70,4 +71,5 @@ def _status_block(url: str) -> None:
     st.dataframe(live_table(live), hide_index=True, width="stretch", key="ov_live",
                  column_config={"progress": st.column_config.ProgressColumn(
                      "progress", min_value=0.0, max_value=1.0, format="percent")})
-    st.caption(f"Refreshed every {REFRESH_S} s while runs are live.")
+    if active:
+        st.caption(f"Refreshed every {LIVE_REFRESH_S} s while runs are active.")

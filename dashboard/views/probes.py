@@ -10,7 +10,7 @@ import streamlit as st
 from dashboard import charts, data, palette
 from dashboard.mdtext import md
 from dashboard.tables import FIRST_ATTN, GATE_SCORE, MAX_ACT, row_labels
-from dashboard.views.common import show_chart
+from dashboard.views.common import show_chart, watch
 
 PER_LAYER: dict[str, str] = {FIRST_ATTN: "first-token attention (attention sink)",
                              MAX_ACT: "max |activation| (massive activations, log scale)",
@@ -71,6 +71,7 @@ def _histograms(url: str, runs: pl.DataFrame, picked: list[str], colors: object)
 
 def render(url: str, sweep: str | None) -> None:
     st.header(f"Probes — {md(sweep)}")
+    watch(url, sweep, "pr")
     runs = data.runs(url, sweep)
     colors = palette.colors(data.variants(url, sweep), data.baseline(url, sweep))
     layer_names = [n for n in data.summary_names(url, sweep)

@@ -13,12 +13,13 @@ import streamlit as st
 from dashboard import charts, data, palette
 from dashboard.configdiff import config_diff
 from dashboard.mdtext import code, md
-from dashboard.status import DONE_STATES, LIVE_STATES
+from dashboard.status import ACTIVE_STATES, DONE_STATES, WAITING_STATES
 from dashboard.tables import fmt_num
-from dashboard.views.common import show_chart
+from dashboard.views.common import show_chart, watch
 
-RERUNNABLE = DONE_STATES  # a finished run (any way); pending/running ones are scheduled
-LIVE = LIVE_STATES
+# a finished run (any way) or a lost one; pending/running ones are already scheduled
+RERUNNABLE = tuple(s for s in (*DONE_STATES, *WAITING_STATES) if s != "pending")
+LIVE = ACTIVE_STATES  # may move on its own: running, or waiting for a driver
 REFRESH_S = 3
 CHECKPOINT_KINDS = ("checkpoint_dir", "checkpoint")
 
@@ -118,6 +119,10 @@ def _state_block(url: str, run_id: int) -> None:
         st.error(f"Run {run_id} is not in {url}.")
         return
     run = detail["run"]
+    if run.status != st.session_state.get("_rd_status"):
+        # the status moved since the page was drawn (a rerun click re-runs only this
+        # fragment): rebuild the page, so the run picker, curves and refresh follow it
+        st.rerun()
     st.markdown(f"**{md(run.name)}** — variant {code(run.variant)}, seed {run.seed}, "
                 f"status **{run.status}**")
     _rerun_controls(url, run)
@@ -182,7 +187,9 @@ def render(url: str, sweep: str | None) -> None:
         st.error(f"Run {run_id} is not in {url}.")
         return
     run = detail["run"]
-    live = run.status in LIVE or st.session_state.get(f"rd_started_{run.id}")
+    st.session_state["_rd_status"] = run.status
+    live = run.status in LIVE
+    watch(url, sweep, "rd")
     st.fragment(run_every=REFRESH_S if live else None)(_state_block)(url, run_id)
     _curves(url, sweep, run)
     _checkpoints(detail["artifacts"])

@@ -11,7 +11,7 @@ import streamlit as st
 from dashboard import charts, data, palette
 from dashboard.mdtext import md
 from dashboard.tables import fmt_lr, fmt_num
-from dashboard.views.common import show_chart
+from dashboard.views.common import show_chart, watch
 
 TOLERANCES = (0.02, 0.05, 0.10, 0.20)
 
@@ -73,6 +73,7 @@ def render_view(url: str, sweep: str, key: str = "st") -> bool:
 
 def render(url: str, sweep: str | None) -> None:
     st.header(f"LR stability — {md(sweep)}")
+    watch(url, sweep, "st")
     if sweep is None or not render_view(url, sweep):
         st.info("This sweep has one learning rate per variant: no loss-vs-LR view. Add an LR "
                 "axis (`axes: {train.lr: [...]}`) to measure stability.")

@@ -19,7 +19,7 @@ from dashboard.configdiff import config_diff
 from dashboard.export import to_csv, to_latex, to_markdown
 from dashboard.labels import activation_label, human_count, method_label, score_shape
 from dashboard.mdtext import code, md
-from dashboard.status import status_table
+from dashboard.status import DONE_STATES, LIVE_STATES, status_table
 from dashboard.tables import fmt_delta_ci, fmt_lr, fmt_mean_std, fmt_num, fmt_pct, row_labels
 
 
@@ -156,6 +156,23 @@ def test_status_table_from_long_and_wide_frames() -> None:
         (1, 3, 0, 4, 3)
     assert a["progress"] == pytest.approx(0.75)
     assert status_table(out.select("sweep", "running", "failed")).row(1, named=True)["total"] == 2
+
+
+def test_status_groups_are_the_contracts_lost_is_waiting_not_finished() -> None:
+    """A lost run needs a driver (submit/rerun): the contract (STATUS_GROUPS), `orchestrator
+    status` and db.sweep_status count it as waiting, never finished; pending is not live."""
+    from contract.states import status_group
+
+    wide = pl.DataFrame({"sweep": ["s"], "succeeded": [2], "failed": [1], "lost": [3],
+                         "pending": [4], "running": [5]})
+    row = status_table(wide).row(0, named=True)
+    assert (row["finished"], row["total"]) == (3, 15)
+    assert row["progress"] == pytest.approx(3 / 15)
+    assert (row["done-ok"], row["done-bad"], row["live"], row["waiting"]) == (2, 1, 5, 7)
+    for s in ("succeeded", "failed", "lost", "pending", "running", "diverged", "cancelled"):
+        grp = status_group(s)
+        assert (s in DONE_STATES) == grp.startswith("done"), s
+        assert (s in LIVE_STATES) == (grp == "live"), s
 
 
 def test_overview_data_tracks_live_runs(tmp_path: Path) -> None:
