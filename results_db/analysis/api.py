@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from results_db.analysis.baseline import pick_baseline
 from results_db.analysis.compare import compare, rank, varying
 from results_db.analysis.effects import main_effects
+from results_db.analysis.scaling import Scaling
 from results_db.analysis.stability import EXTRA_METRICS, Stability, analyse
 from results_db.analysis.summary import verdict_sentence
 from results_db.vocab import RESULT_STATES, higher_is_better
@@ -116,6 +117,51 @@ class AnalysisMixin:
         higher = higher_is_better(metric)
         return main_effects(self._compare(sweep, metric, min_effect, states, higher), higher,
                             min_effect)
+
+    def scaling(self, sweep: str, metric: str = "val/ppl", *,
+                states: Sequence[str] = RESULT_STATES) -> Scaling:
+        """Does each variant's delta hold with scale (results_db/analysis/scaling.py)?
+        ``.points``: per (group, evaluation step) the paired delta vs the baseline with a 95 %
+        CI over seeds, at its tokens and training FLOPs, and the iso-FLOP delta; ``.trends``:
+        the slope of delta % per decade of tokens (per group) and of parameters / FLOPs (per
+        variant, across the sizes) with CIs, the iso-FLOP delta, and one sentence each."""
+        import polars as pl
+
+        from results_db.analysis.scaling import scaling
+        from results_db.frames import group_info, runs_wide
+
+        runs = runs_wide(self.reader, sweep, [], keys=COMPARE_KEYS)
+        series = self.metrics(runs["run_id"].to_list(), names=[metric]) if runs.height else \
+            pl.DataFrame(schema={"run_id": pl.Int64, "step": pl.Int64, "value": pl.Float64})
+        return scaling(series.select("run_id", "step", "value"), runs,
+                       group_info(self.reader, sweep), self._costs(sweep), self.baseline(sweep),
+                       metric, higher=higher_is_better(metric), states=states)
+
+    def _costs(self, sweep: str) -> pl.DataFrame:
+        """Per seed group: tokens per step, parameters (contract/params.py) and training FLOPs
+        per token (contract/flops.py) from its first run's config; null where that config is
+        not a valid RunSpec."""
+        import json
+
+        import polars as pl
+        from pydantic import ValidationError
+
+        from contract.config import RunSpec
+        from contract.flops import flops_per_token
+        from contract.params import count
+
+        runs = self.runs(sweep, columns=["id", "group_key"]).unique("group_key", keep="first")
+        rows = []
+        for key, config in runs.select("group_key", "config").iter_rows():
+            try:
+                spec = RunSpec.model_validate(json.loads(config))
+            except (ValidationError, ValueError, TypeError):
+                rows.append((key, None, None, None))
+                continue
+            fpt = float(flops_per_token(spec.model, spec.train.seq_len).total)
+            rows.append((key, spec.tokens_per_step, count(spec.model)[0], fpt))
+        return pl.DataFrame(rows, schema={"group_key": pl.String, "tokens_per_step": pl.Int64,
+                                          "params": pl.Int64, "fpt": pl.Float64}, orient="row")
 
     def stability(self, sweep: str, metric: str = STABILITY_METRIC,
                   tol: float = STABILITY_TOL) -> Stability | None:

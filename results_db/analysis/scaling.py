@@ -1,0 +1,347 @@
+"""Does a variant's gain survive scale? Paired deltas vs tokens, model size and compute.
+
+Every evaluation step of a run is a point on its curve; every seed group (compare.py's groups:
+one config, several seeds) is compared with its baseline group (compare._match: the same
+value of every axis the baseline was swept over, e.g. ``n_layer``), seed by seed:
+
+- **points** (one row per group and evaluation step): d_s = x_s - b_s for each seed s both
+  runs evaluated at that step; delta = mean(d), 95 % CI mean +- t(n-1) sd(d) / sqrt(n) (the
+  paired CI of stats.delta_ci), in % of the baseline's mean at that step. ``tokens`` =
+  step x tokens per step; ``flops`` = tokens x training FLOPs per token (contract/flops.py).
+  **iso-FLOP**: the gate costs FLOPs, so the baseline of the same seed is read at the compute
+  the variant spent: at tokens x f_variant / f_base, interpolated linearly in log10(tokens)
+  between its evaluation points (null beyond its last one).
+- **trends** (x = tokens: one row per group; x = params / flops: one per variant and LR,
+  across the sizes): the slope of delta % against log10(x) in percentage points per decade.
+  Its uncertainty comes from the seeds, the independent replicates (the points of one run are
+  not independent): one least-squares slope per seed (numpy.polyfit), then the mean slope
+  with the t-interval over seeds. x = params / flops uses each size's last common step.
+  Fewer than two distinct x values: "cannot judge" (no line through one point); one seed: a
+  slope without a CI. ``iso_flops`` rows: the iso-FLOP delta at the largest compute both
+  reached, per group.
+
+Pure polars/numpy: the DB reads are in api.py (AnalysisMixin.scaling).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from results_db.analysis.compare import _match
+from results_db.analysis.stats import LEVEL, t_quantile
+from results_db.vocab import DIMENSIONS
+
+if TYPE_CHECKING:
+    import polars as pl
+
+POINT_COLUMNS = ("variant", "lr", "size", "group_key", "step", "tokens", "flops",
+                 "params_total", "n", "base_mean", "mean", "delta", "delta_pct", "ci_low_pct",
+                 "ci_high_pct", "iso_n", "iso_delta_pct", "iso_ci_low_pct", "iso_ci_high_pct")
+TREND_COLUMNS = ("variant", "lr", "size", "x", "n_points", "n_seeds", "x_from", "x_to",
+                 "delta_pct_from", "delta_pct_to", "ci_low_pct", "ci_high_pct", "slope",
+                 "slope_ci_low", "slope_ci_high", "flops_overhead_pct", "verdict", "sentence")
+UNITS = {"tokens": "tokens", "params": "parameters", "flops": "FLOPs", "iso_flops": "FLOPs"}
+
+
+@dataclass(frozen=True)
+class Scaling:
+    points: pl.DataFrame  # POINT_COLUMNS
+    trends: pl.DataFrame  # TREND_COLUMNS
+    metric: str
+    baseline: str | None
+
+    @property
+    def sentences(self) -> list[str]:
+        return [str(s) for s in self.trends["sentence"].to_list()]
+
+
+def _sizes(info: pl.DataFrame) -> pl.DataFrame:
+    """group_key, base_key and a ``size`` label ("n_layer=2"; "all" without a size axis): the
+    dimensions (but lr) the baseline was swept over, at the group's values."""
+    import polars as pl
+
+    bases = info.filter(pl.col("is_baseline"))
+    dims = [c for c in DIMENSIONS if c != "lr" and c in bases.columns
+            and bases[c].n_unique() > 1]
+    label = (pl.concat_str([pl.lit(f"{c}=") + pl.col(c).cast(pl.String).fill_null("-")
+                            for c in dims], separator=", ") if dims else pl.lit("all"))
+    return info.with_columns(size=label)
+
+
+def _ci(values: Sequence[float]) -> tuple[float, float | None, float | None]:
+    """(mean, low, high): the two-sided t-interval over ``values`` (no CI for one)."""
+    n = len(values)
+    mean = math.fsum(values) / n
+    if n < 2:
+        return mean, None, None
+    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
+    half = t_quantile(0.5 + LEVEL / 2, n - 1) * sd / math.sqrt(n)
+    return mean, mean - half, mean + half
+
+
+def _slope(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Least-squares slope of y on log10(x) (numpy.polyfit); None with < 2 distinct x."""
+    import numpy as np
+
+    if len(set(x)) < 2:
+        return None
+    return float(np.polyfit(np.log10(np.asarray(x, float)), np.asarray(y, float), 1)[0])
+
+
+def _iso(pairs: pl.DataFrame) -> pl.DataFrame:
+    """Per (group_key, seed, step): the baseline of the same seed at the variant's compute
+    (interpolated in log10 tokens; null outside its evaluated range) -> ``iso_base``."""
+    import numpy as np
+    import polars as pl
+
+    out = []
+    for (_, _), g in pairs.group_by("group_key", "seed", maintain_order=True):
+        bt, bv = g["base_tokens_all"][0].to_numpy(), g["base_values_all"][0].to_numpy()
+        need = g["tokens"].to_numpy() * g["fpt"].to_numpy() / g["base_fpt"].to_numpy()
+        inside = (need >= bt.min()) & (need <= bt.max() * (1 + 1e-12))
+        iso = np.interp(np.log10(need), np.log10(bt), bv)
+        out.append(g.select("group_key", "seed", "step").with_columns(
+            iso_base=pl.Series(np.where(inside, iso, np.nan)).fill_nan(None)))
+    schema = {"group_key": pl.String, "seed": pl.Int64, "step": pl.Int64, "iso_base": pl.Float64}
+    return pl.concat(out) if out else pl.DataFrame(schema=schema)
+
+
+def _pairs(series: pl.DataFrame, runs: pl.DataFrame, cells: pl.DataFrame,
+           costs: pl.DataFrame) -> pl.DataFrame:
+    """One row per (non-baseline group, seed, step) that both it and its baseline evaluated:
+    value, base_value, tokens, flops, and the iso-FLOP baseline value."""
+    import polars as pl
+
+    pts = (series.filter((pl.col("step") > 0) & pl.col("value").is_finite())
+           .join(runs.select("run_id", "group_key", "seed"), on="run_id")
+           .join(costs.select("group_key", "tokens_per_step", "fpt"), on="group_key")
+           .with_columns(tokens=pl.col("step") * pl.col("tokens_per_step"))
+           .with_columns(flops=pl.col("tokens").cast(pl.Float64) * pl.col("fpt"))
+           .sort("group_key", "seed", "step"))
+    base = pts.select(base_key="group_key", seed="seed", step="step", base_value="value",
+                      base_fpt="fpt")
+    curves = (pts.group_by("group_key", "seed")
+              .agg(base_tokens_all="tokens", base_values_all="value")
+              .rename({"group_key": "base_key"}))
+    pairs = (pts.join(cells.filter(~pl.col("is_baseline") & pl.col("base_key").is_not_null())
+                      .select("group_key", "base_key"), on="group_key")
+             .join(base, on=["base_key", "seed", "step"])
+             .join(curves, on=["base_key", "seed"]).sort("group_key", "seed", "step"))
+    if pairs.height == 0:
+        return pairs.with_columns(iso_base=pl.lit(None, pl.Float64))
+    return pairs.join(_iso(pairs), on=["group_key", "seed", "step"], how="left")
+
+
+def _points(pairs: pl.DataFrame, cells: pl.DataFrame) -> pl.DataFrame:
+    import polars as pl
+
+    d, di = pl.col("value") - pl.col("base_value"), pl.col("value") - pl.col("iso_base")
+    agg = pairs.group_by("group_key", "step").agg(
+        tokens=pl.col("tokens").first(), flops=pl.col("flops").first(),
+        n=pl.len().cast(pl.Int64), base_mean=pl.col("base_value").mean(),
+        mean=pl.col("value").mean(), delta=d.mean(), _sd=d.std(),
+        iso_n=di.count().cast(pl.Int64), _iso_base=pl.col("iso_base").mean(),
+        _iso_d=di.mean(), _iso_sd=di.std())
+    rows = []
+    for r in agg.iter_rows(named=True):
+        t = t_quantile(0.5 + LEVEL / 2, r["n"] - 1) if r["n"] >= 2 else None
+        ti = t_quantile(0.5 + LEVEL / 2, r["iso_n"] - 1) if r["iso_n"] >= 2 else None
+        rows.append({**_pct(r["delta"], r["_sd"], r["n"], t, r["base_mean"], ""),
+                     **_pct(r["_iso_d"], r["_iso_sd"], r["iso_n"], ti, r["_iso_base"], "iso_")})
+    pct = pl.DataFrame(rows, schema={c: pl.Float64 for c in (
+        "delta_pct", "ci_low_pct", "ci_high_pct", "iso_delta_pct", "iso_ci_low_pct",
+        "iso_ci_high_pct")}) if rows else None
+    out = agg if pct is None else pl.concat([agg, pct], how="horizontal")
+    out = out.join(cells.select("group_key", "variant", "lr", "size", "params_total", "_row"),
+                   on="group_key")
+    return out.sort("_row", "step")
+
+
+def _pct(mean: float | None, sd: float | None, n: int, t: float | None, base: float | None,
+         prefix: str) -> dict[str, float | None]:
+    """delta %, CI low/high % of one point (None where undefined)."""
+    ok = mean is not None and base is not None and base != 0 and n >= 1
+    pct = 100.0 * mean / base if ok else None  # type: ignore[operator]
+    half = (100.0 * t * sd / math.sqrt(n) / abs(base)  # type: ignore[arg-type, operator]
+            if ok and t is not None and sd is not None else None)
+    low = pct - half if pct is not None and half is not None else None
+    high = pct + half if pct is not None and half is not None else None
+    return {f"{prefix}delta_pct": pct, f"{prefix}ci_low_pct": low, f"{prefix}ci_high_pct": high}
+
+
+def _fmt(x: float, unit: str) -> str:
+    """51k tokens, 1.6M parameters, 4.2e+11 FLOPs."""
+    if unit == "FLOPs":
+        return f"{x:.2g}"
+    for div, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= div:
+            return f"{x / div:.3g}{suffix}"
+    return f"{x:.3g}"
+
+
+def _slope_verdict(n_x: int, slopes: Sequence[float], low: float | None, high: float | None,
+                   higher: bool, x: str) -> str:
+    if n_x < 2:
+        return "cannot judge: one evaluation point" if x == "tokens" else \
+            "cannot judge: one model size"
+    if not slopes:
+        return "no data"
+    if low is None or high is None:
+        return "one seed: no CI"
+    if low <= 0 <= high:
+        return "flat within noise"
+    return "moves toward the variant" if (high < 0) != higher else "moves toward the baseline"
+
+
+def _iso_verdict(low: float | None, high: float | None, pct: float | None,
+                 higher: bool) -> str:
+    if pct is None:
+        return "cannot compare: the baseline's curve does not reach the variant's compute"
+    if low is None or high is None:
+        return "one seed: no CI"
+    if low <= 0 <= high:
+        return "within noise at equal compute"
+    return "better at equal compute" if (high < 0) != higher else "worse at equal compute"
+
+
+def _label(row: dict[str, object], with_lr: bool) -> str:
+    parts = [str(row["size"])] if row["size"] != "all" else []
+    parts += [f"lr {row['lr']:g}"] if with_lr and row["lr"] is not None else []
+    return f"{row['variant']}" + (f" ({', '.join(parts)})" if parts else "")
+
+
+def _trend_row(base: dict[str, object], x: str, xs: Sequence[float], per_seed: dict[int, tuple],
+               first: dict, last: dict, higher: bool, metric: str, name: str) -> dict:
+    """One trend row: slope per seed over (x, y) pairs, mean and t-CI over seeds, sentence."""
+    slopes = [s for s in (_slope(*per_seed[k]) for k in sorted(per_seed)) if s is not None]
+    slope, low, high = _ci(slopes) if slopes else (None, None, None)
+    n_x = len(set(xs))
+    verdict = _slope_verdict(n_x, slopes, low, high, higher, x)
+    unit = UNITS[x]
+    to = last["delta_pct"]
+    if n_x < 2:
+        at = f"{to:+.2f} %" if to is not None else "no delta"
+        sentence = (f"{name}: Δ {metric} {at} at {_fmt(xs[0], unit) if xs else '?'} {unit}; "
+                    f"{verdict}.")
+        slope = low = high = None
+    else:
+        ci = f" [{low:+.2f}, {high:+.2f}]" if low is not None else ""
+        fr = first["delta_pct"]
+        sentence = (f"{name}: Δ {metric} goes from {fr:+.2f} % at {_fmt(min(xs), unit)} {unit} "
+                    f"to {to:+.2f} % at {_fmt(max(xs), unit)}; slope {slope:+.2f} pp per decade"
+                    f"{ci} over {len(slopes)} seed{'s' if len(slopes) != 1 else ''}: {verdict}.")
+    return {**base, "x": x, "n_points": n_x, "n_seeds": len(slopes),
+            "x_from": float(min(xs)) if xs else None, "x_to": float(max(xs)) if xs else None,
+            "delta_pct_from": first["delta_pct"], "delta_pct_to": to,
+            "ci_low_pct": last["ci_low_pct"], "ci_high_pct": last["ci_high_pct"],
+            "slope": slope, "slope_ci_low": low, "slope_ci_high": high, "verdict": verdict,
+            "sentence": sentence}
+
+
+def _iso_row(base: dict[str, object], pts: list[dict], higher: bool, metric: str,
+             name: str) -> dict:
+    """The iso-FLOP delta at the largest compute where the baseline's curve reaches it."""
+    have = [p for p in pts if p["iso_delta_pct"] is not None]
+    p = max(have, key=lambda r: (r["iso_n"], r["step"])) if have else pts[-1]
+    pct = p["iso_delta_pct"] if have else None
+    low, high = (p["iso_ci_low_pct"], p["iso_ci_high_pct"]) if have else (None, None)
+    verdict = _iso_verdict(low, high, pct, higher)
+    over = base["flops_overhead_pct"]
+    cost = f"; it costs {over:+.1f} % FLOPs per token" if over is not None else ""
+    at = (f"Δ {metric} {pct:+.2f} %" + (f" [{low:+.2f}, {high:+.2f}]" if low is not None else "")
+          + f" at {_fmt(p['flops'], 'FLOPs')} FLOPs") if pct is not None else "no iso-FLOP point"
+    return {**base, "x": "iso_flops", "n_points": 1 if have else 0,
+            "n_seeds": p["iso_n"] if have else 0, "x_from": p["flops"], "x_to": p["flops"],
+            "delta_pct_from": pct, "delta_pct_to": pct, "ci_low_pct": low, "ci_high_pct": high,
+            "slope": None, "slope_ci_low": None, "slope_ci_high": None, "verdict": verdict,
+            "sentence": f"{name} at equal compute: {at}{cost}: {verdict}."}
+
+
+def _trends(pairs: pl.DataFrame, points: pl.DataFrame, cells: pl.DataFrame, higher: bool,
+            metric: str) -> list[dict]:
+    import polars as pl
+
+    with_lr = cells["lr"].n_unique() > 1
+    rows: list[dict] = []
+    finals: dict[tuple, list[tuple[dict, pl.DataFrame]]] = {}
+    for cell in cells.filter(~pl.col("is_baseline")).iter_rows(named=True):
+        pts = points.filter(pl.col("group_key") == cell["group_key"]).sort("step")
+        if pts.height == 0:
+            continue
+        pr = pairs.filter(pl.col("group_key") == cell["group_key"])
+        base = {"variant": cell["variant"], "lr": cell["lr"], "size": cell["size"],
+                "flops_overhead_pct": cell["flops_overhead_pct"]}
+        name, plist = _label(cell, with_lr), pts.to_dicts()
+        per_seed = {s: (g["tokens"].to_list(), g["d_pct"].to_list())
+                    for (s,), g in pr.group_by("seed", maintain_order=True)}
+        rows.append(_trend_row(base, "tokens", pts["tokens"].to_list(), per_seed, plist[0],
+                               plist[-1], higher, metric, name))
+        rows.append(_iso_row(base, plist, higher, metric, name))
+        last = pr.filter(pl.col("step") == plist[-1]["step"])
+        finals.setdefault((cell["variant"], cell["lr"]), []).append(({**cell, **plist[-1]}, last))
+    for (variant, lr), sizes in finals.items():
+        name = _label({"variant": variant, "lr": lr, "size": "all"}, with_lr) + " across sizes"
+        base = {"variant": variant, "lr": lr, "size": None, "flops_overhead_pct": None}
+        for x in ("params", "flops"):
+            col = "params_total" if x == "params" else "flops"
+            have = sorted((s for s in sizes if s[0][col] is not None), key=lambda s: s[0][col])
+            if not have:
+                continue
+            per_seed: dict[int, tuple[list[float], list[float]]] = {}
+            for p, last in have:
+                for seed, y in last.select("seed", "d_pct").iter_rows():
+                    xs, ys = per_seed.setdefault(seed, ([], []))
+                    xs.append(float(p[col]))
+                    ys.append(y)
+            rows.append(_trend_row(base, x, [float(p[col]) for p, _ in have], per_seed,
+                                   have[0][0], have[-1][0], higher, metric, name))
+    return rows
+
+
+def scaling(series: pl.DataFrame, runs: pl.DataFrame, info: pl.DataFrame,
+            costs: pl.DataFrame, baseline: str | None, metric: str, *, higher: bool,
+            states: Sequence[str]) -> Scaling:
+    """``series``: the metric's points (run_id, step, value); ``runs``: run_id, group_key,
+    seed, status; ``info``: the groups' labels (frames.group_info); ``costs``: group_key,
+    tokens_per_step, params, fpt (training FLOPs per token): contract/params.py and
+    contract/flops.py over the group's config. Module docstring for the rules."""
+    import polars as pl
+
+    ok = runs.filter(pl.col("status").is_in(list(states)))
+    cells = _sizes(_match(info.with_row_index("_row"), baseline))
+    fpt = costs.select("group_key", "fpt")
+    cells = (cells.drop("params_total", strict=False)
+             .join(costs.select("group_key", params_total="params"), on="group_key", how="left")
+             .join(fpt, on="group_key", how="left")
+             .join(fpt.rename({"group_key": "base_key", "fpt": "_bfpt"}), on="base_key",
+                   how="left")
+             .with_columns(flops_overhead_pct=100.0 * (pl.col("fpt") / pl.col("_bfpt") - 1.0)))
+    pairs = _pairs(series.filter(pl.col("run_id").is_in(ok["run_id"].implode())), ok, cells,
+                   costs.filter(pl.col("fpt").is_not_null()))
+    if pairs.height == 0:
+        return Scaling(_empty(POINT_COLUMNS), _empty(TREND_COLUMNS), metric, baseline)
+    points = _points(pairs, cells)
+    pairs = pairs.join(points.select("group_key", "step", "base_mean"), on=["group_key", "step"])
+    pairs = pairs.with_columns(
+        d_pct=100.0 * (pl.col("value") - pl.col("base_value")) / pl.col("base_mean"))
+    trends = _trends(pairs, points, cells, higher, metric)
+    return Scaling(points.select(POINT_COLUMNS),
+                   pl.DataFrame(trends, schema=_schema(TREND_COLUMNS)), metric, baseline)
+
+
+def _schema(cols: Sequence[str]) -> dict[str, pl.DataType]:
+    import polars as pl
+
+    text = {"variant", "size", "group_key", "x", "verdict", "sentence"}
+    ints = {"step", "tokens", "n", "iso_n", "n_points", "n_seeds", "params_total"}
+    return {c: pl.String() if c in text else pl.Int64() if c in ints else pl.Float64()
+            for c in cols}
+
+
+def _empty(cols: Sequence[str]) -> pl.DataFrame:
+    import polars as pl
+
+    return pl.DataFrame(schema=_schema(cols))
