@@ -25,6 +25,7 @@ from pydantic import (
     ValidationInfo,
     field_validator,
     model_validator,
+from contract import identity
 )
 
 from contract.errors import format_path, pydantic_problems
@@ -373,7 +374,7 @@ class EvalConfig(_Strict):
 class Resources(_Strict):
     cpus: float = Field(default=1, gt=0)
     gpus: float = Field(default=0, ge=0)
-    workers: int = Field(default=1, ge=1)
+    workers: int = Field(default=identity.DEFAULT_WORKERS, ge=1)
 
 
 def _ppl_sets_inherit(data: dict[str, Any], tok: Any) -> dict[str, Any]:
@@ -446,17 +447,9 @@ class RunSpec(_Strict):
         return self
 
     def fingerprint(self) -> str:
-        """sha256 of the canonical JSON of what determines the result.
-
-        Excluded: ``name`` (a label) and the scheduling-only ``resources.cpus``/``gpus``.
-        Included: ``sweep``, so a run belongs to exactly one sweep, and ``resources.workers``,
-        which changes the global batch.
-        """
-        doc = self.model_dump(mode="json")
-        doc.pop("name")
-        doc["resources"] = {"workers": self.resources.workers}
-        canonical = json.dumps(doc, sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode()).hexdigest()
+        """sha256 of the canonical document of what determines the result: THE identity rule
+        (contract/identity.py), which also derives the seed-group keys from it."""
+        return identity.fingerprint(self.model_dump(mode="json"))
 
     @property
     def tokens_per_step(self) -> int:

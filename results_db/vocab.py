@@ -3,8 +3,8 @@
 Everything that names "which columns describe a variant", "what an unset gate field means",
 "which run states count as results" or "which verdicts exist" imports it from here (exported
 as ``results_db.DIMENSIONS``, ``results_db.FINISHED_STATES``, ``results_db.VERDICTS``...).
-Gate defaults are read from contract.config's pydantic models (the RunSpec contract), never
-re-spelled; ``import contract.config`` imports pydantic only, not torch
+Gate defaults come from the contract (contract/gate_dims.py reads them off the RunSpec models,
+never re-spelled); ``import contract`` imports pydantic only, not torch
 (tests/results_db/test_analysis_vocab.py keeps it so).
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from contract import gate_dims
 from contract.states import CACHED, RunStatus
-from contract.config import GateSpec, ModelConfig, SwitchHeadConfig
 
 # The gate dimension columns of `runs` (derived from model.gates by results_db/dims.py) plus
 # the non-linearity-only control: what the paper's gate tables vary.
@@ -29,17 +29,11 @@ ARCH_DIMENSIONS: tuple[str, ...] = (
 # Every column that describes a variant (filters, "dimension columns that vary", effects).
 DIMENSIONS: tuple[str, ...] = (*GATE_DIMENSIONS, "lr", *ARCH_DIMENSIONS, "steps")
 
-_GATE_FIELDS = {"gate_granularity": "granularity", "gate_sharing": "sharing",
-                "gate_combine": "combine", "gate_activation": "activation",
-                "gate_input_dependent": "input_dependent"}
 # column -> the value an unset field means (the RunSpec contract's defaults).
-GATE_DEFAULTS: dict[str, Any] = {
-    **{col: GateSpec.model_fields[f].default for col, f in _GATE_FIELDS.items()},
-    "nonlinearity": ModelConfig.model_fields["nonlinearity"].default,
-}
-DEFAULT_POSITION: str = GateSpec.model_fields["position"].default
-DEFAULT_NORM_STYLE: str = ModelConfig.model_fields["norm_style"].default
-DEFAULT_SWITCH_TARGETS: str = SwitchHeadConfig.model_fields["targets"].default
+GATE_DEFAULTS: dict[str, Any] = gate_dims.COLUMN_DEFAULTS
+DEFAULT_POSITION: str = gate_dims.GATE_DEFAULTS["position"]
+DEFAULT_NORM_STYLE: str = gate_dims.DEFAULT_NORM_STYLE
+DEFAULT_SWITCH_TARGETS: str = gate_dims.DEFAULT_SWITCH_TARGETS
 
 # Runs whose numbers are results (summaries worth reading): the DB's cache-hit states.
 FINISHED_STATES: tuple[str, ...] = tuple(s.value for s in RunStatus if s in CACHED)

@@ -1,0 +1,65 @@
+"""THE identity rule of a run: one canonical document, and everything derived from it.
+
+``canonical_doc(config)`` is the config (the JSON of a RunSpec) minus what does not change the
+result: ``name`` (a label) and the scheduling-only ``resources.cpus``/``gpus``.
+``resources.workers`` stays: it multiplies the global batch (RunSpec.tokens_per_step).
+- ``fingerprint``: the sha256 of the whole canonical document -> which run this is (a run
+  belongs to exactly one sweep, so ``sweep`` is in it).
+- ``group_keys``: the same document minus ``seed`` and ``sweep`` -> which runs are seed
+  replicates of one configuration (``group_key``), and minus ``train.lr``/``train.min_lr`` too
+  -> which runs form one learning-rate ladder (``lr_group_key``; ``min_lr`` goes because an LR
+  axis that scales it with ``lr`` is still one ladder).
+Both sides read the same document, so two runs the fingerprint tells apart by anything but
+seed, sweep or LR are never pooled as seeds of one group (they used to be when only
+``resources.workers`` differed).
+
+Configs may be partial (hand-built in tests, older specs): every field is optional here, an
+absent ``resources.workers`` is ``DEFAULTDEFAULT_WORKERS`` (owned here, the default of
+contract.config.Resources). No import of contract.config: RunSpec.fingerprint calls this.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+# Identity columns the seed-group keys leave out, beside the learning rate of lr_group_key.
+REPLICATE_KEYS = ("seed", "sweep")
+LR_KEYS = ("lr", "min_lr")  # under train
+DEFAULT_WORKERS = 1  # data-parallel workers of a run (contract.config.Resources.workers)
+
+
+def canonical_doc(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The config minus ``name`` and the scheduling-only resources (a deep copy)."""
+    doc: dict[str, Any] = json.loads(json.dumps(dict(config), default=str))
+    doc.pop("name", None)
+    resources = doc.get("resources")
+    given = resources if isinstance(resources, dict) else {}
+    doc["resources"] = {"workers": given.get("workers", DEFAULT_WORKERS)}
+    return doc
+
+
+def digest(doc: Mapping[str, Any]) -> str:
+    """sha256 of the canonical JSON of ``doc`` (sorted keys, no spaces)."""
+    canonical = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def fingerprint(config: Mapping[str, Any]) -> str:
+    """What determines the result of a run (RunSpec.fingerprint)."""
+    return digest(canonical_doc(config))
+
+
+def group_keys(config: Mapping[str, Any]) -> tuple[str, str]:
+    """(group_key, lr_group_key), 16 hex digits each: see the module docstring."""
+    doc = canonical_doc(config)
+    for k in REPLICATE_KEYS:
+        doc.pop(k, None)
+    group = digest(doc)[:16]
+    train = doc.get("train")
+    if isinstance(train, dict):
+        for k in LR_KEYS:
+            train.pop(k, None)
+    return group, digest(doc)[:16]
