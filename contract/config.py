@@ -10,8 +10,6 @@ fails before anything is written or scheduled.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import typing
 from types import UnionType as _UnionType
