@@ -133,7 +133,7 @@ def rerun(runs: Annotated[list[str] | None, typer.Argument(help="Run ids or name
     if not refs and sweep is None:
         raise UserError("rerun: give run ids/names, or --sweep S [--status failed,lost]")
     # a mistyped --db or sweep is an error, not a new empty DB (the writer open creates one)
-    check_runs_readonly(db, refs, sweep if not refs else None)
+    check_runs_readonly(db, refs, sweep)  # with ids and --sweep: each id must be in it
     if not refs:
         from orchestrator.rerun import sweep_rerun_plan
 
@@ -166,7 +166,7 @@ def cancel(runs: Annotated[list[str] | None, typer.Argument()] = None, db: DbOpt
     # read-only first: a mistyped --db, sweep or run is one line and nothing is created
     d = open_sweep(db, sweep)
     if runs:
-        ids = [r.id for r in resolve_runs(d, list(runs))]
+        ids = [r.id for r in resolve_runs(d, list(runs), sweep)]  # all in --sweep when given
     else:
         frame = d.runs(sweep=sweep, status=["pending", "running"])
         ids = [int(i) for i in frame["id"].to_list()] if frame.height else []
@@ -182,7 +182,7 @@ def check_runs_readonly(db: str | None, refs: list[str | int], sweep: str | None
     from orchestrator.cli_app import open_sweep
     from orchestrator.rerun import resolve_runs
 
-    resolve_runs(open_sweep(db, sweep), refs)
+    resolve_runs(open_sweep(db, sweep), refs, sweep)
 
 
 @app.command()
@@ -204,10 +204,52 @@ def dashboard(db: DbOpt = None, port: Annotated[int, typer.Option()] = 8501,
            "--server.address", host, "--server.headless", "true",
            "--browser.gatherUsageStats", "false"]
     out.print(f"dashboard: http://{host}:{port} (DB {env['GATESWEEP_DB']})")
+    raise typer.Exit(_serve_owned(cmd, env))
+
+
+def _serve_owned(cmd: list[str], env: dict[str, str]) -> int:
+    """Run the streamlit server as this process's child and never leave it behind: SIGTERM
+    (or SIGHUP) to us stops it too, Ctrl-C stops it when it reached only us, and on Linux it
+    gets SIGTERM if we die (even by SIGKILL). Returns its exit code (0 after a stop we asked
+    for); a plain subprocess.call left it serving the port after every SIGTERM."""
+    import signal
+
+    proc = subprocess.Popen(cmd, env=env, preexec_fn=_die_with_parent)
+    stopping = False
+
+    def stop(_signum: int, _frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+        proc.terminate()
+
+    old = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP)}
     try:
-        raise typer.Exit(subprocess.call(cmd, env=env))
+        rc = proc.wait()
     except KeyboardInterrupt:
-        raise typer.Exit(0) from None
+        stopping = True
+        rc = 0
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for s, handler in old.items():
+            signal.signal(s, handler)
+    return 0 if stopping else rc
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: ask Linux for SIGTERM when the parent dies
+    (prctl PR_SET_PDEATHSIG); elsewhere nothing (the signal handlers above still apply)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM))
 
 
 @db_app.command("upgrade")
