@@ -1,0 +1,430 @@
+"""A simulated many-node cluster on one machine: hundreds of short real runs, one PostgreSQL.
+
+    python benchmarks/cluster_scale.py --nodes 8 --runs 200 [--steps 2] [--no-bare]
+        [--register 1000,5000] [--probe-every 15]
+
+What it starts (and stops, to the last process): a private PostgreSQL (results_db.pgtemp) and
+``--nodes`` Ray nodes with ``ray start`` (``--cpus-per-node`` CPUs and one *fake* GPU each --
+Ray schedules GPUs it is told about, torch finds no CUDA and trains on the CPU -- plus a
+``node_i`` resource), so trials request ``{CPU: 1, GPU: 1}`` as they would on a GPU cluster.
+The sweep: ``--runs`` runs of the ``tiny`` preset, ``--steps`` steps each, every point logged.
+
+What it measures, in this order:
+1. bare Ray Tune on the same cluster: the same RunSpecs through ``trainer.train`` with an
+   in-memory reporter, same concurrency, actors reused (the floor: no DB, no claims);
+2. the real ``orchestrator submit FILE --address ... --db postgresql+psycopg://...``, while a
+   monitor samples every second the driver's RSS and the server's connections
+   (results_db.pgstat: per process, by application_name), and every ``--probe-every`` s times
+   ``orchestrator status``, ``orchestrator leaderboard`` and the dashboard's Overview (AppTest,
+   a cold render, in a fresh process);
+3. integrity: every run's (metric, step) points against the bare run's count (lost, duplicated);
+4. register time (plan + ``submit.register`` + ``jobs_for``, no Ray) for ``--register`` sizes.
+Prints one table (with date, machine and load); the figures go to docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+VARIANTS = {"baseline": "{}", "g1": "{gate.position: G1}",
+            "g1_head": "{gate.position: G1, gate.granularity: headwise}",
+            "g2": "{gate.position: G2}", "g3": "{gate.position: G3}"}
+SWEEP = """name: {name}
+base:
+  model: {{preset: tiny}}
+  train: {{steps: {steps}, batch_size: 2, seq_len: 16, warmup: 0, eval_every: 0,
+          eval_batches: 1, log_every: 1, checkpoint_every: 0}}
+variants:
+{variants}
+seeds: {seeds}
+resources: {{cpus: 1, gpus: 1}}
+retries: 0
+"""
+
+
+def sweep_text(name: str, runs: int, steps: int) -> str:
+    """``runs`` runs: the 5 variants x ceil(runs / 5) seeds (a multiple of 5 is exact)."""
+    seeds = list(range(-(-runs // len(VARIANTS))))
+    variants = "\n".join(f"  {k}: {v}" for k, v in VARIANTS.items())
+    return SWEEP.format(name=name, steps=steps, variants=variants, seeds=seeds)
+
+
+def env() -> dict[str, str]:
+    e = dict(os.environ)
+    e.update(DS_ACCELERATOR="cpu", RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0",
+             PYTHONPATH=str(ROOT), TUNE_DISABLE_STRICT_METRIC_CHECKING="1")
+    e.pop("RAY_ADDRESS", None)
+    return e
+
+
+# --- the cluster -------------------------------------------------------------------------
+@dataclass
+class Cluster:
+    address: str
+    temp_dir: str
+
+
+def start_cluster(nodes: int, cpus: int) -> Cluster:
+    from tests.cluster_fixtures import _free_port, _node_ports, _ray_start
+
+    tmp = tempfile.mkdtemp(prefix="gssc", dir="/tmp")
+    port = _free_port()
+    common = ["--num-cpus", str(cpus), "--num-gpus", "1", "--temp-dir", tmp,
+              "--disable-usage-stats"]
+    _ray_start("--head", "--port", str(port), "--include-dashboard", "false",
+               "--resources", '{"node_0": 1}', *common, *_node_ports())
+    for i in range(1, nodes):
+        _ray_start("--address", f"127.0.0.1:{port}", "--resources", f'{{"node_{i}": 1}}',
+                   *common, *_node_ports())
+    return Cluster(f"127.0.0.1:{port}", tmp)
+
+
+def stop_cluster(cluster: Cluster) -> None:
+    import shutil
+
+    from tests.cluster_fixtures import _kill_processes_naming
+
+    _kill_processes_naming(cluster.temp_dir)
+    port = cluster.address.rsplit(":", 1)[1]
+    _kill_processes_naming("ray.util.client.server --address=", also=f":{port} ")
+    shutil.rmtree(cluster.temp_dir, ignore_errors=True)
+
+
+# --- bare Ray Tune (a subprocess: its own driver, as submit has) ------------------------------
+def bare_main(address: str, sweep_file: str, storage: str, concurrent: int) -> None:
+    """The floor: the same RunSpecs through trainer.train with a MemoryReporter, no DB."""
+    import json
+
+    import ray
+    from ray import tune
+
+    from orchestrator.env import driver_defaults, worker_env_vars
+    from orchestrator.plan import make_plan
+
+    driver_defaults()
+    specs = {r.name: r.spec for r in make_plan(sweep_file).runs}
+    ray.init(address=address, runtime_env={"env_vars": worker_env_vars()},
+             log_to_driver=False)
+
+    def trial(config: dict[str, Any], specs: dict[str, Any]) -> None:
+        from contract.reporter import MemoryReporter
+        from orchestrator.env import prepare_trial_env
+
+        prepare_trial_env()
+        from trainer.train import train
+
+        rep = MemoryReporter()
+        ckpt = Path(storage) / "bare" / config["name"]
+        res = train(specs[config["name"]], rep, ckpt)
+        tune.report({"status": res.status, "points": len({(s, k) for s, k, _ in _pts(rep)})})
+
+    t0 = time.perf_counter()
+    grid = tune.Tuner(
+        tune.with_resources(tune.with_parameters(trial, specs=specs), {"CPU": 1, "GPU": 1}),
+        param_space={"name": tune.grid_search(list(specs))},
+        tune_config=tune.TuneConfig(max_concurrent_trials=concurrent, reuse_actors=True),
+        run_config=tune.RunConfig(name="bare", storage_path=storage, verbose=0),
+    ).fit()
+    fit_s = time.perf_counter() - t0
+    points = {r.config["name"]: int((r.metrics or {}).get("points", -1)) for r in grid}
+    ok = sum((r.metrics or {}).get("status") == "succeeded" for r in grid)
+    print("BARE " + json.dumps({"fit_s": fit_s, "succeeded": ok, "points": points}))
+    ray.shutdown()
+
+
+def _pts(rep: Any) -> list[tuple[int, str, float]]:
+    """MemoryReporter's points as (step, name, value)."""
+    return [(int(s), str(k), float(v)) for s, k, v in rep.points]
+
+
+# --- the monitor during submit -----------------------------------------------------------------
+@dataclass
+class Samples:
+    rss_mb: list[float] = field(default_factory=list)
+    conns_total: list[int] = field(default_factory=list)
+    conns_trials: list[int] = field(default_factory=list)
+    conns_driver: list[int] = field(default_factory=list)
+    per_trial_max: int = 0
+    trial_procs_max: int = 0
+    first_metric_s: float | None = None
+    status_s: list[float] = field(default_factory=list)
+    leaderboard_s: list[float] = field(default_factory=list)
+    overview_s: list[float] = field(default_factory=list)
+    probe_errors: list[str] = field(default_factory=list)
+
+
+def monitor(pid: int, url: str, sweep: str, samples: Samples, stop: threading.Event,
+            t0: float, probe_every: float) -> None:
+    import psutil
+
+    import results_db
+    from results_db.pgstat import connections
+
+    proc = psutil.Process(pid)
+    probes: set[int] = set()
+    threading.Thread(target=_probe_loop, args=(url, sweep, samples, stop, probe_every, probes),
+                     daemon=True).start()
+    reader = None
+    while not stop.wait(1.0):
+        try:
+            samples.rss_mb.append(proc.memory_info().rss / 2**20)
+            c = connections(url)
+        except Exception:  # noqa: BLE001 - the driver ended between two samples
+            continue
+        mine = {os.getpid(), *probes}
+        trials = {p: n for p, n in c.by_pid.items() if p != pid and p not in mine}
+        samples.conns_total.append(c.total)
+        samples.conns_driver.append(c.by_pid.get(pid, 0))
+        samples.conns_trials.append(sum(trials.values()))
+        samples.per_trial_max = max([samples.per_trial_max, *trials.values()])
+        samples.trial_procs_max = max(samples.trial_procs_max, len(trials))
+        if samples.first_metric_s is None:
+            try:
+                reader = reader or results_db.open(url, readonly=True)
+                if reader.row_counts().get("metrics", 0) > 0:
+                    samples.first_metric_s = time.perf_counter() - t0
+            except Exception:  # noqa: BLE001 - the schema may not exist yet
+                reader = None
+    if reader is not None:
+        reader.close()
+
+
+def _probe_loop(url: str, sweep: str, samples: Samples, stop: threading.Event, every: float,
+                probes: set[int]) -> None:
+    cmds = [("status", samples.status_s, [sys.executable, "-m", "orchestrator", "status",
+                                          "--db", url]),
+            ("leaderboard", samples.leaderboard_s, [sys.executable, "-m", "orchestrator",
+                                                    "leaderboard", sweep, "--db", url]),
+            ("overview", samples.overview_s, [sys.executable, __file__, "--overview", url])]
+    while not stop.wait(every):
+        for what, into, cmd in cmds:
+            t = time.perf_counter()
+            p = subprocess.Popen(cmd, env=env(), stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+            probes.add(p.pid)
+            out, _ = p.communicate(timeout=300)
+            wall = time.perf_counter() - t
+            if what == "overview" and p.returncode == 0:
+                wall = float(out.strip().splitlines()[-1])  # the render, not the import
+            if p.returncode not in (0, 1, 2) or (what != "leaderboard" and p.returncode):
+                samples.probe_errors.append(f"{what} rc={p.returncode}: {out[-300:]}")
+            into.append(wall)
+
+
+def overview_main(url: str) -> None:
+    """One cold render of the dashboard's Overview (AppTest); prints its seconds."""
+    from streamlit.testing.v1 import AppTest
+
+    os.environ["GATESWEEP_DB"] = url
+    at = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=120)
+    at.query_params["page"] = "Overview"
+    t = time.perf_counter()
+    at.run()
+    wall = time.perf_counter() - t
+    if at.exception:
+        raise SystemExit(f"overview: {[e.value for e in at.exception]}")
+    print(f"{wall:.3f}")
+
+
+# --- the measurement ----------------------------------------------------------------------------
+def run_bare(cluster: Cluster, sweep_file: Path, storage: Path, nodes: int) -> dict[str, Any]:
+    import json
+
+    t = time.perf_counter()
+    out = subprocess.run([sys.executable, __file__, "--bare", cluster.address, str(sweep_file),
+                          str(storage), str(nodes)], env=env(), capture_output=True, text=True,
+                         cwd=ROOT, timeout=7200)
+    line = next((ln for ln in out.stdout.splitlines() if ln.startswith("BARE ")), None)
+    if out.returncode or line is None:
+        raise RuntimeError(f"bare Tune failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
+    return {**json.loads(line[5:]), "wall_s": time.perf_counter() - t}
+
+
+def run_submit(cluster: Cluster, sweep_file: Path, sweep: str, storage: Path, url: str,
+               probe_every: float) -> tuple[dict[str, Any], Samples]:
+    import psutil
+
+    samples, stop = Samples(), threading.Event()
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "submit", str(sweep_file),
+                             "--address", cluster.address, "--db", url, "--storage",
+                             str(storage)], env=env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+    mon = threading.Thread(target=monitor, args=(proc.pid, url, sweep, samples, stop, t0,
+                                                 probe_every), daemon=True)
+    mon.start()
+    ps = psutil.Process(proc.pid)
+    cpu = 0.0
+    lines = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        lines.append(line)
+        try:
+            ct = ps.cpu_times()
+            cpu = ct.user + ct.system
+        except psutil.Error:
+            pass
+    rc = proc.wait()
+    wall = time.perf_counter() - t0
+    stop.set()
+    mon.join(60)
+    return {"rc": rc, "wall_s": wall, "cpu_s": cpu, "tail": "".join(lines[-15:])}, samples
+
+
+def integrity(url: str, sweep: str, expected: dict[str, int]) -> dict[str, int]:
+    """Rows lost / duplicated against each run's point count in the bare run."""
+    import results_db
+
+    with results_db.open(url, readonly=True) as db:
+        runs = db.runs(sweep=sweep, with_config=False, columns=["id", "name", "status"])
+        pts = db.metrics(runs["id"].to_list())
+    rows = pts.height
+    distinct = pts.select(["run_id", "name", "step"]).unique().height
+    got = dict(pts.group_by("run_id").len().iter_rows())
+    lost = sum(max(0, expected.get(n, 0) - got.get(i, 0))
+               for i, n in runs.select(["id", "name"]).iter_rows())
+    return {"runs": runs.height, "succeeded": int((runs["status"] == "succeeded").sum()),
+            "metric_rows": rows, "expected_rows": sum(expected.values()), "lost": lost,
+            "duplicated": rows - distinct}
+
+
+def register_times(url_of: Any, sizes: list[int], steps: int, tmp: Path) -> list[tuple]:
+    """(runs, plan s, register s, jobs_for s) into a fresh DB each, no Ray."""
+    import results_db
+    from orchestrator.plan import make_plan
+    from orchestrator.submit import jobs_for, register
+
+    out = []
+    for n in sizes:
+        f = tmp / f"reg{n}.yaml"
+        f.write_text(sweep_text(f"reg{n}", n, steps))
+        t = time.perf_counter()
+        plan = make_plan(f)
+        t_plan = time.perf_counter() - t
+        db = results_db.open(url_of(f"reg{n}"))
+        t = time.perf_counter()
+        res = register(db, plan, force=False)
+        t_reg = time.perf_counter() - t
+        t = time.perf_counter()
+        jobs_for(res.to_run, plan, tmp / "storage", db.url.render_as_string(False))
+        t_jobs = time.perf_counter() - t
+        db.close()
+        out.append((len(plan.runs), t_plan, t_reg, t_jobs))
+    return out
+
+
+def load() -> str:
+    return Path("/proc/loadavg").read_text().split(" ", 3)[:3].__str__()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--nodes", type=int, default=8)
+    ap.add_argument("--cpus-per-node", type=int, default=1)
+    ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--steps", type=int, default=2)
+    ap.add_argument("--no-bare", action="store_true", help="skip the bare Ray Tune baseline")
+    ap.add_argument("--register", default="1000,5000", help="register-time sizes ('' skips)")
+    ap.add_argument("--probe-every", type=float, default=15.0)
+    a = ap.parse_args()
+    from results_db.pgtemp import start_pg_server, stop_pg_server
+
+    print(f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')} {platform.node()} {platform.processor() or platform.machine()}, "
+          f"{os.cpu_count()} CPUs; load {load()}", flush=True)
+    tmp = Path(tempfile.mkdtemp(prefix="gs-scale-"))
+    pg = start_pg_server()
+    cluster = None
+    try:
+        pg.admin("CREATE DATABASE scale")
+        url = pg.url("scale")
+        sweep = f"scale{a.runs}"
+        sweep_file = tmp / f"{sweep}.yaml"
+        sweep_file.write_text(sweep_text(sweep, a.runs, a.steps))
+        t = time.perf_counter()
+        cluster = start_cluster(a.nodes, a.cpus_per_node)
+        print(f"{a.nodes} Ray nodes up in {time.perf_counter() - t:.0f} s; load {load()}",
+              flush=True)
+        bare = None if a.no_bare else run_bare(cluster, sweep_file, tmp / "bare", a.nodes)
+        if bare:
+            print(f"bare Tune: {bare['wall_s']:.1f} s wall (fit {bare['fit_s']:.1f} s), "
+                  f"{bare['succeeded']} succeeded; load {load()}", flush=True)
+        sub, s = run_submit(cluster, sweep_file, sweep, tmp / "storage", url, a.probe_every)
+        print(sub["tail"], flush=True)
+        expected = bare["points"] if bare else {}
+        integ = integrity(url, sweep, expected)
+        stop_cluster(cluster)
+        cluster = None
+        sizes = [int(x) for x in a.register.split(",") if x.strip()]
+        for n in sizes:
+            pg.admin(f"CREATE DATABASE reg{n}")
+        reg = register_times(pg.url, sizes, a.steps, tmp)
+        report(a, bare, sub, s, integ, reg)
+    finally:
+        if cluster is not None:
+            stop_cluster(cluster)
+        stop_pg_server(pg)
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _stat(xs: list[float]) -> str:
+    if not xs:
+        return "not sampled"
+    xs = sorted(xs)
+    return f"median {xs[len(xs) // 2]:.2f} s, max {xs[-1]:.2f} s (n={len(xs)})"
+
+
+def report(a: Any, bare: dict | None, sub: dict, s: Samples, integ: dict, reg: list) -> None:
+    n = a.runs
+    rows = [("nodes x CPUs (+1 fake GPU each)", f"{a.nodes} x {a.cpus_per_node}"),
+            ("runs x steps", f"{integ['runs']} x {a.steps}"),
+            ("submit exit code / succeeded", f"{sub['rc']} / {integ['succeeded']}"),
+            ("submit wall", f"{sub['wall_s']:.1f} s = {sub['wall_s'] / n:.3f} s per run, "
+                            f"{60 * n / sub['wall_s']:.1f} runs/min")]
+    if bare:
+        rows += [("bare Ray Tune wall", f"{bare['wall_s']:.1f} s = {bare['wall_s'] / n:.3f} s "
+                                        f"per run ({bare['succeeded']} succeeded)"),
+                 ("per-trial ratio submit / bare", f"{sub['wall_s'] / bare['wall_s']:.2f}x")]
+    rows += [("driver CPU", f"{sub['cpu_s']:.1f} s = {1000 * sub['cpu_s'] / n:.0f} ms per run"),
+             ("driver peak RSS", f"{max(s.rss_mb, default=0):.0f} MiB"),
+             ("first metric visible", "never" if s.first_metric_s is None
+              else f"{s.first_metric_s:.1f} s after submit started"),
+             ("peak PG connections (all)", str(max(s.conns_total, default=0))),
+             ("peak: driver / all trials / one trial",
+              f"{max(s.conns_driver, default=0)} / {max(s.conns_trials, default=0)} / "
+              f"{s.per_trial_max} (<= {s.trial_procs_max} trial processes at once)"),
+             ("metric rows (expected)", f"{integ['metric_rows']} ({integ['expected_rows']})"),
+             ("rows lost / duplicated", f"{integ['lost']} / {integ['duplicated']}"),
+             ("`status` during the sweep", _stat(s.status_s)),
+             ("`leaderboard` during the sweep", _stat(s.leaderboard_s)),
+             ("dashboard Overview (cold render)", _stat(s.overview_s))]
+    rows += [(f"register {r[0]} runs: plan / register / jobs_for",
+              f"{r[1]:.2f} / {r[2]:.2f} / {r[3]:.2f} s") for r in reg]
+    w = max(len(k) for k, _ in rows)
+    print(f"\n{time.strftime('%Y-%m-%d %H:%M %Z')}, load {load()}")
+    for k, v in rows:
+        print(f"{k:<{w}}  {v}")
+    for e in s.probe_errors[:3]:
+        print("probe error:", e)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--bare":
+        bare_main(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
+    elif len(sys.argv) > 1 and sys.argv[1] == "--overview":
+        overview_main(sys.argv[2])
+    else:
+        main()
