@@ -9,7 +9,7 @@ the dashboard, benchmarks/reproduction_table.py -- calls these methods or those 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from results_db.analysis.baseline import pick_baseline
 from results_db.analysis.compare import compare, rank, varying
@@ -23,6 +23,10 @@ if TYPE_CHECKING:
     import polars as pl
     from sqlalchemy import Engine
 
+    from results_db.query import ReaderMixin as _Reads  # the reads ResultsDB mixes in
+else:
+    _Reads = object
+
 ABLATION_METRICS: tuple[str, ...] = (
     "val/ppl", "val/loss", "probe/first_token_attention", "probe/max_activation",
     "probe/gate_score_mean", "stability/loss_spikes")
@@ -35,11 +39,10 @@ STABILITY_METRIC, STABILITY_TOL = "val/loss", 0.05  # the LR rule's defaults
 COMPARE_KEYS = ("run_id", "group_key", "seed", "status")
 LADDER_KEYS = ("run_id", "lr_group_key", "variant", "lr", "status")
 TAIL = ("metric", "baseline", "n_diverged", "group_key", "lr_group_key", "params_total",
-        "params_gates")
+        "params_gates", "seeds_observed")
 
 
-class AnalysisMixin:
-    reader: Engine
+class AnalysisMixin(_Reads):
 
     def baseline(self, sweep: str) -> str | None:
         """The sweep's baseline variant (results_db.analysis.baseline.pick_baseline) over all
@@ -71,7 +74,8 @@ class AnalysisMixin:
         """One row per (variant, learning rate) seed group, best first: rank, variant, lr,
         the dimension columns that vary, n, mean, std, is_baseline, delta, delta_pct,
         ci_low/high(_pct), ci_method, verdict, seeds_needed, then metric, baseline,
-        n_diverged, group_key, lr_group_key, params_total, params_gates.
+        n_diverged, group_key, lr_group_key, params_total, params_gates, seeds_observed
+        (seeds_needed for the observed effect |delta| instead of min_effect).
         ``ascending`` None: the metric's own direction (lower is better but for benchmark
         scores and accuracies); False ranks and judges higher-is-better."""
         import polars as pl
@@ -151,7 +155,7 @@ class AnalysisMixin:
         from contract.params import count
 
         runs = self.runs(sweep, columns=["id", "group_key"]).unique("group_key", keep="first")
-        rows = []
+        rows: list[tuple[Any, int | None, int | None, float | None]] = []
         for key, config in runs.select("group_key", "config").iter_rows():
             try:
                 spec = RunSpec.model_validate(json.loads(config))
@@ -187,4 +191,5 @@ class AnalysisMixin:
 
 def _ladders(st: Stability) -> pl.DataFrame | None:
     """The stability summary when some variant ran at more than one learning rate."""
-    return st.summary if st.summary.height and st.summary["n_lrs"].max() > 1 else None
+    return (st.summary if st.summary.height and cast(int, st.summary["n_lrs"].max()) > 1
+            else None)

@@ -163,7 +163,8 @@ def compare(runs: pl.DataFrame, info: pl.DataFrame, metric: str, baseline: str |
     t = _judge(_ci(t, _paired_diffs(values, ok, t)), higher, min_effect)
     t = t.with_columns(metric=pl.lit(metric), baseline=pl.lit(baseline, pl.String))
     labels = [c for c in groups.columns if c not in ("n", "mean", "std", "seeds", "distinct")]
-    return _frame(t.sort("_row").select(*labels, *STAT_COLUMNS, "metric", "baseline"))
+    return _frame(t.sort("_row").select(*labels, *STAT_COLUMNS, "metric", "baseline",
+                                        "seeds_observed"))
 
 
 def _judge(t: pl.DataFrame, higher: bool, min_effect: float) -> pl.DataFrame:
@@ -176,6 +177,12 @@ def _judge(t: pl.DataFrame, higher: bool, min_effect: float) -> pl.DataFrame:
     t = t.with_columns(_rel=rel)
     t = t.with_columns(seeds_needed=seeds_needed_many(t["_rel"], min_effect,
                                                       t["ci_method"] == "paired"))
+    # the seeds that would confirm the *observed* effect (seeds_needed is for min_effect):
+    # the same rule with the effect |delta / base mean| in place of min_effect
+    effect = (pl.col("delta") / bmean).abs()
+    obs = t.select(pl.when(effect > 0).then(pl.col("_rel") / effect)).to_series()
+    t = t.with_columns(seeds_observed=pl.when(obs.is_not_null()).then(
+        seeds_needed_many(obs, 1.0, t["ci_method"] == "paired")))
     pct = {f"{c}_pct": pl.when(bmean != 0).then(100.0 * pl.col(c) / bmean)
            for c in ("delta", "ci_low", "ci_high")}
     return t.with_columns(**pct).with_columns(
@@ -189,6 +196,7 @@ def _frame(table: pl.DataFrame | None) -> pl.DataFrame:
               **{c: pl.Float64 for c in STAT_COLUMNS if c.startswith(("delta", "ci_")) and
                  c != "ci_method"},
               "ci_method": pl.String, "verdict": pl.String, "seeds_needed": pl.Int64,
+              "seeds_observed": pl.Int64,
               "lr": pl.Float64, "variant": pl.String, "group_key": pl.String,
               "n_diverged": pl.Int64, "metric": pl.String, "baseline": pl.String}
     if table is None:
