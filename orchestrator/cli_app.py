@@ -33,7 +33,8 @@ DbOpt = Annotated[str | None, typer.Option("--db", help="Results DB URL or SQLit
                                            "[default: $GATESWEEP_DB or sqlite:///results.db]")]
 StaleOpt = Annotated[float | None, typer.Option(
     "--stale-after", help="Seconds without a heartbeat before a running run counts as lost "
-                          "[default: $GATESWEEP_STALE_AFTER or 120]")]
+                          "[default: $GATESWEEP_STALE_AFTER, else each attempt's own 3 heartbeat "
+                          "intervals + 2 s: 17 s at the default 5 s]")]
 StorageOpt = Annotated[Path, typer.Option("--storage", help="Checkpoints and Tune state")]
 
 

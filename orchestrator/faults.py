@@ -57,7 +57,9 @@ _TYPE_NAMES: dict[str, Fault] = {
     "DistBackendError": Fault.WORKER_DIED,  # a collective whose peer is gone
     "DistNetworkError": Fault.WORKER_DIED,
     "RunCancelled": Fault.CANCELLED,
-    "Preempted": Fault.PREEMPTED,  # trainer.Preempted: SIGTERM / superseded, checkpointed
+    "Preempted": Fault.PREEMPTED,  # trainer.Preempted: SIGTERM, checkpointed
+    "Superseded": Fault.SUPERSEDED,  # orchestrator.reporter: no longer the current attempt
+    "RetrySuperseded": Fault.SUPERSEDED,  # orchestrator.runner: ... and nobody holds the run
     "KeyboardInterrupt": Fault.CANCELLED,
     "DBConnectionsExhausted": Fault.DB_CONNECTIONS,  # its subclass: no free server slot
     "DBUnavailable": Fault.DB_UNAVAILABLE,  # results_db.DBUnavailable: full disk, read-only

@@ -6,7 +6,11 @@ While a driver (``submit`` / ``rerun``) lives, a daemon thread every heartbeat i
   still start -- ``rerun --sweep`` takes the former and leaves the latter;
 - records its own silent attempts promptly: an attempt it claimed whose heartbeat went stale
   (states.stale_after_s of its interval) ends ``failed`` with ``node_lost`` when Ray reports its
-  node dead, else ``worker_died`` -- seconds after the death, whether or not Tune retries.
+  node dead, else ``worker_died`` -- seconds after the death, whether or not Tune retries;
+- watches the DB itself: a tick that cannot reach it is recorded in the driver's
+  ``OutageState`` (orchestrator/dbretry.py; the scheduler stops the sweep once the outage
+  outlasts its bound). After an outage nobody could heartbeat, so no attempt is judged
+  silent until one full staleness window has passed with the DB answering again.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from orchestrator.dbretry import OutageState
 from orchestrator.faults import Fault
 from contract.states import stale_after_s
 
@@ -61,9 +66,12 @@ class LeaseKeeper:
     """Context manager: renew leases and record silent deaths until the driver is done."""
 
     def __init__(self, db: Any, run_ids: list[int], owner: str, heartbeat_s: float,
-                 say: Callable[[str], None] | None = None) -> None:
+                 say: Callable[[str], None] | None = None,
+                 outage: OutageState | None = None) -> None:
         self.db, self.ids, self.owner, self.heartbeat_s = db, list(run_ids), owner, heartbeat_s
         self.say = say or (lambda _m: None)
+        self.outage = outage if outage is not None else OutageState(wait_s=float("inf"))
+        self._answering_since = time.monotonic()  # the DB has answered every tick since
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="leases", daemon=True)
 
@@ -82,15 +90,31 @@ class LeaseKeeper:
             pass
 
     def _loop(self) -> None:
+        from results_db import DBUnavailable
+
         while not self._stop.wait(self.heartbeat_s):
             try:
                 self.tick()
-            except Exception:  # noqa: BLE001 - a DB hiccup: next interval
+            except DBUnavailable as exc:
+                if self.outage.since is None:
+                    self.say(f"{exc}: waiting for the results DB (up to "
+                             f"{self.outage.wait_s:g} s)")
+                self.outage.failed(exc)
+                self._answering_since = float("inf")
+            except Exception:  # noqa: BLE001 - another hiccup: next interval
                 continue
 
     def tick(self) -> list[int]:
         """One renewal + silent-death sweep; returns the attempt ids it ended."""
-        self.db.renew_leases(self.ids, self.owner, stale_after_s(self.heartbeat_s))
+        window = stale_after_s(self.heartbeat_s)
+        self.db.renew_leases(self.ids, self.owner, window)
+        now = time.monotonic()
+        if self.outage.since is not None:
+            self.say(f"the results DB answers again after {now - self.outage.since:.0f} s")
+        self.outage.ok()
+        self._answering_since = min(self._answering_since, now)
+        if now - self._answering_since < window:
+            return []  # trials could not heartbeat during the outage: give them a window
         ended = []
         for att in self.db.stale_attempts(self.ids):
             if att.owner != self.owner:

@@ -42,7 +42,10 @@ class Progress:
     def __exit__(self, *exc: Any) -> None:
         self._stop.set()
         self._thread.join(timeout=10)
-        self._tick()  # final state
+        try:
+            self._tick()  # final state
+        except Exception:  # noqa: BLE001 - cosmetic: a DB outage must not hide the real end
+            pass
         if self._live is not None:
             self._live.__exit__(*exc)
 

@@ -8,10 +8,18 @@ minute without a single trainer call) and watches for ``orchestrator cancel``; t
 ``log``/``heartbeat`` call then raises RunCancelled so the trial ends cleanly.
 
 ``db.heartbeat`` answers whether the attempt is still the run's current one. Once it is not
-(its lease ran out and another attempt claimed the run, or the reconciler marked it lost),
-``heartbeat()`` returns False -- the trainer then stops at its next step boundary, checkpoints
-and raises ``trainer.Preempted`` -- and buffered points are dropped, never written over the
-current attempt's.
+(its lease ran out and another attempt claimed the run, its driver recorded it dead while it
+stalled, or the reconciler marked it lost), the attempt must stop *without side effects*:
+``heartbeat()`` returns False, and every later ``flush()`` raises ``Superseded`` -- buffered
+points are dropped, never written over the current attempt's, and since the trainer flushes
+before it saves a checkpoint, no checkpoint past this attempt's last written step is made (the
+next attempt resumes from one whose points are all in the DB: no gap). Each flush asks the DB
+first (one heartbeat), so an attempt that wakes from a stall cannot write before it learns.
+
+A results DB that cannot be written (disk full, server restarting) is waited for, up to
+``db_wait_s`` (orchestrator/dbretry.py): the flush blocks, so training pauses instead of
+running ahead of what is recorded; past the bound the flush raises and the attempt ends
+``db_unavailable``.
 """
 
 from __future__ import annotations
@@ -24,17 +32,23 @@ from typing import Any
 
 from contract.reporter import Reporter
 
-__all__ = ["DBReporter", "RunCancelled", "Reporter"]
+__all__ = ["DBReporter", "Reporter", "RunCancelled", "Superseded"]
 
 
 class RunCancelled(Exception):
     """The run was cancelled in the DB (``orchestrator cancel``) while it was training."""
 
 
+class Superseded(Exception):
+    """This attempt is no longer the run's current one: it must stop and write nothing."""
+
+
 class DBReporter:
     def __init__(self, db: Any, run_id: int, attempt_id: int, *, flush_points: int = 500,
-                 flush_s: float = 5.0, heartbeat_s: float = 5.0) -> None:
+                 flush_s: float = 5.0, heartbeat_s: float = 5.0,
+                 db_wait_s: float = 0.0) -> None:
         self.db, self.run_id, self.attempt_id = db, run_id, attempt_id
+        self.db_wait_s = db_wait_s
         self.flush_points, self.flush_s = flush_points, flush_s
         self._points: list[tuple[int, str, float]] = []
         self._summaries: dict[str, float] = {}
@@ -76,23 +90,36 @@ class DBReporter:
         self.stop_reason = self.stop_reason or reason
 
     def artifact(self, kind: str, payload: str | Path | Mapping[str, Any]) -> None:
+        self._raise_if_superseded()
         if isinstance(payload, (str, Path)):
-            self.db.add_artifact(self.run_id, self.attempt_id, kind, path=str(payload))
+            self._write(f"artifact {kind}", lambda: self.db.add_artifact(
+                self.run_id, self.attempt_id, kind, path=str(payload)))
         else:
-            self.db.add_artifact(self.run_id, self.attempt_id, kind, data=dict(payload))
+            self._write(f"artifact {kind}", lambda: self.db.add_artifact(
+                self.run_id, self.attempt_id, kind, data=dict(payload)))
 
     # --- lifecycle -----------------------------------------------------------------------
     def flush(self) -> None:
+        """Write the buffered points and summaries; raises Superseded (dropping them) when
+        the attempt is no longer current, DBOutage when the DB stays unwritable."""
         with self._lock:
             points, self._points = self._points, []
             summaries, self._summaries = self._summaries, {}
             self._last_flush = time.monotonic()
-        if self._superseded.is_set():
-            return  # another attempt holds the run: its points are the truth now
-        if points:
-            self.db.log_metrics(self.run_id, self.attempt_id, points)
-        if summaries:
-            self.db.log_summaries(self.run_id, self.attempt_id, summaries)
+        self._raise_if_superseded()
+        if not points and not summaries:
+            return
+
+        def write() -> None:
+            if not self._still_current():  # ask first: a stalled attempt may have woken up
+                return
+            if points:
+                self.db.log_metrics(self.run_id, self.attempt_id, points)
+            if summaries:
+                self.db.log_summaries(self.run_id, self.attempt_id, summaries)
+
+        self._write(f"{len(points)} metric points", write)
+        self._raise_if_superseded()
 
     def close(self) -> None:
         """Stop heartbeating and write what is buffered (call before finish_attempt)."""
@@ -112,15 +139,33 @@ class DBReporter:
         if self._cancelled.is_set():
             raise RunCancelled(f"run {self.run_id} was cancelled")
 
+    def _raise_if_superseded(self) -> None:
+        if self._superseded.is_set():
+            raise Superseded(f"run {self.run_id}: attempt {self.attempt_id} is no longer the "
+                             "run's current one (another attempt holds it, or its driver "
+                             "recorded it dead); it stops without writing")
+
+    def _still_current(self) -> bool:
+        """One heartbeat; False (and superseded) once another attempt holds the run or this
+        one was ended. A cancelled run still takes this attempt's last points."""
+        if self.db.heartbeat(self.attempt_id):
+            return True
+        row = self.db.run(self.run_id)
+        if row is not None and row.status == "cancelled":
+            self._cancelled.set()
+            return True
+        self._superseded.set()
+        return False
+
+    def _write(self, what: str, fn: Any) -> None:
+        from orchestrator.dbretry import with_db_retry
+
+        with_db_retry(fn, f"run {self.run_id}: writing {what}", self.db_wait_s)
+
     def _beat_loop(self, interval: float) -> None:
         while not self._stop.wait(interval):
             try:
-                current = self.db.heartbeat(self.attempt_id)
-                row = self.db.run(self.run_id)
-                if row is not None and row.status == "cancelled":
-                    self._cancelled.set()
-                elif not current:
-                    self._superseded.set()
+                if not self._still_current() and self._superseded.is_set():
                     return  # nothing more to say to a run we no longer hold
             except Exception:  # noqa: BLE001 - a DB hiccup must not kill training; next beat
                 continue

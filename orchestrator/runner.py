@@ -6,9 +6,15 @@
 - Every end is recorded with its fault class (contract.states.FaultClass): an exception is
   recorded ``failed`` + traceback + fault and re-raised when the policy retries it, so Tune's
   FailureConfig and the DB agree (each retry claims again and resumes from the checkpoint).
-- ``trainer.Preempted`` (SIGTERM, or the heartbeat said the attempt is no longer current) is
-  recorded ``failed``/``preempted``: the run becomes ``lost`` (resumable). Divergence is a
-  result, not an error; a cancelled run ends quietly.
+- ``trainer.Preempted`` (SIGTERM) is recorded ``failed``/``preempted``: the run becomes
+  ``lost`` (resumable). Divergence is a result, not an error; a cancelled run ends quietly.
+- A *superseded* attempt (the DB says it is no longer the run's current one: it stalled and
+  its driver recorded it dead, or another driver took the run over after its lease ran out)
+  stops without writing anything (orchestrator/reporter.py). If another attempt holds the
+  run, the trial reports ``skipped`` with the holder and its driver waits for that run; if
+  nobody does, the trial raises so that Tune retries the run as configured (``retries``).
+- A results DB that cannot be used is waited for up to ``job.db_wait_s`` at the claim and at
+  every write (orchestrator/dbretry.py), so a database restart pauses a trial, not ends it.
 """
 
 from __future__ import annotations
@@ -41,19 +47,33 @@ def execute_job(job: TrialJob, trial_id: str | None = None) -> dict[str, Any]:
     from orchestrator.cluster import host_label
     from orchestrator.reporter import DBReporter
 
+    from orchestrator.dbretry import with_db_retry
+
     db = results_db.open(job.db_url, migrate=False)
     try:
-        attempt = db.claim_run(job.run_id, job.owner, host_label(), trial_id=trial_id,
-                               heartbeat_s=job.heartbeat_s)
+        attempt = with_db_retry(
+            lambda: db.claim_run(job.run_id, job.owner, host_label(), trial_id=trial_id,
+                                 heartbeat_s=job.heartbeat_s),
+            f"run {job.name} (id {job.run_id}): claim", job.db_wait_s)
         if attempt is None:
-            return {"status": SKIPPED, "steps": 0, "first_step": -1,
-                    "holder": str(db.claim_refusal(job.run_id))}
+            return skipped(db, job)
         # trainer.train flushes it before every checkpoint: a killed attempt leaves no hole
         reporter = DBReporter(db, job.run_id, attempt.id, heartbeat_s=job.heartbeat_s,
-                              flush_s=job.flush_s)
+                              flush_s=job.flush_s, db_wait_s=job.db_wait_s)
         return train_attempt(db, job, attempt.id, reporter)
     finally:
         db.close()  # a reused trial actor must not accumulate engines
+
+
+def skipped(db: Any, job: TrialJob) -> dict[str, Any]:
+    """The result of a trial that does not hold its run: who does (its driver waits)."""
+    return {"status": SKIPPED, "steps": 0, "first_step": -1,
+            "holder": str(db.claim_refusal(job.run_id))}
+
+
+class RetrySuperseded(Exception):
+    """Raised to Tune by a superseded attempt whose run nobody holds: retry it (Tune's
+    FailureConfig decides whether one is left). Classified ``superseded``."""
 
 
 def train_attempt(db: Any, job: TrialJob, attempt_id: int, reporter: Any) -> dict[str, Any]:
@@ -67,7 +87,7 @@ def train_attempt(db: Any, job: TrialJob, attempt_id: int, reporter: Any) -> dic
         with graceful_sigterm(reporter.request_stop):  # SIGTERM -> checkpoint, Preempted
             res = train(job.spec, reporter, job.checkpoint_dir)
         reporter.close()  # the last points and the summary: a write that fails fails the attempt
-        db.finish_attempt(attempt_id, res.status)
+        _retry_db(job, "record the end", lambda: db.finish_attempt(attempt_id, res.status))
     except RunCancelled:
         close_quietly(reporter)
         return _cancelled(db, attempt_id, reporter)
@@ -102,10 +122,8 @@ def record_failure(db: Any, job: TrialJob, attempt_id: int, exc: BaseException, 
     """Record ``exc`` as the attempt's end (failed + fault + traceback); re-raise it when the
     retry policy wants another attempt, else return the result Tune gets."""
     fault = classify(exc, tb)
-    if superseded:  # the DB took the run from us: stop quietly, nothing to retry from here
-        db.finish_attempt(attempt_id, "failed", error="stopped: the attempt was superseded",
-                          traceback=tb, fault=Fault.SUPERSEDED)
-        return {"status": SUPERSEDED, "steps": -1, "first_step": first_step or -1}
+    if superseded:
+        return _after_superseded(db, job, attempt_id, tb, first_step)
     retry = RetryPolicy.from_env(job.retries).should_retry(fault)
     error = f"{type(exc).__name__}: {exc}" + describe(fault, retry)
     if not finish_failed(db, job, attempt_id, error, tb, fault):
@@ -114,6 +132,31 @@ def record_failure(db: Any, job: TrialJob, attempt_id: int, exc: BaseException, 
         raise exc
     return {"status": "failed", "steps": -1, "fault": fault.value,
             "first_step": first_step or -1, "error": error}
+
+
+def _after_superseded(db: Any, job: TrialJob, attempt_id: int, tb: str,
+                      first_step: int | None) -> dict[str, Any]:
+    """The DB took the run from this attempt, which wrote nothing since. Its end is already
+    recorded (finish_attempt leaves an ended attempt as it is; this one is for the rare
+    attempt that is still running but no longer the newest). Another holder: skipped, the
+    driver waits for it. Nobody: raise, so Tune retries the run as configured."""
+    _retry_db(job, "record the end", lambda: db.finish_attempt(
+        attempt_id, "failed", error="stopped: the attempt was superseded", traceback=tb,
+        fault=Fault.SUPERSEDED))
+    row = _retry_db(job, "read the run", lambda: db.run(job.run_id))
+    if row is not None and row.status == "running":
+        return skipped(db, job)
+    if row is not None and row.status in ("failed", "lost"):
+        raise RetrySuperseded(f"run {job.name} (id {job.run_id}): attempt {attempt_id} was "
+                              f"superseded while nobody held the run (now {row.status}); "
+                              "another attempt resumes it from its last checkpoint")
+    return {"status": SUPERSEDED, "steps": -1, "first_step": first_step or -1}
+
+
+def _retry_db(job: TrialJob, what: str, fn: Any) -> Any:
+    from orchestrator.dbretry import with_db_retry
+
+    return with_db_retry(fn, f"run {job.name} (id {job.run_id}): {what}", job.db_wait_s)
 
 
 def finish_failed(db: Any, job: TrialJob, attempt_id: int, error: str, tb: str,
@@ -126,8 +169,14 @@ def finish_failed(db: Any, job: TrialJob, attempt_id: int, error: str, tb: str,
 
     from results_db import DBUnavailable
 
+    from orchestrator.dbretry import with_db_retry
+
+    # a DB that already stayed unwritable past the bound is not waited for a second time
+    wait_s = 0.0 if fault is Fault.DB_UNAVAILABLE else job.db_wait_s
     try:
-        db.finish_attempt(attempt_id, "failed", error=error, traceback=tb, fault=fault)
+        with_db_retry(lambda: db.finish_attempt(attempt_id, "failed", error=error,
+                                                traceback=tb, fault=fault),
+                      f"run {job.name} (id {job.run_id}): record the end", wait_s)
         return True
     except DBUnavailable as exc:
         try:  # the traceback is the large part; the error line alone may still fit

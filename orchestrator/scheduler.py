@@ -8,6 +8,13 @@ LeaseKeeper (orchestrator/leases.py) records silent deaths within a few heartbea
 that loses the claim (another driver holds the run) trains nothing; the driver says who holds
 it and waits for that run to end, so its summary covers every run it was given. On
 Ctrl-C/SIGTERM the driver marks the runs it was executing ``cancelled`` before stopping Ray.
+
+A results DB that cannot be used (disk full, server restarting) does not kill the driver: the
+callback's writes are retried with backoff (orchestrator/dbretry.py), which pauses Tune's loop
+and so the scheduling of new trials; the lease keeper watches the DB between callbacks. Once
+the outage outlasts ``GATESWEEP_DB_WAIT_S`` (300 s) a Tune stopper ends the sweep, the driver
+ends its own attempts ``db_unavailable`` where the DB lets it and raises ``DBOutage`` (one
+line, exit 2); ``orchestrator rerun --sweep S`` finishes the rest once the DB is back.
 """
 
 from __future__ import annotations
@@ -24,8 +31,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ray.tune import Callback
+from ray.tune import Callback, Stopper
 
+from orchestrator.dbretry import DBOutage, OutageState, db_wait_s, with_db_retry
 from orchestrator.env import absolute_db_url, driver_defaults, worker_env_vars
 from contract.errors import UserError
 from orchestrator.faults import Fault, RetryPolicy, classify, describe
@@ -148,21 +156,53 @@ def execute(jobs: list[TrialJob], opts: Options) -> dict[int, str]:
     if not jobs:
         return {}
     opts.db_url = absolute_db_url(opts.db_url)
-    hb = heartbeat_interval()
+    hb, wait_s = heartbeat_interval(), db_wait_s()
     jobs = [replace(j, db_url=opts.db_url, owner=opts.owner, retries=opts.retries,
-                    heartbeat_s=hb) for j in jobs]
+                    heartbeat_s=hb, db_wait_s=wait_s) for j in jobs]
     db = results_db.open(opts.db_url)
     ids = [j.run_id for j in jobs]
+    outage = OutageState(wait_s=wait_s)
     progress = opts.progress(db, ids) if opts.progress else contextlib.nullcontext()
     try:
         with ray_session(opts.address, opts.extra_env), _sigterm_as_interrupt(), \
-                LeaseKeeper(db, ids, opts.owner, hb, opts.say), progress:
-            skipped = _fit(jobs, opts)
-            wait_for_holders(db, list(skipped), opts.say)
+                LeaseKeeper(db, ids, opts.owner, hb, opts.say, outage), progress:
+            skipped = _fit(jobs, opts, outage)
+            if not outage.expired:
+                wait_for_holders(db, list(skipped), opts.say, wait_s)
     except KeyboardInterrupt:
         cancelled = _cancel_unfinished(db, ids)
         raise Interrupted(f"interrupted: {len(cancelled)} run(s) marked cancelled") from None
-    return {i: db.run(i).status for i in ids}
+    except DBOutage as exc:
+        outage.give_up(exc)
+    if outage.expired:
+        raise _gave_up(db, jobs, opts.owner, outage)
+    return with_db_retry(lambda: {i: db.run(i).status for i in ids}, "read the final states",
+                         wait_s)
+
+
+def _gave_up(db: Any, jobs: list[TrialJob], owner: str, outage: OutageState) -> DBOutage:
+    """The DB stayed unusable past the bound: end this driver's running attempts
+    ``db_unavailable`` where the DB lets us (else their heartbeats go stale and they become
+    lost), and say in one line what happened and what finishes the sweep."""
+    from results_db import DBUnavailable
+
+    ended = 0
+    try:
+        for j in jobs:
+            att = db.current_attempt(j.run_id)
+            if att is not None and att.status == "running" and att.owner == owner:
+                db.finish_attempt(att.id, "failed", fault=Fault.DB_UNAVAILABLE,
+                                  error=f"the results DB was unusable for more than "
+                                        f"{outage.wait_s:g} s: {outage.error}")
+                ended += 1
+    except DBUnavailable:
+        pass  # still down: the attempts' heartbeats go stale, then lost
+    sweep = jobs[0].spec.sweep
+    how = f" ({ended} attempt(s) recorded db_unavailable)" if ended else ""
+    return DBOutage(f"{outage.error.rstrip('.')}; it stayed unusable for more than "
+                    f"{outage.wait_s:g} s (GATESWEEP_DB_WAIT_S), so the sweep stopped{how}; "
+                    f"once the DB is back, `orchestrator rerun --sweep {sweep}` finishes the "
+                    "unfinished runs")
 
 
 def _cancel_unfinished(db: Any, ids: list[int]) -> list[int]:
@@ -170,7 +210,8 @@ def _cancel_unfinished(db: Any, ids: list[int]) -> list[int]:
     return db.set_status(active, "cancelled")
 
 
-def _fit(jobs: list[TrialJob], opts: Options) -> dict[int, str]:
+def _fit(jobs: list[TrialJob], opts: Options, outage: OutageState | None = None
+         ) -> dict[int, str]:
     """Tune over ``jobs``; returns {run_id: holder message} of the runs another driver held."""
     from ray import tune
     from ray.tune import PlacementGroupFactory
@@ -197,7 +238,9 @@ def _fit(jobs: list[TrialJob], opts: Options) -> dict[int, str]:
         run_config=tune.RunConfig(
             name=opts.experiment, storage_path=str((opts.storage / "_tune").resolve()),
             failure_config=tune.FailureConfig(max_failures=opts.retries),
-            callbacks=[DBSyncCallback(opts.db_url, opts.owner, opts.retries)], verbose=0),
+            stop=OutageStopper(outage),
+            callbacks=[DBSyncCallback(opts.db_url, opts.owner, opts.retries, outage,
+                                      opts.say)], verbose=0),
     )
     grid = tuner.fit()  # trial errors do not raise here; the DB has the per-run outcome
     skipped: dict[int, str] = {}
@@ -210,17 +253,34 @@ def _fit(jobs: list[TrialJob], opts: Options) -> dict[int, str]:
     return skipped
 
 
-def wait_for_holders(db: Any, run_ids: list[int], say: Callable[[str], None]) -> None:
+def wait_for_holders(db: Any, run_ids: list[int], say: Callable[[str], None],
+                     wait_s: float | None = None) -> None:
     """Runs another live driver holds: wait until they leave ``running`` (a silent holder is
-    turned ``lost`` by the reconciler after its own heartbeat interval)."""
-    waiting = [i for i in run_ids if (r := db.run(i)) is not None and r.status == "running"]
+    turned ``lost`` by the reconciler after its own heartbeat interval). A DB outage is
+    waited out (up to ``wait_s``, default GATESWEEP_DB_WAIT_S); after one, nobody could
+    heartbeat, so the reconciler waits one staleness window before judging."""
+    from contract.states import stale_after_s
+
+    wait_s = db_wait_s() if wait_s is None else wait_s
+
+    def running(ids: list[int]) -> list[int]:
+        return with_db_retry(lambda: [i for i in ids if (r := db.run(i)) is not None
+                                      and r.status == "running"], "wait for holders", wait_s)
+
+    waiting = running(run_ids)
     if waiting:
         say(f"waiting for {len(waiting)} run(s) held by another driver: ids "
             + ", ".join(map(str, waiting)))
+    answering_since = time.monotonic()
     while waiting:
         time.sleep(WAIT_POLL_S)
-        db.reconcile()
-        waiting = [i for i in waiting if db.run(i).status == "running"]
+        t0 = time.monotonic()
+        waiting = running(waiting)
+        if time.monotonic() - t0 > WAIT_POLL_S:  # it waited out an outage
+            answering_since = time.monotonic()
+        if waiting and time.monotonic() - answering_since > stale_after_s(None):
+            with_db_retry(db.reconcile, "wait for holders", wait_s)
+            waiting = running(waiting)
 
 
 def experiment_name(sweep: str) -> str:
@@ -232,8 +292,12 @@ class DBSyncCallback(Callback):  # type: ignore[misc]
     before its try block) still ends its attempt ``failed`` with a fault class and Tune's
     error text -- at once, whether Tune retries it (``on_trial_recover``) or not."""
 
-    def __init__(self, db_url: str, owner: str = "", retries: int = 0) -> None:
+    def __init__(self, db_url: str, owner: str = "", retries: int = 0,
+                 outage: OutageState | None = None,
+                 say: Callable[[str], None] | None = None) -> None:
         self.db_url, self.owner, self.retries = db_url, owner, retries
+        self.outage = outage if outage is not None else OutageState(wait_s=db_wait_s())
+        self.say = say
         # One handle for the whole experiment, opened at the first death: a handle per death
         # needed a *new* server connection exactly when trials die of a server whose
         # connection slots are used up (fault db_connections), so that death went unrecorded.
@@ -245,8 +309,11 @@ class DBSyncCallback(Callback):  # type: ignore[misc]
         needs a server slot that the trials may have used up."""
         import results_db
 
-        self._db = results_db.open(self.db_url)
-        self._db.run(-1)
+        try:
+            self._db = results_db.open(self.db_url)
+            self._db.run(-1)
+        except results_db.DBUnavailable:  # opened again at the first death, when it is back
+            self._db = None
 
     def on_experiment_end(self, trials: list[Any], **info: Any) -> None:
         if self._db is not None:
@@ -255,10 +322,23 @@ class DBSyncCallback(Callback):  # type: ignore[misc]
 
     def on_trial_recover(self, iteration: int, trials: list[Any], trial: Any,
                          **info: Any) -> None:
-        self._record(trial, retried=True)
+        self._safely(trial, retried=True)
 
     def on_trial_error(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
-        self._record(trial, retried=False)
+        self._safely(trial, retried=False)
+
+    def _safely(self, trial: Any, retried: bool) -> None:
+        """Never let the DB kill the driver from inside Tune: wait out an outage (this
+        pauses Tune's loop, so nothing new is scheduled), and past the bound tell the
+        stopper to end the sweep (the driver then exits 2 with one line)."""
+        if self.outage.expired:
+            return  # the sweep is stopping; `rerun --sweep` will see these runs
+        try:
+            with_db_retry(lambda: self._record(trial, retried),
+                          f"recording trial {trial.trial_id}'s end", self.outage.wait_s,
+                          say=self.say)
+        except DBOutage as exc:
+            self.outage.give_up(exc)
 
     def _record(self, trial: Any, retried: bool) -> None:
         import results_db
@@ -269,7 +349,7 @@ class DBSyncCallback(Callback):  # type: ignore[misc]
         if self._db is None:
             self._db = results_db.open(self.db_url, migrate=False)
         db = self._db
-        att = _attempt_of_trial(db, run_id, trial.trial_id)
+        att = _attempt_of_trial(db, run_id, trial.trial_id, self.owner)
         claimed_here = att is None
         if claimed_here:  # died before its claim: give the error a home, if ours to give
             att = db.claim_run(run_id, self.owner, socket.gethostname(),
@@ -288,10 +368,24 @@ class DBSyncCallback(Callback):  # type: ignore[misc]
                           + describe(fault, retry), traceback=text or None, fault=fault)
 
 
-def _attempt_of_trial(db: Any, run_id: int, trial_id: str) -> Any:
-    """The newest attempt this Tune trial claimed (other drivers' attempts are not ours)."""
-    mine = [a for a in db.attempts(run_id) if a.trial_id == trial_id]
+def _attempt_of_trial(db: Any, run_id: int, trial_id: str, owner: str) -> Any:
+    """The newest attempt this Tune trial claimed. The owner (this driver) is what makes it
+    ours: another driver's trial can carry the same Tune trial id (issue 20)."""
+    mine = [a for a in db.attempts(run_id) if a.trial_id == trial_id and a.owner == owner]
     return mine[-1] if mine else None
+
+
+class OutageStopper(Stopper):
+    """Tune stopper: stop every trial once the driver gave up waiting for the DB."""
+
+    def __init__(self, outage: OutageState | None) -> None:
+        self.outage = outage
+
+    def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
+        return False
+
+    def stop_all(self) -> bool:
+        return self.outage is not None and self.outage.expired
 
 
 def _trial_error_text(trial: Any) -> str:

@@ -47,6 +47,7 @@ class TrialJob:
     retries: int = 0
     heartbeat_s: float = DEFAULT_HEARTBEAT_S
     flush_s: float = 5.0
+    db_wait_s: float = 300.0  # how long a DB outage is ridden out (orchestrator/dbretry.py)
     train_storage: str | None = None  # Ray Train's run state (multi-worker), default beside
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -54,10 +55,11 @@ class TrialJob:
         if not isinstance(self.spec, RunSpec):
             raise TypeError(f"TrialJob {self.name}: spec must be a RunSpec, got "
                             f"{type(self.spec).__name__} (use TrialJob.of)")
-        if self.retries < 0 or self.heartbeat_s <= 0 or self.flush_s <= 0:
-            raise ValueError(f"TrialJob {self.name}: retries >= 0, heartbeat_s > 0 and "
-                             f"flush_s > 0 expected, got {self.retries}, {self.heartbeat_s}, "
-                             f"{self.flush_s}")
+        if self.retries < 0 or self.heartbeat_s <= 0 or self.flush_s <= 0 or \
+                self.db_wait_s < 0:
+            raise ValueError(f"TrialJob {self.name}: retries >= 0, heartbeat_s > 0, "
+                             f"flush_s > 0 and db_wait_s >= 0 expected, got {self.retries}, "
+                             f"{self.heartbeat_s}, {self.flush_s}, {self.db_wait_s}")
 
     @classmethod
     def of(cls, run_id: int, name: str, spec: RunSpec | dict[str, Any],

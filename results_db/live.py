@@ -121,14 +121,17 @@ def _derive(r: dict[str, Any], a: dict[str, Any], pt: dict[str, Any], tps: float
     running = r["status"] == "running" and a.get("attempt_status") == "running"
     step, total = pt.get("step"), r["steps_total"]
     hb_age = _age_s(a.get("heartbeat") or a.get("started"), now) if running else None
+    limit = stale_after_s(a.get("heartbeat_s")) if running else None
+    stale = None if limit is None else hb_age is not None and hb_age > limit
     eta = None
-    if running and step is not None and total:
+    if running and not stale and step is not None and total:
+        # a stale attempt (its driver or worker dead) has no ETA: its pace over a wall clock
+        # that keeps running while nothing trains would make the ETA grow without end
         done = step - (first_step if first_step is not None else step)
         elapsed = _age_s(a.get("started"), now) or 0.0
         if done > 0 and elapsed > 0:
             eta = max(0.0, (total - step) * elapsed / done)
     left = _age_s(r["lease_until"], now)
-    limit = stale_after_s(a.get("heartbeat_s")) if running else None
     return {"run_id": r["run_id"], "name": r["name"], "sweep": r["sweep"],
             "variant": r["variant"], "status": r["status"], "attempt_id": a.get("attempt_id"),
             "step": step, "steps_total": total, "last_loss": pt.get("value"),
@@ -136,7 +139,7 @@ def _derive(r: dict[str, Any], a: dict[str, Any], pt: dict[str, Any], tps: float
             "owner": a.get("owner") if running else r["run_owner"],
             "lease_s_left": None if left is None else -left, "attempt": a.get("attempt"),
             "fault": a.get("fault"), "started": a.get("started"), "stale_after_s": limit,
-            "stale": None if limit is None else hb_age is not None and hb_age > limit,
+            "stale": stale,
             "group": status_group(r["status"])}
 
 

@@ -201,8 +201,9 @@ class _Run:
             self.beat_error = self.beat_error or exc
             self.stop.request(f"heartbeat raised {type(exc).__name__}: {exc}")
             return
-        if alive is False:
-            self.stop.request("heartbeat: this attempt is no longer the run's current one")
+        if alive is False:  # the reporter may say why (SIGTERM is a preemption, not a takeover)
+            why = getattr(self.rep.inner, "stop_reason", "") or ""
+            self.stop.request(why or "heartbeat: this attempt is no longer the run's current one")
 
     # ---- one optimizer step -----------------------------------------------------------------
     def _train_step(self, s: int) -> torch.Tensor:

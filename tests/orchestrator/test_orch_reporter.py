@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import results_db
-from orchestrator.reporter import DBReporter, RunCancelled
+from orchestrator.reporter import DBReporter, RunCancelled, Superseded
 from orchestrator.submit import make_plan, register
 
 SMOKE = Path(__file__).resolve().parents[2] / "sweeps" / "smoke.yaml"
@@ -74,8 +74,9 @@ def test_cancel_in_the_db_surfaces_as_run_cancelled(started: tuple) -> None:
 
 def test_a_superseded_attempt_is_told_to_stop_and_writes_nothing(tmp_path: Path) -> None:
     """Another attempt took the run over (lease ran out): heartbeat() returns False -- the
-    trainer's cue to checkpoint and stop -- and the old attempt's buffered points are dropped
-    instead of overwriting the new holder's."""
+    trainer's cue to stop -- and the old attempt's buffered points are dropped instead of
+    overwriting the new holder's: its flush raises Superseded (so the trainer, which flushes
+    before every checkpoint, never saves one past its last written step)."""
     db = results_db.open(f"sqlite:///{tmp_path / 'r.db'}")
     run = register(db, make_plan(SMOKE), force=False).to_run[0]
     old = db.claim_run(run.id, "driver A", "h", heartbeat_s=0.1)
@@ -89,6 +90,74 @@ def test_a_superseded_attempt_is_told_to_stop_and_writes_nothing(tmp_path: Path)
     while not rep.superseded and time.monotonic() < deadline:
         time.sleep(0.05)
     assert rep.heartbeat() is False
-    rep.close()
-    assert n_points(db, run.id) == 0
+    with pytest.raises(Superseded, match="no longer the run's current one"):
+        rep.flush()
+    with pytest.raises(Superseded):
+        rep.artifact("checkpoint", "/x/ckpt")
+    with pytest.raises(Superseded):
+        rep.close()
+    assert n_points(db, run.id) == 0 and db.artifacts(run.id).height == 0
     assert db.heartbeat(new.id) is True
+
+
+def test_a_woken_attempt_asks_the_db_before_it_writes(tmp_path: Path) -> None:
+    """Issue 20 (a worker stalled by SIGSTOP, its driver recorded it dead): the first flush
+    after it wakes -- before its heartbeat thread has said anything -- asks the DB, writes
+    nothing and raises Superseded."""
+    db = results_db.open(f"sqlite:///{tmp_path / 'r.db'}")
+    run = register(db, make_plan(SMOKE), force=False).to_run[0]
+    att = db.claim_run(run.id, "driver A", "h")
+    rep = DBReporter(db, run.id, att.id, heartbeat_s=3600, flush_s=3600)
+    rep.log(10, {"train/loss": 2.0})
+    rep.flush()
+    db.finish_attempt(att.id, "failed", error="worker died: no heartbeat", fault="worker_died")
+    rep.log(20, {"train/loss": 1.0})
+    assert not rep.superseded  # the thread has not beaten since
+    with pytest.raises(Superseded):
+        rep.flush()
+    assert rep.superseded and rep.heartbeat() is False
+    assert db.metrics(run_ids=[run.id])["step"].to_list() == [10]
+    with pytest.raises(Superseded):
+        rep.close()
+
+
+def test_a_db_outage_is_waited_out_then_the_points_are_written(tmp_path: Path) -> None:
+    """The DB refuses writes for ~1.5 s (an injected DBUnavailable, test-side): flush waits
+    (backoff) instead of failing, then writes every point; past db_wait_s it raises."""
+    from orchestrator.dbretry import DBOutage
+
+    db = results_db.open(f"sqlite:///{tmp_path / 'r.db'}")
+    run = register(db, make_plan(SMOKE), force=False).to_run[0]
+    att = db.claim_run(run.id, "driver A", "h")
+    down = _Outage(db, seconds=1.5)
+    rep = DBReporter(down, run.id, att.id, heartbeat_s=3600, flush_s=3600, db_wait_s=30)
+    rep.log(1, {"train/loss": 3.0})
+    t0 = time.monotonic()
+    rep.flush()
+    assert 1.4 < time.monotonic() - t0 < 10 and down.refused >= 2
+    assert db.metrics(run_ids=[run.id])["step"].to_list() == [1]
+    short = DBReporter(_Outage(db, seconds=60), run.id, att.id, heartbeat_s=3600,
+                       flush_s=3600, db_wait_s=1.0)
+    short.log(2, {"train/loss": 2.0})
+    with pytest.raises(DBOutage, match="could not be written.*limit is 1 s"):
+        short.flush()
+    assert db.metrics(run_ids=[run.id])["step"].to_list() == [1]
+
+
+class _Outage:
+    """Test-side injector: the real DB behind it, but every call raises DBUnavailable for
+    the first ``seconds`` (a server restart / a full disk, from the caller's side)."""
+
+    def __init__(self, db: results_db.ResultsDB, seconds: float) -> None:
+        self.db, self.until, self.refused = db, time.monotonic() + seconds, 0
+
+    def __getattr__(self, name: str):
+        real = getattr(self.db, name)
+
+        def call(*args, **kwargs):
+            if time.monotonic() < self.until:
+                self.refused += 1
+                raise results_db.DBUnavailable("results DB r.db could not be written: "
+                                               "database or disk is full")
+            return real(*args, **kwargs)
+        return call

@@ -66,6 +66,23 @@ def test_another_drivers_attempt_is_not_touched(db_and_runs: tuple) -> None:
     assert db.attempts(ids[0])[0].status == "running" and other is not None
 
 
+def test_an_equal_trial_id_of_another_driver_is_not_ours(db_and_runs: tuple) -> None:
+    """Issue 20: Tune trial ids can collide across drivers. Driver B's trial dies with the
+    same id as driver A's live one: A's attempt stays running (was: ended worker_died), and
+    a finished attempt of A is never relabelled."""
+    url, ids = db_and_runs
+    db = results_db.open(url)
+    live = db.claim_run(ids[0], "submit A", "h", trial_id=f"t{ids[0]}")
+    done = db.claim_run(ids[1], "submit A", "h", trial_id=f"t{ids[1]}")
+    db.finish_attempt(done.id, "succeeded")
+    cb = DBSyncCallback(url, "submit B")
+    cb.on_trial_error(0, [], fake_trial(ids[0], None))
+    cb.on_trial_recover(0, [], fake_trial(ids[1], None))
+    assert [(a.status, a.fault) for a in db.attempts(ids[0])] == [("running", None)]
+    assert db.heartbeat(live.id) is True
+    assert [(a.status, a.fault) for a in db.attempts(ids[1])] == [("succeeded", None)]
+
+
 def test_death_before_the_first_attempt_gets_an_attempt_row(db_and_runs: tuple) -> None:
     url, ids = db_and_runs
     DBSyncCallback(url).on_trial_error(0, [], fake_trial(ids[1], None))
@@ -80,7 +97,7 @@ def test_a_trial_that_recorded_its_own_end_is_left_alone(db_and_runs: tuple) -> 
     db = results_db.open(url)
     a = db.claim_run(ids[2], "d", "h", trial_id=f"t{ids[2]}")
     db.finish_attempt(a.id, "failed", error="RuntimeError: own words", traceback="tb")
-    DBSyncCallback(url).on_trial_error(0, [], fake_trial(ids[2], None))
+    DBSyncCallback(url, "d").on_trial_error(0, [], fake_trial(ids[2], None))
     (att,) = db.attempts(ids[2])
     assert att.error == "RuntimeError: own words"
 

@@ -48,7 +48,8 @@ def _setup(tmp_path: Path) -> tuple[results_db.ResultsDB, TrialJob, Path]:
         name="full", fingerprint=spec.fingerprint(), variant="baseline", seed=0,
         config=spec.model_dump(mode="json"))]).to_run[0]
     job = TrialJob.of(run.id, "full", spec, tmp_path / "ckpt", f"sqlite:///{path}",
-                      flush_s=0.001, heartbeat_s=0.2)  # every log call is one write
+                      flush_s=0.001, heartbeat_s=0.2,  # every log call is one write
+                      db_wait_s=0)  # a lasting outage: not waited for (dbretry.py)
     return db, job, path
 
 
