@@ -1,9 +1,9 @@
-"""The conclusion commands: leaderboard, table, effects, stability (issue 10).
+"""The conclusion commands: leaderboard, table, effects, scaling, stability (issues 10, 24).
 
 They compute nothing: results_db's AnalysisMixin decides the baseline, the statistics, the
 CIs and the verdicts (``db.leaderboard``, ``db.verdict_summary``, ``db.ablation_table``,
-``db.effects``, ``db.stability``); these commands only choose columns and format them
-(orchestrator/frame_format.py). The DB is opened read-only.
+``db.effects``, ``db.scaling``, ``db.stability``); these commands only choose columns and
+format them (orchestrator/frame_format.py). The DB is opened read-only.
 """
 
 from __future__ import annotations
@@ -136,6 +136,42 @@ def effects(sweep: str, db: DbOpt = None, metric: MetricOpt = "val/ppl",
     shown = with_ci_text(eff)
     render(out, shown, format, title=title, columns=[
         "dimension", "value", "n_variants", "n_runs", "mean_delta_pct", "ci", "verdict"])
+
+
+SCALING_TRENDS = ["variant", "size", "x", "n_points", "n_seeds", "delta_pct_from",
+                  "delta_pct_to", "ci", "slope", "slope_ci", "flops_overhead_pct", "verdict"]
+SCALING_POINTS = ["variant", "size", "step", "tokens", "flops", "n", "delta_pct", "ci",
+                  "iso_delta_pct", "iso_ci"]
+
+
+@app.command()
+def scaling(sweep: str, db: DbOpt = None, metric: MetricOpt = "val/ppl",
+            points: Annotated[bool, typer.Option(
+                "--points", help="Print the delta at every evaluation step instead of the "
+                                 "trends")] = False,
+            format: FormatOpt = "table") -> None:
+    """Does the gain survive scale? The paired change vs the baseline against tokens (every
+    evaluation step), parameters and training FLOPs, with 95 % CIs over seeds; the slope per
+    decade with its CI, and the change at equal compute (the gate costs FLOPs)."""
+    check_format(format)
+    d = open_sweep(db, sweep)
+    check_metrics(d, sweep, [metric])
+    sc = d.scaling(sweep, metric)
+    frame = sc.points if points else sc.trends
+    title = f"{sweep}: {metric} vs scale" + (" (every evaluation step)" if points else "")
+    summary = "\n".join(sc.sentences) or (
+        f"{sweep}: no variant has a baseline to pair with at any evaluation step "
+        f"(baseline: {sc.baseline or 'none'})")
+    if format in ("csv", "json"):
+        render(out, frame, format, title=title, summary=summary)
+        return
+    shown = with_ci_text(frame)
+    if points:
+        shown = with_ci_text(shown, "iso_ci_low_pct", "iso_ci_high_pct", "iso_ci")
+    else:
+        shown = with_ci_text(shown, "slope_ci_low", "slope_ci_high", "slope_ci")
+    render(out, shown, format, title=title, summary=summary,
+           columns=SCALING_POINTS if points else SCALING_TRENDS)
 
 
 @app.command()

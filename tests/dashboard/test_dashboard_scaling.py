@@ -1,0 +1,89 @@
+"""Issue 24: the three scaling surfaces -- db.scaling, `orchestrator scaling --format json` and
+the dashboard's Scaling page -- show the same numbers on one DB; the page's charts use a log x
+and the sweep-wide variant colours."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import results_db
+from dashboard import palette
+from tests.dashboard.test_dashboard_app import chart_data, chart_specs, variant_colors
+from tests.results_db.test_analysis_scaling import _fill
+
+APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    url = f"sqlite:///{tmp_path_factory.mktemp('dash_scaling') / 'r.db'}"
+    with results_db.open(url) as db:
+        _fill(db, "scale", (1, 2, 4))
+        _fill(db, "one-point", (2,), steps=(800,))
+    return url
+
+
+def _page(url: str, sweep: str, monkeypatch: pytest.MonkeyPatch) -> AppTest:
+    monkeypatch.setenv("GATESWEEP_DB", url)
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["sweep"] = sweep
+    at.query_params["page"] = "Scaling"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_api_cli_and_dashboard_agree(url: str, monkeypatch: pytest.MonkeyPatch,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from orchestrator.cli import main
+
+    with results_db.open(url, readonly=True) as db:
+        sc = db.scaling("scale")
+    assert main(["scaling", "scale", "--db", url, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["summary"] == "\n".join(sc.sentences)
+    api = sc.trends.to_dicts()
+    assert len(doc["rows"]) == len(api)
+    for cli_row, api_row in zip(doc["rows"], api, strict=True):
+        for col in ("variant", "size", "x", "verdict", "n_seeds"):
+            assert cli_row[col] == api_row[col]
+        for col in ("slope", "slope_ci_low", "delta_pct_to", "ci_low_pct"):
+            assert (cli_row[col] is None) == (api_row[col] is None)
+            if api_row[col] is not None:
+                assert cli_row[col] == pytest.approx(api_row[col])
+    assert main(["scaling", "scale", "--db", url, "--format", "json", "--points"]) == 0
+    cli_points = json.loads(capsys.readouterr().out)["rows"]
+    assert [r["delta_pct"] for r in cli_points] == pytest.approx(sc.points["delta_pct"].to_list())
+
+    at = _page(url, "scale", monkeypatch)
+    text = " ".join(m.value for m in at.markdown)
+    for sentence in sc.sentences[:2]:
+        assert sentence.split(":")[0].split(" (")[0] in text
+    assert "slope -1.20 pp per decade [-1.70, -0.70]" in text
+    shown = at.dataframe[0].value
+    assert shown["slope"].dropna().tolist() == pytest.approx(sc.trends["slope"].drop_nulls()
+                                                             .to_list())
+    tokens_chart = chart_data(at)[0]
+    got = sorted(v for f in tokens_chart if "d" in f.columns for v in f["d"])
+    assert got == pytest.approx(sorted(sc.points["delta_pct"].to_list()))
+
+
+def test_page_log_axes_and_variant_colours(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = _page(url, "scale", monkeypatch)
+    specs = chart_specs(at)
+    assert len(specs) == 2  # vs tokens, vs FLOPs
+    for spec in specs:
+        assert '"type": "log"' in json.dumps(spec)
+        want = palette.colors(["baseline", "sdpa_elementwise"], "baseline")
+        assert variant_colors(spec).items() <= want.items() and variant_colors(spec)
+
+
+def test_one_evaluation_point_says_it_cannot_judge(url: str,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    at = _page(url, "one-point", monkeypatch)
+    text = " ".join(m.value for m in at.markdown).replace("\\", "")  # md() escapes ':'
+    assert "cannot judge: one evaluation point" in text
