@@ -13,12 +13,14 @@ import streamlit as st
 from dashboard import data
 from results_db import DBNotFound
 from dashboard.views import ablation, curves, leaderboard, overview, probes, run_detail, stability
+from dashboard.views import scaling
 
 PAGES = {
     "Overview": overview.render,
     "Leaderboard": leaderboard.render,
     "LR stability": stability.render,
     "Ablation tables": ablation.render,
+    "Scaling": scaling.render,
     "Curves": curves.render,
     "Probes": probes.render,
     "Run detail": run_detail.render,
