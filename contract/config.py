@@ -23,10 +23,11 @@ from pydantic import (
     ValidationInfo,
     field_validator,
     model_validator,
-from contract import identity
 )
 
+from contract import identity
 from contract.errors import format_path, pydantic_problems
+from contract.params import check_param_match
 from contract.presets import preset_fields
 
 Position = Literal["G1", "G2", "G3", "G4", "G5"]
@@ -230,6 +231,8 @@ class ModelConfig(_Strict):
         if self.nonlinearity != "none" and "G1" in positions:
             raise ValueError("model.nonlinearity: the non-linearity-only control sits at G1; "
                              "it cannot be combined with a G1 gate")
+        if self.param_match:  # the gates must fit into what the FFN can give back
+            check_param_match(self)
         return self
 
     @property

@@ -8,8 +8,10 @@ analytic parameter count and the built model cannot disagree on a gate's shape.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-from contract.config import GateSpec
+if TYPE_CHECKING:  # contract.config validates param_match with this arithmetic: no cycle
+    from contract.config import GateSpec
 
 
 def gate_heads(position: str, n_head: int, n_kv_head: int) -> int:

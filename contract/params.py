@@ -7,16 +7,20 @@ model is built from (contract/gate_shapes.py for gates). The real model on the m
 component, for every preset and for every distinct model of every shipped sweep.
 
 This module sits *below* trainer/model.py (the model asks it for the param-matched d_ff), so it
-must never import the model.
+must never import the model; and below contract/config.py, whose ModelConfig refuses a
+param_match that cannot fit (``check_param_match``), so it imports the config for types only.
 """
 
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from contract.config import ModelConfig
 from contract.gate_shapes import gate_heads, gate_param_count
+if TYPE_CHECKING:  # contract.config validates param_match with this module: no import cycle
+    from contract.config import ModelConfig
+
 
 D_FF_MULTIPLE = 8  # param_match rounds d_ff to this (GEMM-friendly widths)
 
@@ -45,12 +49,14 @@ def count(cfg: ModelConfig) -> tuple[int, int]:
 def count_params(cfg: ModelConfig) -> ParamCounts:
     """Every component's parameter count. Global under expert parallelism: a rank holds
     n_experts / ep_size experts, but the model is counted whole (ep_size does not enter)."""
-    return _count_json(cfg.model_dump_json())
+    return _count_cached(cfg)
 
 
 @functools.lru_cache(maxsize=1024)
-def _count_json(cfg_json: str) -> ParamCounts:
-    return _count(ModelConfig.model_validate_json(cfg_json))
+def _count_cached(cfg: ModelConfig) -> ParamCounts:
+    """Keyed by the frozen (hashable) config itself: a validated config is never re-validated
+    from its own JSON to be counted."""
+    return _count(cfg)
 
 
 def _gates_per_layer(cfg: ModelConfig) -> int:
@@ -123,3 +129,9 @@ def effective_d_ff(cfg: ModelConfig) -> int | None:
         raise ValueError(f"model.param_match: the gates add {added} parameters, more than the "
                          f"FFN (d_ff={cfg.d_ff}) can give back; use a larger d_ff")
     return d_ff
+
+
+def check_param_match(cfg: ModelConfig) -> None:
+    """THE feasibility rule of param_match, run by ModelConfig's validator: every reader of a
+    spec (submit, ``validate --no-params``, ``python -m trainer``) refuses the same configs."""
+    effective_d_ff(cfg)

@@ -125,10 +125,11 @@ def test_param_match_shrinks_d_ff_to_the_baseline_total(gates: list[dict]) -> No
         update={"param_match": False})).gates
 
 
-def test_param_match_that_cannot_fit_is_rejected() -> None:
-    cfg = ModelConfig(preset="tiny", d_ff=8, gates=[{"position": "G1"}], param_match=True)
-    with pytest.raises(ValueError, match="model.param_match"):
-        build_model(cfg, device="meta")
+def test_param_match_that_cannot_fit_is_rejected_by_the_config() -> None:
+    """The rule is the config's (it was the model's, so a spec read without building or
+    counting -- ``validate --no-params``, ``python -m trainer`` -- accepted it)."""
+    with pytest.raises(ValueError, match="model.param_match: the gates add 8192 parameters"):
+        ModelConfig(preset="tiny", d_ff=8, gates=[{"position": "G1"}], param_match=True)
 
 
 def test_counting_allocates_no_memory() -> None:

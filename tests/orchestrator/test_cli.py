@@ -249,3 +249,16 @@ def test_fast_paths_import_no_heavy_package(tmp_path: Path, argv: list[str]) -> 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120).stdout
     assert "HEAVY [] RC" in out, out[-2000:]
+
+
+def test_validate_no_params_refuses_a_param_match_that_cannot_fit(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """submit refused it (counting parameters hit the rule); ``validate --no-params`` counted
+    nothing and said the sweep was fine. The rule is the config's now: both refuse it."""
+    sweep = tmp_path / "pm.yaml"
+    sweep.write_text("name: pm\nbase: {model: {preset: tiny, d_ff: 8, param_match: true}}\n"
+                     "variants: {g1: {gate.position: G1}}\n", encoding="utf-8")
+    for args in (("validate", str(sweep), "--no-params"),
+                 ("submit", str(sweep), "--dry-run", "--db", f"sqlite:///{tmp_path / 'x.db'}")):
+        code, _, err = run_cli(capsys, *args)
+        assert code == 2 and "model.param_match: the gates add 8192 parameters" in err, err

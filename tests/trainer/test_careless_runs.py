@@ -55,6 +55,9 @@ CONFIG: list[tuple[str, str, str]] = [
     # the sweep files' reader (contract/yamlsrc.py) refuses every tag; SafeLoader took !!binary
     ("binary_tag", HEAD + "data: {source: text, path: !!binary aGVsbG8=}\n",
      ":3: data.path: YAML tag 'tag:yaml.org,2002:binary' is not allowed"),
+    ("param_match_cannot_fit", "name: c\nmodel: {preset: tiny, d_ff: 8, param_match: true, "
+     "gates: [{position: G1}]}\n", "model.param_match: the gates add 8192 parameters, more "
+     "than the FFN (d_ff=8) can give back"),
     ("located_key", HEAD + "train:\n  steps: 10\n  warmup: 20\n",
      ":5: train.warmup: 20 must be below train.steps (10)"),
 ]
