@@ -211,8 +211,32 @@ GPU_RECIPES = sorted(GPU.glob("*.yaml"))
 
 
 def test_gpu_recipes_are_the_promised_set() -> None:
-    assert [p.name for p in GPU_RECIPES] == ["quick.yaml", "table1_core.yaml",
+    assert [p.name for p in GPU_RECIPES] == ["quick.yaml", "scaling.yaml", "table1_core.yaml",
                                             "table2_lr.yaml", "table4_probes.yaml"]
+
+
+def test_gpu_scaling_recipe_fits_when_throughput_follows_flops() -> None:
+    """sweeps/gpu/scaling.yaml varies the depth: the budget model's tokens/s (measured on
+    `small`) is scaled by small's training FLOPs per token over the run's (contract/flops.py,
+    gates included), so the 8-layer runs cost more than the constant model says."""
+    from contract.config import ModelConfig
+    from contract.flops import flops_per_token
+
+    runs = make_plan(GPU / "scaling.yaml").runs
+    small = ModelConfig.model_validate({"preset": "small", "vocab_size": 8192})
+    seconds = RAY_START_S + CORPUS_BUILD_S["stdlib"]
+    for r in runs:
+        t = r.spec.train
+        ratio = flops_per_token(r.spec.model, t.seq_len).total / \
+            flops_per_token(small, t.seq_len).total
+        eval_tokens = (1 + t.steps // t.eval_every) * t.eval_batches * t.batch_size * t.seq_len
+        tokens = t.steps * r.spec.tokens_per_step + eval_tokens / 3
+        seconds += TRIAL_OVERHEAD_S + tokens * ratio / GPU_TOKENS_PER_S[t.seq_len]
+    assert seconds <= 900, seconds
+    assert sorted({r.spec.model.n_layer for r in runs}) == [2, 4, 8]
+    assert {r.seed for r in runs} == {0, 1, 2} and len(runs) == 18
+    assert {tuple(g.position for g in r.spec.model.gates) for r in runs} == {(), ("G1",)}
+    assert all(r.spec.train.steps // r.spec.train.eval_every >= 2 for r in runs)  # a trend
 
 
 @pytest.mark.parametrize("path", GPU_RECIPES, ids=[p.name for p in GPU_RECIPES])
