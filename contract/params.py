@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from contract.gate_shapes import gate_heads, gate_param_count
+
 if TYPE_CHECKING:  # contract.config validates param_match with this module: no import cycle
     from contract.config import ModelConfig
 

@@ -9,7 +9,6 @@ TTL so a live sweep shows up within seconds while a re-render costs no DB round 
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import polars as pl
@@ -19,14 +18,13 @@ import results_db
 from dashboard import ablation
 from results_db.analysis.summary import verdict_sentence
 
-DEFAULT_URL = "sqlite:///results.db"
 LIVE_TTL_S = 3  # status of live runs: refreshed by the pages' fragments
 TTL_S = 15  # results (summaries, metrics): change only when a run reports
 
 
 def db_url() -> str:
     """The DB the app shows: $GATESWEEP_DB (set by `orchestrator dashboard`), else the default."""
-    return os.environ.get("GATESWEEP_DB") or DEFAULT_URL
+    return results_db.default_url()
 
 
 @st.cache_resource(show_spinner=False)

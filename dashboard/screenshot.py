@@ -180,13 +180,15 @@ def capture(b: object, url: str, wait_for: str, out: Path | None, timeout_ms: in
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--db", default=os.environ.get("GATESWEEP_DB", "sqlite:///results.db"))
+    ap.add_argument("--db", default=None, help="[default: $GATESWEEP_DB or sqlite:///results.db]")
     ap.add_argument("--page", default="Ablation tables")
     ap.add_argument("--sweep", default=None)
     ap.add_argument("--wait-for", default="Method", help="text that shows the page is drawn")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
-    with serve(args.db) as base, browser() as b:
+    import results_db
+
+    with serve(args.db or results_db.default_url()) as base, browser() as b:
         capture(b, page_url(base, args.page, args.sweep), args.wait_for, args.out)
     print(f"wrote {args.out}")
     return 0

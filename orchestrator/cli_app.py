@@ -16,7 +16,6 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-DEFAULT_DB = "sqlite:///results.db"
 STALE_ENV = "GATESWEEP_STALE_AFTER"
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
@@ -41,7 +40,9 @@ StorageOpt = Annotated[Path, typer.Option("--storage", help="Checkpoints and Tun
 def db_url(db: str | None) -> str:
     from orchestrator.env import absolute_db_url
 
-    return absolute_db_url(db or os.environ.get("GATESWEEP_DB") or DEFAULT_DB)
+    import results_db
+
+    return absolute_db_url(db or results_db.default_url())
 
 
 def open_read(db: str | None) -> Any:

@@ -31,6 +31,13 @@ from results_db.dbfaults import DBUnavailable, clamp_for_test, translate
 from results_db.migrate import _REV, MIGRATIONS_DIR
 
 DEFAULT_URL = "sqlite:///results.db"
+DB_ENV = "GATESWEEP_DB"  # THE results DB when no --db/url is given (default_url owns the rule)
+
+
+def default_url() -> str:
+    """$GATESWEEP_DB, else sqlite:///results.db (an empty variable counts as unset): the one
+    rule every entry point (CLI, dashboard, screenshot, results_db.open) applies."""
+    return os.environ.get(DB_ENV) or DEFAULT_URL
 APP_NAME = "gatesweep"  # PostgreSQL application_name prefix (results_db.pgstat counts by it)
 
 
@@ -97,7 +104,7 @@ def parse_url(url: str | URL) -> URL:
 
 def resolve_url(url: str | URL | None) -> URL:
     """None -> $GATESWEEP_DB or sqlite:///results.db; plain postgresql:// -> psycopg 3."""
-    raw = url if url is not None else os.environ.get("GATESWEEP_DB") or DEFAULT_URL
+    raw = url if url is not None else default_url()
     u = parse_url(raw)
     if u.drivername in ("postgresql", "postgres"):
         u = u.set(drivername="postgresql+psycopg")
