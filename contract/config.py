@@ -27,6 +27,7 @@ from pydantic import (
 
 from contract import identity
 from contract.errors import format_path, pydantic_problems
+from contract.gate_shapes import HEAD_POSITIONS
 from contract.params import check_param_match
 from contract.presets import preset_fields
 
@@ -103,10 +104,10 @@ class GateSpec(_Strict):
 
     @model_validator(mode="after")
     def _check(self) -> GateSpec:
-        if self.position == "G5" and self.granularity == "headwise":
+        if self.position not in HEAD_POSITIONS and self.granularity == "headwise":
             raise ValueError("gates[].granularity: 'headwise' is not defined at position G5 "
                              "(after o_proj there are no heads); use 'elementwise'")
-        if self.position == "G5" and self.sharing == "head_shared":
+        if self.position not in HEAD_POSITIONS and self.sharing == "head_shared":
             raise ValueError("gates[].sharing: 'head_shared' is not defined at position G5 "
                              "(after o_proj there are no heads); use 'head_specific'")
         if self.granularity == "headwise" and self.sharing == "head_shared":

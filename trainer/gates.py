@@ -29,8 +29,6 @@ from torch import nn
 from contract.config import GateSpec
 from contract.gate_shapes import gate_heads, score_shape
 
-HEAD_POSITIONS = ("G1", "G2", "G3", "G4")
-
 
 def ns_sigmoid(x: torch.Tensor) -> torch.Tensor:
     """Non-sparse sigmoid 0.5 + 0.5*sigmoid(x), in [0.5, 1]."""

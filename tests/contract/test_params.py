@@ -239,3 +239,27 @@ def test_counting_imports_neither_torch_nor_the_model() -> None:
                          timeout=60, cwd=ROOT, check=True).stdout.splitlines()
     assert out == [str(count(ModelConfig(preset="paper-moe-15a2b", gates=[{"position": "G1"}]))),
                    "[]"]
+
+
+def test_heads_per_position_have_one_owner() -> None:
+    """contract/gate_shapes.py says which positions have heads (trainer/gates.py kept its own
+    copy): the config refuses a headwise gate exactly where the shapes have no heads."""
+    from pydantic import ValidationError
+
+    from contract import gate_shapes
+    from contract.config import GateSpec
+
+    for pos in ("G1", "G2", "G3", "G4", "G5"):
+        shape = gate_shapes.score_shape(GateSpec(position=pos), n_heads=4, head_dim=8,
+                                        d_model=32)
+        has_heads = pos in gate_shapes.HEAD_POSITIONS
+        assert len(shape) == (2 if has_heads else 1)
+        try:
+            GateSpec(position=pos, granularity="headwise")
+            accepted = True
+        except ValidationError:
+            accepted = False
+        assert accepted == has_heads, pos
+    import trainer.gates
+
+    assert not hasattr(trainer.gates, "HEAD_POSITIONS")
