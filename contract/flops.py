@@ -45,7 +45,7 @@ def flops_per_token(cfg: ModelConfig, seq_len: int) -> FlopCounts:
     c = count_params(cfg)
     ffn = c.ffn
     if cfg.moe is not None:  # routed: top_k of n_experts experts, plus the whole router
-        router = cfg.d_model * cfg.moe.n_experts
+        router = cfg.n_layer * cfg.d_model * cfg.moe.n_experts
         ffn = (c.ffn - router) * cfg.moe.top_k // cfg.moe.n_experts + router
     switch = c.switch_head
     if cfg.switch_head is not None:  # each token uses top_k of the head experts (the small
