@@ -169,7 +169,12 @@ def scaling(sweep: str, db: DbOpt = None, metric: MetricOpt = "val/ppl",
     if points:
         shown = with_ci_text(shown, "iso_ci_low_pct", "iso_ci_high_pct", "iso_ci")
     else:
-        shown = with_ci_text(shown, "slope_ci_low", "slope_ci_high", "slope_ci")
+        import polars as pl
+
+        shown = shown.with_columns(pl.Series("slope_ci", [
+            None if lo is None or hi is None else f"[{lo:+.2f}, {hi:+.2f}] pp/decade"
+            for lo, hi in zip(frame["slope_ci_low"].to_list(), frame["slope_ci_high"].to_list())],
+            dtype=pl.Utf8))
     render(out, shown, format, title=title, summary=summary,
            columns=SCALING_POINTS if points else SCALING_TRENDS)
 

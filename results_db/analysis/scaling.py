@@ -163,12 +163,12 @@ def _points(pairs: pl.DataFrame, cells: pl.DataFrame) -> pl.DataFrame:
 def _pct(mean: float | None, sd: float | None, n: int, t: float | None, base: float | None,
          prefix: str) -> dict[str, float | None]:
     """delta %, CI low/high % of one point (None where undefined)."""
-    ok = mean is not None and base is not None and base != 0 and n >= 1
-    pct = 100.0 * mean / base if ok else None  # type: ignore[operator]
-    half = (100.0 * t * sd / math.sqrt(n) / abs(base)  # type: ignore[arg-type, operator]
-            if ok and t is not None and sd is not None else None)
-    low = pct - half if pct is not None and half is not None else None
-    high = pct + half if pct is not None and half is not None else None
+    pct = low = high = None
+    if mean is not None and base is not None and base != 0 and n >= 1:
+        pct = 100.0 * mean / base
+        if t is not None and sd is not None:
+            half = 100.0 * t * sd / math.sqrt(n) / abs(base)
+            low, high = pct - half, pct + half
     return {f"{prefix}delta_pct": pct, f"{prefix}ci_low_pct": low, f"{prefix}ci_high_pct": high}
 
 
@@ -275,9 +275,9 @@ def _trends(pairs: pl.DataFrame, points: pl.DataFrame, cells: pl.DataFrame, high
         base = {"variant": cell["variant"], "lr": cell["lr"], "size": cell["size"],
                 "flops_overhead_pct": cell["flops_overhead_pct"]}
         name, plist = _label(cell, with_lr), pts.to_dicts()
-        per_seed = {s: (g["tokens"].to_list(), g["d_pct"].to_list())
-                    for (s,), g in pr.group_by("seed", maintain_order=True)}
-        rows.append(_trend_row(base, "tokens", pts["tokens"].to_list(), per_seed, plist[0],
+        by_seed = {s: (g["tokens"].to_list(), g["d_pct"].to_list())
+                   for (s,), g in pr.group_by("seed", maintain_order=True)}
+        rows.append(_trend_row(base, "tokens", pts["tokens"].to_list(), by_seed, plist[0],
                                plist[-1], higher, metric, name))
         rows.append(_iso_row(base, plist, higher, metric, name))
         last = pr.filter(pl.col("step") == plist[-1]["step"])
