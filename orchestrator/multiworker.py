@@ -26,6 +26,7 @@ import os
 import time
 import traceback
 import uuid
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -41,7 +42,7 @@ class _Abort(RuntimeError):
     ranks may be inside a collective and can only be stopped by Train."""
 
 
-def dispatch_trial(config: dict[str, Any], jobs: dict[int, TrialJob]) -> None:
+def dispatch_trial(config: dict[str, Any], jobs: Mapping[int, TrialJob]) -> None:
     """The Tune function trainable for every run (config = {"run_id": id}, ``jobs`` through
     tune.with_parameters): in-process for one worker (runner.py), a TorchTrainer for several."""
     job = jobs[int(config["run_id"])]

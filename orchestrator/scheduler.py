@@ -37,7 +37,7 @@ from orchestrator.dbretry import DBOutage, OutageState, db_wait_s, with_db_retry
 from orchestrator.env import absolute_db_url, driver_defaults, worker_env_vars
 from contract.errors import UserError
 from orchestrator.faults import Fault, RetryPolicy, classify, describe
-from orchestrator.trial_job import TrialJob, driver_owner, heartbeat_interval
+from orchestrator.trial_job import PackedJobs, TrialJob, driver_owner, heartbeat_interval
 
 ACTIVE = ("pending", "running")
 WAIT_POLL_S = 1.0
@@ -226,10 +226,12 @@ def _fit(jobs: list[TrialJob], opts: Options, outage: OutageState | None = None
     def trial_name(trial: Any) -> str:
         return by_id[trial.config["run_id"]].name
 
-    # The typed jobs travel once through Ray's object store (with_parameters); Tune's own
-    # config holds only the run id (Tune flattens and rewrites config values).
+    # The typed jobs travel once through Ray's object store (with_parameters), each pickled
+    # on its own (PackedJobs: a trial unpickles only its job); Tune's own config holds only
+    # the run id (Tune flattens and rewrites config values).
+    packed = PackedJobs(by_id)
     tuner = tune.Tuner(
-        tune.with_resources(tune.with_parameters(dispatch_trial, jobs=by_id), resources),
+        tune.with_resources(tune.with_parameters(dispatch_trial, jobs=packed), resources),
         param_space={"run_id": tune.grid_search(list(by_id))},
         tune_config=tune.TuneConfig(
             max_concurrent_trials=concurrency(jobs, opts.max_concurrent),

@@ -9,8 +9,10 @@ each process re-validates. ``owner`` is the driver's lease id, written on the at
 from __future__ import annotations
 
 import os
+import pickle
 import secrets
 import socket
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,3 +86,28 @@ class TrialJob:
     @property
     def is_multiworker(self) -> bool:
         return self.workers > 1
+
+
+class PackedJobs(Mapping[int, TrialJob]):
+    """{run_id: TrialJob}, each job pickled on its own, for ``tune.with_parameters``.
+
+    Tune hands a trial *every* parameter object (one ``ray.get`` per trial), so a plain dict
+    of N jobs made each of N trials unpickle all N RunSpecs: O(N) per trial, O(N^2) per sweep
+    (1,000 runs: 0.67 MB and ~0.35 s per trial on a loaded 2-core machine). Packed, a trial
+    copies N small byte strings and unpickles only the job it asks for."""
+
+    def __init__(self, jobs: Mapping[int, TrialJob]) -> None:
+        self._packed = {int(k): pickle.dumps(v, protocol=pickle.HIGHEST_PROTOCOL)
+                        for k, v in jobs.items()}
+
+    def __getitem__(self, run_id: int) -> TrialJob:
+        job = pickle.loads(self._packed[int(run_id)])  # noqa: S301 - our own driver's bytes
+        if not isinstance(job, TrialJob):
+            raise TypeError(f"PackedJobs[{run_id}]: not a TrialJob ({type(job).__name__})")
+        return job
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._packed)
+
+    def __len__(self) -> int:
+        return len(self._packed)
