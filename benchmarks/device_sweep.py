@@ -57,7 +57,7 @@ def run(sweep: Path, db_url: str, storage: Path) -> int:
         job = dataclasses.replace(job, owner=owner, heartbeat_s=heartbeat_interval())
         t0 = time.perf_counter()
         try:
-            out = execute_job(job)
+            out = execute_job(job).report()
         except Preempted as exc:  # recorded by execute_job; re-raised when it would retry
             out = {"status": "failed", "fault": "preempted", "steps": exc.step}
         print(f"  {job.name}: {out.get('status')} after {out.get('steps')} steps, "

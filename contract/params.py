@@ -22,7 +22,6 @@ from contract.gate_shapes import gate_heads, gate_param_count
 if TYPE_CHECKING:  # contract.config validates param_match with this module: no import cycle
     from contract.config import ModelConfig
 
-
 D_FF_MULTIPLE = 8  # param_match rounds d_ff to this (GEMM-friendly widths)
 
 
@@ -87,7 +86,9 @@ def _ffn_per_layer(cfg: ModelConfig) -> int:
     d = cfg.d_model
     if cfg.moe is not None:  # SwiGLU experts + the router's (d, E) weight, no bias
         return cfg.moe.n_experts * 3 * d * cfg.moe.d_expert + d * cfg.moe.n_experts
-    return 3 * d * effective_d_ff(cfg)
+    d_ff = effective_d_ff(cfg)
+    assert d_ff is not None, "ModelConfig holds d_ff when it has no moe (validated)"
+    return 3 * d * d_ff
 
 
 def _count(cfg: ModelConfig) -> ParamCounts:

@@ -69,7 +69,9 @@ class _Loader(yaml.SafeLoader):
                                      "values, lists and mappings (remove the tag)")
         return super().compose_node(parent, index)
 
-    def compose_sequence_node(self, anchor: str | None) -> yaml.SequenceNode:
+    # types-PyYAML types `anchor` as a dict; PyYAML passes the anchor's name (str | None)
+    def compose_sequence_node(self, anchor: str | None  # type: ignore[override]
+                              ) -> yaml.SequenceNode:
         start = self.get_event()
         node = yaml.SequenceNode(self.resolve(yaml.SequenceNode, None, start.implicit), [],
                                  start.start_mark, None, flow_style=start.flow_style)
@@ -83,7 +85,8 @@ class _Loader(yaml.SafeLoader):
         node.end_mark = self.get_event().end_mark
         return node
 
-    def compose_mapping_node(self, anchor: str | None) -> yaml.MappingNode:
+    def compose_mapping_node(self, anchor: str | None  # type: ignore[override]
+                             ) -> yaml.MappingNode:
         start = self.get_event()
         node = yaml.MappingNode(self.resolve(yaml.MappingNode, None, start.implicit), [],
                                 start.start_mark, None, flow_style=start.flow_style)

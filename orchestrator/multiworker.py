@@ -28,11 +28,12 @@ import traceback
 import uuid
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from orchestrator.env import prepare_trial_env
 from orchestrator.faults import Fault, RetryPolicy, classify, describe
 from orchestrator.trial_job import TrialJob
+from orchestrator.trial_result import TrialResult, TrialStatus
 
 TRAIN_DIR = "_train"  # Ray Train's own run state, under the sweep's storage
 
@@ -71,12 +72,12 @@ def run_multiworker_trial(job: TrialJob) -> None:
     storage = job.train_storage or str(job.checkpoint_dir.parent / TRAIN_DIR)
     result = fit_run(job, storage, retries=job.retries, trial_id=ctx.get_trial_id(),
                      in_tune=True)
-    if result.get("status") != "succeeded":
-        tune.report(result)  # success already reached Tune through TuneReportCallback
+    if result.status != "succeeded":
+        tune.report(result.report())  # success already reached Tune through TuneReportCallback
 
 
 def fit_run(job: TrialJob, storage: str, retries: int = 0, trial_id: str | None = None,
-            in_tune: bool = False) -> dict[str, Any]:
+            in_tune: bool = False) -> TrialResult:
     """Train ``job`` on a Ray Train worker group (``ray.init`` must have run); returns rank 0's
     final result ({"status", "steps", ...}). Never raises for a training failure: the DB
     records it and the result says ``failed``."""
@@ -88,7 +89,7 @@ def fit_run(job: TrialJob, storage: str, retries: int = 0, trial_id: str | None 
     spec = job.spec
     check_parallelism(spec)
     gpus = sum(n.gpus for n in live_nodes())
-    callbacks = []
+    callbacks: list[Any] = []  # ray.tune.Callback; Train's RunConfig is typed with its own
     if in_tune:
         from ray.tune.integration.ray_train import TuneReportCallback
 
@@ -109,7 +110,7 @@ def fit_run(job: TrialJob, storage: str, retries: int = 0, trial_id: str | None 
     return _final_result(job)
 
 
-def _final_result(job: TrialJob) -> dict[str, Any]:
+def _final_result(job: TrialJob) -> TrialResult:
     """The run's outcome as the DB has it (rank 0 wrote it; Train's Result may carry none)."""
     import results_db
 
@@ -117,12 +118,12 @@ def _final_result(job: TrialJob) -> dict[str, Any]:
     try:
         row = db.run(job.run_id)
         attempts = db.attempts(job.run_id)
-        return {"status": row.status if row else "failed", "attempts": len(attempts)}
+        return TrialResult(_status(row.status if row else "failed"), attempts=len(attempts))
     finally:
         db.close()
 
 
-def _record_group_failure(job: TrialJob, exc: BaseException) -> dict[str, Any]:
+def _record_group_failure(job: TrialJob, exc: BaseException) -> TrialResult:
     """Train gave up: close an attempt of this driver the dead workers left running."""
     import results_db
 
@@ -136,9 +137,14 @@ def _record_group_failure(job: TrialJob, exc: BaseException) -> dict[str, Any]:
                               error=f"worker group failed: {str(exc).splitlines()[0][:500]}"
                                     + describe(fault, False), traceback=text, fault=fault)
         row = db.run(job.run_id)
-        return {"status": row.status if row else "failed", "fault": fault.value}
+        return TrialResult(_status(row.status if row else "failed"), fault=fault.value)
     finally:
         db.close()
+
+
+def _status(run_status: str) -> TrialStatus:
+    """A run state as a trial status (every run state is one; TrialResult checks it)."""
+    return cast(TrialStatus, str(run_status))
 
 
 # ---- inside every Ray Train worker ------------------------------------------------------------
@@ -169,16 +175,16 @@ def worker_loop(config: dict[str, Any]) -> None:
     policy = RetryPolicy.from_env(job.retries)
     decision = [_rank0_decide(job, config["trial_id"], policy) if rank == 0 else None]
     tdist.broadcast_object_list(decision, src=0)
-    status, attempt_id, holder = decision[0]
-    if status != "go":
-        ray.train.report({"status": status, "steps": 0, "first_step": -1, "holder": holder})
+    status, attempt_id, holder = cast("tuple[str, int | None, str]", decision[0])  # rank 0's
+    if status != "go" or attempt_id is None:
+        ray.train.report(TrialResult(_status(status), steps=0, holder=holder or None).report())
         return
     workers = _gather_workers()  # a collective: every rank, in the same order
     if rank == 0:
         result = _rank0_attempt(job, attempt_id, workers)
     else:
         result = _other_rank(job, policy)
-    ray.train.report(result)
+    ray.train.report(result.report())
 
 
 def _rank0_decide(job: TrialJob, trial_id: str, policy: RetryPolicy
@@ -221,7 +227,7 @@ def _gather_workers() -> list[dict[str, Any]]:
 
 
 def _rank0_attempt(job: TrialJob, attempt_id: int, workers: list[dict[str, Any]]
-                   ) -> dict[str, Any]:
+                   ) -> TrialResult:
     import results_db
     from orchestrator.reporter import DBReporter
     from orchestrator.runner import train_attempt
@@ -236,12 +242,12 @@ def _rank0_attempt(job: TrialJob, attempt_id: int, workers: list[dict[str, Any]]
         raise _Abort(f"rank 0: {type(exc).__name__}: {exc}") from exc
     finally:
         db.close()
-    if result["status"] in ("cancelled", "superseded"):
-        raise _Abort(f"run {result['status']}")  # the other ranks may wait in a collective
+    if result.status in ("cancelled", "superseded"):
+        raise _Abort(f"run {result.status}")  # the other ranks may wait in a collective
     return result  # succeeded / diverged, or failed with a fault every rank shares
 
 
-def _other_rank(job: TrialJob, policy: RetryPolicy) -> dict[str, Any]:
+def _other_rank(job: TrialJob, policy: RetryPolicy) -> TrialResult:
     from trainer.train import train
     from contract.reporter import MemoryReporter
 
@@ -250,6 +256,6 @@ def _other_rank(job: TrialJob, policy: RetryPolicy) -> dict[str, Any]:
     except BaseException as exc:
         fault = classify(exc, traceback.format_exc())
         if fault is Fault.CODE_ERROR and not policy.should_retry(fault):
-            return {"status": "failed", "fault": fault.value}
+            return TrialResult("failed", fault=fault.value)
         raise
-    return {"status": res.status, "steps": res.steps}
+    return TrialResult(res.status, steps=res.steps)

@@ -21,15 +21,20 @@ from __future__ import annotations
 
 import os
 import traceback
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from orchestrator.env import prepare_trial_env
 from orchestrator.faults import Fault, RetryPolicy, classify, describe
 from orchestrator.sigterm import graceful_sigterm
 from orchestrator.trial_job import TrialJob
+from orchestrator.trial_result import TrialResult
 
-SKIPPED = "skipped"
-SUPERSEDED = "superseded"
+if TYPE_CHECKING:
+    from orchestrator.reporter import DBReporter
+    from results_db import ResultsDB
+
+T = TypeVar("T")
 
 
 def run_trial(job: TrialJob) -> None:
@@ -38,11 +43,11 @@ def run_trial(job: TrialJob) -> None:
     from ray import tune
 
     result = execute_job(job, trial_id=tune.get_context().get_trial_id())
-    tune.report(result)
+    tune.report(result.report())
 
 
-def execute_job(job: TrialJob, trial_id: str | None = None) -> dict[str, Any]:
-    """Claim and run one attempt of ``job``; returns {"status", "steps", "first_step", ...}."""
+def execute_job(job: TrialJob, trial_id: str | None = None) -> TrialResult:
+    """Claim and run one attempt of ``job``; how it ended (status, steps, first step, ...)."""
     import results_db
     from orchestrator.cluster import host_label
     from orchestrator.reporter import DBReporter
@@ -65,10 +70,9 @@ def execute_job(job: TrialJob, trial_id: str | None = None) -> dict[str, Any]:
         db.close()  # a reused trial actor must not accumulate engines
 
 
-def skipped(db: Any, job: TrialJob) -> dict[str, Any]:
+def skipped(db: ResultsDB, job: TrialJob) -> TrialResult:
     """The result of a trial that does not hold its run: who does (its driver waits)."""
-    return {"status": SKIPPED, "steps": 0, "first_step": -1,
-            "holder": str(db.claim_refusal(job.run_id))}
+    return TrialResult("skipped", steps=0, holder=str(db.claim_refusal(job.run_id)))
 
 
 class RetrySuperseded(Exception):
@@ -76,7 +80,8 @@ class RetrySuperseded(Exception):
     FailureConfig decides whether one is left). Classified ``superseded``."""
 
 
-def train_attempt(db: Any, job: TrialJob, attempt_id: int, reporter: Any) -> dict[str, Any]:
+def train_attempt(db: ResultsDB, job: TrialJob, attempt_id: int, reporter: DBReporter
+                  ) -> TrialResult:
     """Train one claimed attempt with ``reporter`` and record its end (rank 0 of a group too)."""
     from orchestrator.reporter import RunCancelled
     from trainer.train import train
@@ -97,12 +102,12 @@ def train_attempt(db: Any, job: TrialJob, attempt_id: int, reporter: Any) -> dic
             return _cancelled(db, attempt_id, reporter)
         return record_failure(db, job, attempt_id, exc, traceback.format_exc(),
                               superseded=reporter.superseded, first_step=reporter.first_step)
-    return {"status": res.status, "steps": res.steps,
-            "first_step": -1 if reporter.first_step is None else reporter.first_step,
-            "pid": os.getpid()}
+    return TrialResult(res.status, steps=res.steps,
+                       first_step=-1 if reporter.first_step is None else reporter.first_step,
+                       pid=os.getpid())
 
 
-def close_quietly(reporter: Any) -> None:
+def close_quietly(reporter: DBReporter) -> None:
     """Close the reporter on a failure path: its last flush may fail for the same reason the
     attempt did (the DB cannot be written); the original error is the one to record."""
     try:
@@ -111,14 +116,14 @@ def close_quietly(reporter: Any) -> None:
         pass
 
 
-def _cancelled(db: Any, attempt_id: int, reporter: Any) -> dict[str, Any]:
+def _cancelled(db: ResultsDB, attempt_id: int, reporter: DBReporter) -> TrialResult:
     db.finish_attempt(attempt_id, "cancelled", error="cancelled by the user",
                       fault=Fault.CANCELLED)
-    return {"status": "cancelled", "steps": -1, "first_step": reporter.first_step or -1}
+    return TrialResult("cancelled", first_step=reporter.first_step or -1)
 
 
-def record_failure(db: Any, job: TrialJob, attempt_id: int, exc: BaseException, tb: str, *,
-                   superseded: bool = False, first_step: int | None = None) -> dict[str, Any]:
+def record_failure(db: ResultsDB, job: TrialJob, attempt_id: int, exc: BaseException, tb: str,
+                   *, superseded: bool = False, first_step: int | None = None) -> TrialResult:
     """Record ``exc`` as the attempt's end (failed + fault + traceback); re-raise it when the
     retry policy wants another attempt, else return the result Tune gets."""
     fault = classify(exc, tb)
@@ -130,12 +135,11 @@ def record_failure(db: Any, job: TrialJob, attempt_id: int, exc: BaseException, 
         retry = False  # a retry could not claim the run either: the next submit/rerun will
     if retry or isinstance(exc, KeyboardInterrupt):
         raise exc
-    return {"status": "failed", "steps": -1, "fault": fault.value,
-            "first_step": first_step or -1, "error": error}
+    return TrialResult("failed", fault=fault.value, first_step=first_step or -1, error=error)
 
 
-def _after_superseded(db: Any, job: TrialJob, attempt_id: int, tb: str,
-                      first_step: int | None) -> dict[str, Any]:
+def _after_superseded(db: ResultsDB, job: TrialJob, attempt_id: int, tb: str,
+                      first_step: int | None) -> TrialResult:
     """The DB took the run from this attempt, which wrote nothing since. Its end is already
     recorded (finish_attempt leaves an ended attempt as it is; this one is for the rare
     attempt that is still running but no longer the newest). Another holder: skipped, the
@@ -150,16 +154,16 @@ def _after_superseded(db: Any, job: TrialJob, attempt_id: int, tb: str,
         raise RetrySuperseded(f"run {job.name} (id {job.run_id}): attempt {attempt_id} was "
                               f"superseded while nobody held the run (now {row.status}); "
                               "another attempt resumes it from its last checkpoint")
-    return {"status": SUPERSEDED, "steps": -1, "first_step": first_step or -1}
+    return TrialResult("superseded", first_step=first_step or -1)
 
 
-def _retry_db(job: TrialJob, what: str, fn: Any) -> Any:
+def _retry_db(job: TrialJob, what: str, fn: Callable[[], T]) -> T:
     from orchestrator.dbretry import with_db_retry
 
     return with_db_retry(fn, f"run {job.name} (id {job.run_id}): {what}", job.db_wait_s)
 
 
-def finish_failed(db: Any, job: TrialJob, attempt_id: int, error: str, tb: str,
+def finish_failed(db: ResultsDB, job: TrialJob, attempt_id: int, error: str, tb: str,
                   fault: Fault) -> bool:
     """Record the attempt ``failed``; False when the DB cannot be written (disk full,
     read-only): then a second, smaller write without the traceback is tried, and if that

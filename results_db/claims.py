@@ -22,9 +22,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
+from typing import Any, cast
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, select, update
+from sqlalchemy import CursorResult, Result, func, select, update
 from sqlalchemy.orm import Session
 
 from results_db.rows import AttemptRow
@@ -53,9 +54,10 @@ class ClaimMixin:
         live attempt holds it or it is not claimable (succeeded, cancelled, ...)."""
         with self._tx() as s:
             now = utcnow()
-            won = s.execute(update(Run).where(Run.id == run_id, Run.status.in_(list(CLAIMABLE)))
-                            .values(status=S.RUNNING, owner=owner, updated=now)
-                            .execution_options(synchronize_session=False)).rowcount == 1
+            won = _rowcount(s.execute(
+                update(Run).where(Run.id == run_id, Run.status.in_(list(CLAIMABLE)))
+                .values(status=S.RUNNING, owner=owner, updated=now)
+                .execution_options(synchronize_session=False))) == 1
             if not won:
                 run = s.get(Run, run_id, with_for_update=True, populate_existing=True)
                 if run is None:
@@ -188,9 +190,9 @@ class ClaimMixin:
             return 0
         until = utcnow() + timedelta(seconds=lease_s)
         with self._tx() as s:
-            return s.execute(update(Run).where(Run.id.in_(ids), Run.status.in_(
+            return _rowcount(s.execute(update(Run).where(Run.id.in_(ids), Run.status.in_(
                 [*CLAIMABLE, S.RUNNING])).values(owner=owner, lease_until=until)
-                .execution_options(synchronize_session=False)).rowcount
+                .execution_options(synchronize_session=False)))
 
     def release_leases(self, run_ids: Iterable[int], owner: str) -> None:
         """The driver ends: its leases on ``run_ids`` end now (other owners' stay)."""
@@ -235,9 +237,15 @@ def _take_over(s: Session, run_id: int, owner: str, now: datetime) -> bool:
         status = S.LOST
     else:
         return False
-    return s.execute(update(Attempt).where(Attempt.id == cur.id, Attempt.status == S.RUNNING)
-                     .values(status=status, ended=now, fault=fault.value, error=why)
-                     .execution_options(synchronize_session=False)).rowcount == 1
+    return _rowcount(s.execute(
+        update(Attempt).where(Attempt.id == cur.id, Attempt.status == S.RUNNING)
+        .values(status=status, ended=now, fault=fault.value, error=why)
+        .execution_options(synchronize_session=False))) == 1
+
+
+def _rowcount(result: Result[Any]) -> int:
+    """Rows an UPDATE matched (Session.execute types it Result; a DML one is a CursorResult)."""
+    return cast(CursorResult[Any], result).rowcount
 
 
 def _latest(s: Session, run_id: int) -> Attempt | None:

@@ -77,8 +77,8 @@ def runs_wide(engine: Engine, sweep: str, metrics: Sequence[str],
     params.update({f"m{i}": m for i, m in enumerate(names)})
     values = "".join(f", (SELECT s.value FROM summaries s WHERE s.run_id = r.id "
                      f"AND s.name = :m{i}) AS v{i}" for i in range(len(names)))
-    cols = ", ".join(f"r.{'id' if k == 'run_id' else k} AS {k}" for k in keys)
-    df = frame(engine, f"""SELECT {cols}{values}
+    select_cols = ", ".join(f"r.{'id' if k == 'run_id' else k} AS {k}" for k in keys)
+    df = frame(engine, f"""SELECT {select_cols}{values}
       FROM runs r JOIN sweeps w ON w.id = r.sweep_id
       WHERE w.name = :sweep AND r.status IN ({st}) ORDER BY r.id""", params)
     cols = [f"v{i}" for i in range(len(names))]

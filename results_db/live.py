@@ -33,7 +33,9 @@ DEFAULT_STATES = tuple(sorted(s.value for s in LIVE | WAITING))  # pending, lost
 
 
 class LiveMixin:
-    reader: Engine
+    if TYPE_CHECKING:  # ResultsDB's property (an attribute annotation would clash with it)
+        @property
+        def reader(self) -> Engine: ...
 
     def live_runs(self, sweep: str | None = None, *, run_ids: Sequence[int] | None = None,
                   statuses: Iterable[str] | None = DEFAULT_STATES) -> pl.DataFrame:

@@ -43,7 +43,9 @@ class Block:
 
 def summarize(points: Sequence[tuple[int, float | None]]) -> Block:
     """The Block of ``points`` ((step, value), sorted by step, steps unique, non-empty)."""
-    mn = mx = nan = None
+    mn: tuple[int, float] | None = None
+    mx: tuple[int, float] | None = None
+    nan: int | None = None
     for step, value in points:
         if value is None:
             nan = step if nan is None else nan
@@ -52,8 +54,8 @@ def summarize(points: Sequence[tuple[int, float | None]]) -> Block:
                 mn = (step, value)
             if mx is None or value > mx[1]:
                 mx = (step, value)
-    return Block(len(points), points[0][0], *(mn or (None, None)), *(mx or (None, None)),
-                 points[-1][0], points[-1][1], nan)
+    return Block(len(points), points[0][0], mn and mn[0], mn and mn[1], mx and mx[0],
+                 mx and mx[1], points[-1][0], points[-1][1], nan)
 
 
 def merge(old: Block, new: Block) -> Block:

@@ -54,7 +54,7 @@ class WriterMixin(ClaimMixin):
         if not name:
             raise ValueError("ensure_sweep: name must be a non-empty string")
         with self._tx() as s:
-            ins = (sqlite_insert if s.bind.dialect.name == "sqlite" else pg_insert)(Sweep)
+            ins = (sqlite_insert if self.engine.dialect.name == "sqlite" else pg_insert)(Sweep)
             s.execute(ins.values(name=name, spec=spec_text, description=description,
                                  created=utcnow()).on_conflict_do_nothing(
                 index_elements=["name"]))
@@ -134,7 +134,8 @@ class WriterMixin(ClaimMixin):
         statement may not touch a row twice)."""
         try:  # fast path: plain numbers; NaN -> None (NaN != NaN)
             rows = [(run_id, attempt_id, int(step), name, v if v == v else None)
-                    for step, name, value in points for v in (float(value),)]
+                    for step, name, value in points
+                    for v in (float(value),)]  # type: ignore[arg-type]  # None: TypeError
         except TypeError:  # a None value somewhere: the careful path
             rows = [(run_id, attempt_id, int(step), name, clean_value(value))
                     for step, name, value in points]
@@ -162,14 +163,14 @@ class WriterMixin(ClaimMixin):
         rows = [{"run_id": run_id, "attempt_id": attempt_id, "name": k, "value": clean_value(v)}
                 for k, v in values.items()]
         with self._tx() as s:
-            ins = (sqlite_insert if s.bind.dialect.name == "sqlite" else pg_insert)(Summary)
+            ins = (sqlite_insert if self.engine.dialect.name == "sqlite" else pg_insert)(Summary)
             stmt = ins.on_conflict_do_update(
                 index_elements=["run_id", "name"],
                 set_={"value": ins.excluded.value, "attempt_id": ins.excluded.attempt_id})
             s.execute(stmt, rows)
-            params = {col: int(values[key]) for key, col in
+            params = {col: int(v) for key, col in
                       (("params/total", "params_total"), ("params/gates", "params_gates"))
-                      if values.get(key) is not None and not math.isnan(float(values[key]))}
+                      if (v := values.get(key)) is not None and not math.isnan(float(v))}
             if params:
                 s.execute(update(Run).where(Run.id == run_id).values(**params))
 

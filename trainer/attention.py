@@ -17,14 +17,14 @@ layer's attention statistics; probes therefore cost nothing on normal steps.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from contract.config import ModelConfig
-from trainer.gates import build_gates
+from trainer.gates import Gate, build_gates
 from trainer.norms import RMSNorm
 from trainer.probes import first_token_column
 from trainer.rope import apply_rope
@@ -53,7 +53,7 @@ class Attention(nn.Module):
         self.n_head, self.n_kv_head, self.head_dim = cfg.n_head, cfg.n_kv_head, cfg.head_dim
         d, hd = cfg.d_model, cfg.head_dim
         self.gates = build_gates(cfg.gates, cfg.n_head, cfg.n_kv_head, hd, d, cfg.init_std)
-        g1 = self.gates["G1"] if "G1" in self.gates else None
+        g1 = cast(Gate, self.gates["G1"]) if "G1" in self.gates else None
         self.g1_width = g1.width if g1 is not None and g1.fused else 0
         # one GEMM for q and the G1 gate logits, split after
         self.q_proj = nn.Linear(d, cfg.n_head * hd + self.g1_width, bias=False)
@@ -74,7 +74,7 @@ class Attention(nn.Module):
         q = q.view(B, T, self.n_head, self.head_dim)  # (B, T, H, D)
         k = self.k_proj(x).view(B, T, self.n_kv_head, self.head_dim)  # (B, T, Hkv, D)
         v = self.v_proj(x).view(B, T, self.n_kv_head, self.head_dim)
-        if self.q_norm is not None:
+        if self.q_norm is not None and self.k_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
         q = self._gate("G4", q, x, scores)
         k = self._gate("G3", k, x, scores)
@@ -83,7 +83,7 @@ class Attention(nn.Module):
         y = self._attend(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
         y = y.transpose(1, 2)  # (B, T, H, D)
         y = self._gate("G1", y, x, scores, g1_logits if self.g1_width else None)
-        if self.nonlinearity == "rmsnorm":
+        if self.g1_norm is not None:  # nonlinearity == "rmsnorm"
             y = self.g1_norm(y)
         elif self.nonlinearity == "silu":
             y = F.silu(y)

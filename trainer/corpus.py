@@ -143,7 +143,7 @@ def walk(root: Path, skip_top: frozenset[str] = frozenset()) -> tuple[str, ...]:
     """Relative posix paths of the files under ``root`` (symlinked dirs not followed),
     skipping hidden directories, __pycache__ and the top-level directories ``skip_top``.
     Cached per process: ``validate`` checks many data configs over the same roots."""
-    out = []
+    out: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root):
         top = dirpath == str(root)
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__"

@@ -101,7 +101,8 @@ def clip_grad(module: torch.nn.Module, max_norm: float) -> torch.Tensor:
     params = [p for p in module.parameters() if p.grad is not None]  # one walk of the module
     if not params:
         return torch.zeros(())
-    norm = torch.nn.utils.get_total_norm([p.grad for p in params], foreach=None)
+    norm = torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None],
+                                         foreach=None)
     if max_norm > 0:
         torch.nn.utils.clip_grads_with_norm_(params, max_norm, norm, foreach=None)
     return norm
@@ -118,7 +119,8 @@ def grad_norm(engine: Any) -> torch.Tensor:
 
 def param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict[str, Any]]:
     """Decay matrices; not norms, biases or per-head scalars. MoE experts get their own groups."""
-    decay, no_decay = [], []
+    decay: list[torch.nn.Parameter] = []
+    no_decay: list[torch.nn.Parameter] = []
     for p in model.parameters():
         if p.requires_grad:
             (decay if p.dim() >= 2 else no_decay).append(p)

@@ -28,8 +28,8 @@ def unwrap(model: nn.Module) -> nn.Module:
     Tested on ``.module`` itself: a DeepSpeed engine forwards unknown attributes to its
     module (so it seems to have ``set_rope_scaling``) and its ``eval()`` returns None.
     """
-    while isinstance(getattr(model, "module", None), nn.Module):
-        model = model.module
+    while isinstance(inner := getattr(model, "module", None), nn.Module):
+        model = inner
     return model
 
 

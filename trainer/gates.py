@@ -72,7 +72,7 @@ class Gate(nn.Module):
         Head-shared scores are averaged over heads: (B, T, 1, D).
         """
         if self.logit is not None:
-            z = self.logit
+            z: torch.Tensor = self.logit
         else:
             if logits is None:
                 if self.proj is None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 import torch
 import torch.nn.functional as F
@@ -34,7 +35,10 @@ from torch import nn
 
 from contract.config import LongContextConfig, RunSpec
 from trainer.data import DataStream, build_source
-from trainer.rope import RopeScaling
+from trainer.rope import RopeMethod, RopeScaling
+
+if TYPE_CHECKING:
+    from trainer.model import GatedLM
 
 KEY_LEN = 4
 VALUE_LEN = 4
@@ -55,7 +59,7 @@ def longctx_name(method: str, factor: int, metric: str) -> str:
     return f"longctx/{method}/{factor}x/{metric}"
 
 
-def scaling_for(method: str, factor: int, train_len: int) -> RopeScaling | None:
+def scaling_for(method: RopeMethod, factor: int, train_len: int) -> RopeScaling | None:
     """The RoPE scaling evaluated for ``method`` at ``factor`` x the training length."""
     if method == "none" or factor == 1:
         return None
@@ -170,12 +174,12 @@ def evaluate_longctx(model: nn.Module, spec: RunSpec, cfg: LongContextConfig | N
             for method in cfg.methods:
                 scaling = scaling_for(method, factor, train_len)
                 if scaling not in done:
-                    model.set_rope_scaling(scaling)
+                    cast("GatedLM", model).set_rope_scaling(scaling)
                     done[scaling] = evaluate_length(model, batches, train_len,
                                                     spec.model.vocab_size, cfg.retrieval, device)
                 for metric, value in done[scaling].items():
                     results[longctx_name(method, factor, metric)] = value
     finally:
-        model.set_rope_scaling(previous)
+        cast("GatedLM", model).set_rope_scaling(previous)
         model.train(was_training)
     return results

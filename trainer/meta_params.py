@@ -8,6 +8,7 @@ models), params.py below it.
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 
 import torch
 
@@ -16,7 +17,7 @@ from trainer.model import build_model
 from contract.params import ParamCounts
 
 
-def _numel(params) -> int:  # type: ignore[no-untyped-def]
+def _numel(params: Iterable[torch.nn.Parameter]) -> int:
     return sum(p.numel() for p in params)
 
 
@@ -47,8 +48,8 @@ def _count(cfg: ModelConfig, device: str | torch.device) -> ParamCounts:
     gates = model.n_gate_params() * mult
     norms = sum(_numel(m.parameters()) for m in model.blocks.modules()
                 if type(m).__name__ == "RMSNorm") * mult + model.norm.weight.numel()
-    ffn = sum(_numel(b.ffn.parameters()) for b in model.blocks) * mult
-    sh = sum(_numel(m.parameters()) for b in model.blocks for m in (b.attn.k_proj, b.attn.v_proj)
+    ffn = sum(_numel(b.ffn.parameters()) for b in model.layers()) * mult
+    sh = sum(_numel(m.parameters()) for b in model.layers() for m in (b.attn.k_proj, b.attn.v_proj)
              if type(m).__name__ == "SwitchProjection") * mult
     total = embedding + blocks + model.norm.weight.numel()
     attention = total - embedding - ffn - norms - gates - sh

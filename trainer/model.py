@@ -10,6 +10,7 @@ norm when both are set) and counts what it clipped (``GatedLM.clip_rate``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -38,7 +39,9 @@ class Block(nn.Module):
         self.attn_norm = RMSNorm(cfg.d_model, cfg.norm_eps)
         self.attn = Attention(cfg)
         self.ffn_norm = RMSNorm(cfg.d_model, cfg.norm_eps)
-        self.ffn: nn.Module = MoEFFN(cfg.d_model, cfg.moe) if cfg.moe else SwiGLU(cfg.d_model, d_ff)
+        # ModelConfig holds exactly one of d_ff / moe (validated), so d_ff is set without MoE
+        self.ffn: nn.Module = (MoEFFN(cfg.d_model, cfg.moe) if cfg.moe
+                               else SwiGLU(cfg.d_model, cast(int, d_ff)))
         sandwich = cfg.norm_style == "sandwich"
         self.attn_post_norm = RMSNorm(cfg.d_model, cfg.norm_eps) if sandwich else None
         self.ffn_post_norm = RMSNorm(cfg.d_model, cfg.norm_eps) if sandwich else None
@@ -123,15 +126,16 @@ class GatedLM(nn.Module):
         maxima: list[float] = []
         hooks = [b.register_forward_hook(lambda _m, _i, out: maxima.append(
             float(out[0].detach().abs().max()))) for b in self.blocks]
-        for b in self.blocks:
+        records: list[dict[str, Any]] = []
+        for b in self.layers():
             b.attn.record = []
         try:
             self(idx)
-            records = [b.attn.record[0] for b in self.blocks]
+            records = [b.attn.record[0] for b in self.layers() if b.attn.record is not None]
         finally:
             for h in hooks:
                 h.remove()
-            for b in self.blocks:
+            for b in self.layers():
                 b.attn.record = None
         return ProbeResult(first_token_attention=[first_token_share(r["first_token"])
                                                   for r in records],
@@ -145,22 +149,27 @@ class GatedLM(nn.Module):
         passes do not dilute ``stability/clip_rate``. 0.0 when clip_residual is off or no
         training forward ran.
         """
-        stats = [b.clip_stats for b in self.blocks if b.clip_stats is not None]
-        for b in self.blocks:
+        stats = [b.clip_stats for b in self.layers() if b.clip_stats is not None]
+        for b in self.layers():
             b.clip_stats = None
         if not stats:
             return 0.0
         clipped, total = torch.stack(stats).sum(dim=0).tolist()
         return clipped / total if total else 0.0
 
+    def layers(self) -> list[Block]:
+        """The blocks, typed: iterating an nn.ModuleList yields plain nn.Modules."""
+        return cast("list[Block]", list(self.blocks))
+
     def n_gate_params(self) -> int:
-        return sum(b.attn.n_gate_params() for b in self.blocks)
+        return sum(b.attn.n_gate_params() for b in self.layers())
 
     def param_groups(self, weight_decay: float) -> list[dict]:
         """Optimizer groups: weight decay on matrices only (not norms, not the constant gate
         logits, whose decay would pull the gate towards act(0)); with MoE the experts are
         split into DeepSpeed's MoE groups, which ZeRO 1/2 require."""
-        decay, no_decay = [], []
+        decay: list[nn.Parameter] = []
+        no_decay: list[nn.Parameter] = []
         for name, p in self.named_parameters():
             if p.requires_grad:
                 (decay if p.ndim >= 2 and not name.endswith(".logit") else no_decay).append(p)

@@ -49,12 +49,11 @@ def inv_frequencies(head_dim: int, base: float, scaling: RopeScaling | None = No
     """(head_dim/2,) angular frequencies per pair, after the scaling method's adjustment."""
     if head_dim % 2:
         raise ValueError(f"model.head_dim: RoPE needs an even head_dim, got {head_dim}")
-    method = "none" if scaling is None else scaling.method
-    if method == "ntk":
+    if scaling is not None and scaling.method == "ntk":
         base = base * scaling.factor ** (head_dim / (head_dim - 2))
     exponents = torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim
     inv_freq = 1.0 / (base ** exponents)  # (D/2,)
-    if method == "yarn":
+    if scaling is not None and scaling.method == "yarn":
         inv_freq = _yarn_blend(inv_freq, scaling)
     return inv_freq
 

@@ -16,16 +16,14 @@ from results_db.analysis.compare import compare, rank, varying
 from results_db.analysis.effects import main_effects
 from results_db.analysis.scaling import Scaling
 from results_db.analysis.stability import EXTRA_METRICS, Stability, analyse
-from results_db.analysis.summary import verdict_sentence
+from results_db.analysis.summary import effects_sentence, verdict_sentence
 from results_db.vocab import RESULT_STATES, higher_is_better
 
 if TYPE_CHECKING:
     import polars as pl
     from sqlalchemy import Engine
 
-    from results_db.query import ReaderMixin as _Reads  # the reads ResultsDB mixes in
-else:
-    _Reads = object
+    from collections.abc import Iterable
 
 ABLATION_METRICS: tuple[str, ...] = (
     "val/ppl", "val/loss", "probe/first_token_attention", "probe/max_activation",
@@ -42,7 +40,18 @@ TAIL = ("metric", "baseline", "n_diverged", "group_key", "lr_group_key", "params
         "params_gates", "seeds_observed")
 
 
-class AnalysisMixin(_Reads):
+class AnalysisMixin:
+    if TYPE_CHECKING:  # what ResultsDB mixes in beside this class
+        @property
+        def reader(self) -> Engine: ...
+        # results_db/query.py's ReaderMixin (mypy holds these to its signatures in ResultsDB)
+        def metrics(self, run_ids: Sequence[int] | None = None,
+                    names: Sequence[str] | None = None,
+                    max_points: int | None = None) -> pl.DataFrame: ...
+
+        def runs(self, sweep: str | None = None, status: str | Iterable[str] | None = None, *,
+                 with_config: bool = True, columns: Sequence[str] | None = None,
+                 **dims: Any) -> pl.DataFrame: ...
 
     def baseline(self, sweep: str) -> str | None:
         """The sweep's baseline variant (results_db.analysis.baseline.pick_baseline) over all
@@ -115,12 +124,21 @@ class AnalysisMixin(_Reads):
 
     def effects(self, sweep: str, metric: str = "val/ppl", *, min_effect: float = 0.01,
                 states: Sequence[str] = RESULT_STATES) -> pl.DataFrame:
-        """Main effects: per (dimension, value), the mean delta % over the other dimensions
-        with a 95 % CI (results_db/analysis/effects.py): dimension, value, n_variants,
-        n_runs, mean_delta_pct, ci_low_pct, ci_high_pct, verdict."""
+        """Main effects: per (learning rate, dimension, value), the estimated marginal mean
+        of the change vs the baseline from an OLS fit over the runs, with a 95 % CI
+        (results_db/analysis/effects.py): dimension, value, lr, n_variants, n_runs,
+        mean_delta_pct, ci_low_pct, ci_high_pct, verdict, df, context."""
         higher = higher_is_better(metric)
-        return main_effects(self._compare(sweep, metric, min_effect, states, higher), higher,
-                            min_effect)
+        runs, info = self._read(sweep, [metric])
+        table = compare(runs, info, metric, self.baseline(sweep), states=states,
+                        min_effect=min_effect, higher=higher)
+        return main_effects(table, runs, metric, higher, min_effect, states)
+
+    def effects_summary(self, sweep: str, metric: str = "val/ppl", *,
+                        min_effect: float = 0.01) -> str:
+        """The main effects in words (results_db/analysis/summary.py effects_sentence)."""
+        return effects_sentence(self.effects(sweep, metric, min_effect=min_effect), sweep,
+                                metric)
 
     def scaling(self, sweep: str, metric: str = "val/ppl", *,
                 states: Sequence[str] = RESULT_STATES) -> Scaling:

@@ -1,82 +1,245 @@
-"""Main effects of each dimension of a factorial sweep (the ablation researcher's version of
-W&B's parameter importance).
+"""Main effects of each dimension of a factorial sweep, from a least-squares model fit (the
+ablation researcher's version of W&B's parameter importance).
 
-For each dimension that takes >= 2 values among the non-baseline rows (gate_position,
-gate_granularity, gate_activation, ...; ``lr`` excluded: every delta is already taken at the
-baseline's own learning rate) and each of its values: the mean of ``delta_pct`` (vs the
-baseline, compare.py) over the rows with that value -- i.e. averaged over the other
-dimensions -- with a 95 % Student-t CI over those rows (df = rows - 1; the row-to-row spread
-holds both seed noise and the other dimensions' influence). A value seen in one row only
-keeps that row's own delta CI. Null values (e.g. gate_granularity of an ungated variant:
-"not applicable") are not a level. Verdict: ``better``/``worse`` when the CI excludes 0,
-``n = 1`` without a CI, ``within noise`` when the CI lies within +-min_effect (as a
-percentage: 1 % by default, the leaderboard's rule), else ``inconclusive`` (the data cannot
-tell: calling a CI of [-15 %, +10 %] "within noise" would claim an absence of effect).
+Per *context* -- one point of the sweep's axes (compare.match_axes: the learning rate and any
+other swept axis; a delta never crosses them) -- and per dimension ``d`` that takes >= 2
+non-null values among the non-baseline groups there (gate_position, gate_granularity,
+nonlinearity, n_kv_head, ...; the axes themselves are not dimensions here):
+
+- **the fit**: ordinary least squares on the *runs* (every finished seed with a finite value)
+  of the baseline group and of the variant groups whose ``d`` is set::
+
+      value ~ 1 + C(d) + C(cell) [+ C(seed)]
+
+  ``C(d)``: the dimension's level (the baseline's own value, usually "no gate", is a level
+  too); ``C(cell)``: the combination of every other dimension (what the other dimensions do,
+  without assuming they add up among themselves); ``C(seed)``: a block per seed when every
+  group in the fit ran the same seeds (the paired design: a seed's shared data order and
+  init cancel, as in the leaderboard's paired CI). numpy least squares (SVD; a rank-deficient
+  design is fine), residual df = runs - rank.
+- **the main effect of level l**: its estimated marginal mean -- the fitted value at ``d = l``
+  averaged with equal weight over the cells of the variant groups that have ``d`` set (and
+  over the seeds) -- minus the fitted baseline, as a % of |baseline mean|, with the 95 %
+  Student-t CI of that linear contrast (its variance from the fit's covariance). In a
+  balanced design that is the marginal mean of the deltas with a CI on the fit's residual
+  df (not on the number of rows); in an unbalanced one (a missing cell) it corrects for the
+  other dimensions' composition, which a marginal mean does not.
+- A contrast the design cannot estimate (the level never appears in a cell shared with the
+  others) is ``not estimable``; a level seen in one variant group only is reported with its
+  numbers but ``one variant``: one configuration is not a main effect.
+
+Verdict: ``better``/``worse`` when the CI excludes 0, ``within noise`` when it lies within
++-min_effect (as a percentage: 1 % by default, the leaderboard's rule), ``no CI`` when the fit
+leaves no residual df, else ``inconclusive``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from results_db.analysis.compare import varying
-from results_db.analysis.stats import t_column
+from results_db.analysis.compare import _key, match_axes, varying
+from results_db.analysis.stats import LEVEL, t_quantile
+from results_db.vocab import DIMENSIONS, RESULT_STATES
 
 if TYPE_CHECKING:
+    import numpy as np
     import polars as pl
 
-COLUMNS = ("dimension", "value", "n_variants", "n_runs", "mean_delta_pct", "ci_low_pct",
-           "ci_high_pct", "verdict")
+COLUMNS = ("dimension", "value", "lr", "n_variants", "n_runs", "mean_delta_pct",
+           "ci_low_pct", "ci_high_pct", "verdict", "df", "context")
+NA = "n/a"  # the level of a dimension a group does not set (a gate field of an ungated model)
+ONE_VARIANT, NOT_ESTIMABLE, NO_CI = "one variant", "not estimable", "no CI"
+_TOL = 1e-9
 
 
-def _levels(rows: pl.DataFrame, dim: str) -> pl.DataFrame:
-    """One row per value of ``dim``: its rows' count k, mean and sd of delta_pct, and the
-    single row's own CI (used when k = 1). ``value`` is Python's str() of the value (the
-    distinct values are few), sorted as text."""
+def _schema() -> dict[str, Any]:
     import polars as pl
 
-    levels = rows.filter(pl.col(dim).is_not_null())
-    agg = levels.group_by(dim).agg(
-        n_variants=pl.col("variant").n_unique().cast(pl.Int64),
-        n_runs=pl.col("n").sum().cast(pl.Int64), k=pl.len().cast(pl.Int64),
-        mean_delta_pct=pl.col("delta_pct").mean(), _sd=pl.col("delta_pct").std(),
-        _low1=pl.col("ci_low_pct").first(), _high1=pl.col("ci_high_pct").first())
-    text = pl.Series("value", [str(v) for v in agg[dim].to_list()], dtype=pl.String)
-    return agg.with_columns(text, dimension=pl.lit(dim)).drop(dim).sort("value")
+    return {"dimension": pl.String, "value": pl.String, "lr": pl.Float64,
+            "n_variants": pl.Int64, "n_runs": pl.Int64, "mean_delta_pct": pl.Float64,
+            "ci_low_pct": pl.Float64, "ci_high_pct": pl.Float64, "verdict": pl.String,
+            "df": pl.Float64, "context": pl.String}
 
 
-def _verdict(higher: bool, min_effect: float) -> pl.Expr:
+def _text(v: Any) -> str:
+    return NA if v is None else str(v)
+
+
+def _dummies(labels: list[str]) -> np.ndarray:
+    """Treatment-coded columns for ``labels`` (first level in order of appearance dropped)."""
+    import numpy as np
+
+    levels = list(dict.fromkeys(labels))
+    out = np.zeros((len(labels), max(len(levels) - 1, 0)))
+    for i, lab in enumerate(labels):
+        j = levels.index(lab)
+        if j:
+            out[i, j - 1] = 1.0
+    return out
+
+
+class _Design:
+    """value ~ 1 + C(d) + C(cell) [+ C(seed)], treatment coded, and the row vector of any
+    (level, cell, seed) combination in the same coding."""
+
+    def __init__(self, level: list[str], cell: list[str], seed: list[str] | None) -> None:
+        self.factors = [("d", level), ("cell", cell)] + ([("seed", seed)] if seed else [])
+        self.levels = {name: list(dict.fromkeys(lab)) for name, lab in self.factors}
+
+    def row(self, **at: str) -> np.ndarray:
+        import numpy as np
+
+        parts = [np.ones(1)]
+        for name, _ in self.factors:
+            lv = self.levels[name]
+            v = np.zeros(max(len(lv) - 1, 0))
+            if (j := lv.index(at[name])) > 0:
+                v[j - 1] = 1.0
+            parts.append(v)
+        return np.concatenate(parts)
+
+    def matrix(self) -> np.ndarray:
+        import numpy as np
+
+        n = len(self.factors[0][1])
+        return np.hstack([np.ones((n, 1)), *(_dummies(lab) for _, lab in self.factors)])
+
+
+def _fit(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, float | None]:
+    """OLS: (beta, pinv(X), rank, residual variance or None without residual df)."""
+    import numpy as np
+
+    pinv = np.linalg.pinv(x, rcond=1e-10)
+    beta = pinv @ y
+    rank = int(np.linalg.matrix_rank(x, tol=None))
+    df = len(y) - rank
+    sigma2 = float(np.sum((y - x @ beta) ** 2) / df) if df > 0 else None
+    return beta, pinv, rank, sigma2
+
+
+def _level_rows(groups: pl.DataFrame, runs: pl.DataFrame, dim: str, others: list[str],
+                base_key: str) -> tuple[pl.DataFrame, pl.DataFrame] | None:
+    """The groups in the fit (baseline + variants with ``dim`` set) with their level and
+    cell labels, and their runs; None without a baseline run or a variant run."""
     import polars as pl
 
-    low, high = pl.col("ci_low_pct"), pl.col("ci_high_pct")
-    margin = 100.0 * min_effect  # the CI columns are percentages
-    return (pl.when(low.is_null() | high.is_null()).then(pl.lit("n = 1"))
-            .when((high < 0) | (low > 0))
-            .then(pl.when((high < 0) != higher).then(pl.lit("better")).otherwise(pl.lit("worse")))
-            .when((-margin <= low) & (high <= margin)).then(pl.lit("within noise"))
-            .otherwise(pl.lit("inconclusive")))
+    keep = groups.filter((pl.col("group_key") == base_key)
+                         | (~pl.col("is_baseline") & pl.col(dim).is_not_null()))
+    keep = keep.with_columns(
+        _level=pl.Series([_text(v) for v in keep[dim].to_list()], dtype=pl.String),
+        _cell=_key(keep, others) if others else pl.lit(""))
+    r = runs.join(keep.select("group_key", "_level", "_cell", "is_baseline"), on="group_key")
+    if r.filter(pl.col("is_baseline")).is_empty() or r.filter(~pl.col("is_baseline")).is_empty():
+        return None
+    return keep, r
 
 
-def main_effects(table: pl.DataFrame, higher: bool, min_effect: float = 0.01) -> pl.DataFrame:
-    """``table``: compare.compare() output. One row per (dimension, value), dimensions in
-    DIMENSIONS order, values sorted. Every level of every dimension at once: one group_by
-    per dimension, the t quantiles once per distinct row count."""
+def _effects_of(dim: str, keep: pl.DataFrame, r: pl.DataFrame, base_mean: float,
+                higher: bool, min_effect: float) -> list[dict[str, Any]]:
+    """One row per non-baseline level of ``dim`` (module docstring)."""
+    import numpy as np
     import polars as pl
 
-    schema = {"dimension": pl.String, "value": pl.String, "n_variants": pl.Int64,
-              "n_runs": pl.Int64, "mean_delta_pct": pl.Float64, "ci_low_pct": pl.Float64,
-              "ci_high_pct": pl.Float64, "verdict": pl.String}
-    rows = table.filter(~pl.col("is_baseline") & pl.col("delta_pct").is_not_null())
-    parts = [_levels(rows, dim) for dim in varying(rows, exclude=("lr",))
-             if rows[dim].drop_nulls().n_unique() >= 2]
-    if not parts:
+    seeds = r.group_by("group_key").agg(pl.col("seed").sort())
+    same = (seeds["seed"].n_unique() == 1 and r["seed"].n_unique() >= 2
+            and all(len(set(s)) == len(s) for s in seeds["seed"].to_list()))
+    seed_lab = [str(s) for s in r["seed"].to_list()] if same else None
+    design = _Design(r["_level"].to_list(), r["_cell"].to_list(), seed_lab)
+    x, y = design.matrix(), r["value"].to_numpy().astype(np.float64)
+    beta, pinv, rank, sigma2 = _fit(x, y)
+    df = len(y) - rank
+    base = keep.filter(pl.col("is_baseline")).row(0, named=True)
+    seed_levels = design.levels["seed"] if same else [None]
+
+    def mean_row(level: str, cells: list[str]) -> np.ndarray:
+        rows = [design.row(d=level, cell=c, **({"seed": s} if same else {}))
+                for c in cells for s in seed_levels]
+        return np.mean(rows, axis=0)
+
+    variants = keep.filter(~pl.col("is_baseline"))
+    cells = list(dict.fromkeys(variants["_cell"].to_list()))
+    l_base = mean_row(base["_level"], [base["_cell"]])
+    t = t_quantile(0.5 + LEVEL / 2, df) if sigma2 is not None else None
+    cov = np.linalg.pinv(x.T @ x, rcond=1e-10)
+    out = []
+    for level in sorted(dict.fromkeys(variants["_level"].to_list())):
+        mine = variants.filter(pl.col("_level") == level)
+        runs_n = r.filter(pl.col("_level") == level, ~pl.col("is_baseline")).height
+        row: dict[str, Any] = {"dimension": dim, "value": level,
+                               "n_variants": mine["variant"].n_unique(), "n_runs": runs_n,
+                               "df": float(df)}
+        c = mean_row(level, cells) - l_base
+        if np.linalg.norm(c - c @ pinv @ x) > 1e-7 * max(1.0, float(np.linalg.norm(c))):
+            out.append({**row, "verdict": NOT_ESTIMABLE})
+            continue
+        est = float(c @ beta)
+        scale = 100.0 / abs(base_mean) if base_mean else None
+        low = high = None
+        if t is not None and sigma2 is not None:
+            half = t * float(np.sqrt(max(float(c @ cov @ c), 0.0) * sigma2))
+            low, high = est - half, est + half
+        pct = (lambda v: None if v is None or scale is None else v * scale)
+        row.update(mean_delta_pct=pct(est), ci_low_pct=pct(low), ci_high_pct=pct(high),
+                   verdict=_verdict(low, high, mine.height, higher, min_effect, scale))
+        out.append(row)
+    return out
+
+
+def _verdict(low: float | None, high: float | None, n_groups: int, higher: bool,
+             min_effect: float, scale: float | None) -> str:
+    if n_groups <= 1:
+        return ONE_VARIANT
+    if low is None or high is None:
+        return NO_CI
+    if high < 0 or low > 0:
+        return "better" if (low > 0) == higher else "worse"
+    if scale is not None and -100.0 * min_effect <= low * scale and \
+            high * scale <= 100.0 * min_effect:
+        return "within noise"
+    return "inconclusive"
+
+
+def main_effects(table: pl.DataFrame, runs: pl.DataFrame, metric: str, higher: bool,
+                 min_effect: float = 0.01,
+                 states: Sequence[str] = RESULT_STATES) -> pl.DataFrame:
+    """``table``: compare.compare() output (one row per group, with is_baseline, mean,
+    delta_pct and the dimension columns); ``runs``: the runs frame it was computed from
+    (run_id, group_key, seed, status, ``metric``). One row per (context, dimension, level):
+    COLUMNS, contexts in declared order, dimensions in DIMENSIONS order, levels sorted as
+    text. ``lr`` is the context's learning rate, ``context`` all its axes in words."""
+    import polars as pl
+
+    schema = _schema()
+    if table.is_empty() or not table["is_baseline"].any():
         return pl.DataFrame(schema=schema)
-    out = pl.concat(parts, how="vertical_relaxed")
-    k = pl.col("k")
-    out = out.with_columns(_t=t_column(out.select(pl.when(k >= 2).then(k - 1)).to_series()))
-    half = pl.col("_t") * pl.col("_sd") / pl.col("k").cast(pl.Float64).sqrt()
-    mean = pl.col("mean_delta_pct")
-    out = out.with_columns(
-        ci_low_pct=pl.when(pl.col("k") >= 2).then(mean - half).otherwise(pl.col("_low1")),
-        ci_high_pct=pl.when(pl.col("k") >= 2).then(mean + half).otherwise(pl.col("_high1")))
-    return out.with_columns(verdict=_verdict(higher, min_effect)).select(list(schema)).cast(
-        schema)
+    baseline = table.filter(pl.col("is_baseline"))["variant"][0]
+    axes = match_axes(table, baseline)
+    ok = (pl.col("status").is_in(list(states))
+          & pl.col(metric).is_finite().fill_null(False))
+    values = runs.filter(ok).select("group_key", "seed", value=pl.col(metric).cast(pl.Float64))
+    t = table.with_columns(_ctx=_key(table, axes))
+    rows: list[dict[str, Any]] = []
+    for ctx in dict.fromkeys(t["_ctx"].to_list()):
+        here = t.filter(pl.col("_ctx") == ctx)
+        bases = here.filter(pl.col("is_baseline") & pl.col("mean").is_not_null())
+        if bases.is_empty():
+            continue
+        base = bases.row(0, named=True)
+        groups = here.filter(pl.col("is_baseline") & (pl.col("group_key") == base["group_key"])
+                             | ~pl.col("is_baseline") & pl.col("delta_pct").is_not_null())
+        variants = groups.filter(~pl.col("is_baseline"))
+        dims = [d for d in varying(variants, exclude=axes)
+                if variants[d].drop_nulls().n_unique() >= 2]
+        label = ", ".join(f"{a} {_text(base[a])}" for a in axes if a in base)
+        for dim in dims:
+            others = [c for c in DIMENSIONS if c in groups.columns and c != dim
+                      and c not in axes]
+            fit = _level_rows(groups, values, dim, others, base["group_key"])
+            if fit is None:
+                continue
+            for row in _effects_of(dim, *fit, base["mean"], higher, min_effect):
+                rows.append({**row, "lr": base.get("lr"), "context": label})
+    if not rows:
+        return pl.DataFrame(schema=schema)
+    return pl.DataFrame(rows, schema=schema).select(list(COLUMNS))

@@ -146,14 +146,14 @@ def _dtype(name: str) -> Any:
 
 
 def _curve_frame(points: pl.DataFrame) -> pl.DataFrame:
-    schema = {c: _dtype(t) for c, t in _CURVE.items()}
+    schema: dict[Any, Any] = {c: _dtype(t) for c, t in _CURVE.items()}
     return points.select(list(schema)).cast(schema)
 
 
 def _summary_frame(summary: pl.DataFrame) -> pl.DataFrame:
     import polars as pl
 
-    schema = {c: _dtype(t) for c, t in _SUMMARY.items()}
+    schema: dict[Any, Any] = {c: _dtype(t) for c, t in _SUMMARY.items()}
     df = summary.select(list(schema)).cast(schema)
     return df.sort(pl.col("max_stable_lr"), pl.col("rel_at_top_lr"), "variant",
                    descending=[True, False, False], nulls_last=True)

@@ -67,7 +67,7 @@ def test_two_workers_zero2_match_one_worker_with_grad_accum(ray_local: None,
     run_id = _register(url, spec)
     job = _job(run_id, "mw", spec, url, tmp_path / "ckpt-2w")
     result = fit_run(job, str(tmp_path / "_train"))
-    assert result["status"] == "succeeded", result
+    assert result.status == "succeeded", result
 
     one = RunSpec.model_validate({**spec, "resources": {"cpus": 1, "workers": 1},
                                   "train": {**spec["train"], "grad_accum": 2}})
@@ -99,7 +99,7 @@ def test_killed_worker_resumes_from_checkpoint_without_metric_holes(ray_local: N
     job = _job(run_id, "mw-kill", spec, url, tmp_path / "ckpt")
     out: dict[str, Any] = {}
     th = threading.Thread(target=lambda: out.update(
-        fit_run(job, str(tmp_path / "_train"), retries=1)), daemon=True)
+        fit_run(job, str(tmp_path / "_train"), retries=1).report()), daemon=True)
     th.start()
     victim = _wait_for_checkpoint_then_rank1_pid(url, run_id, th)
     os.kill(victim, signal.SIGKILL)
@@ -137,7 +137,7 @@ def test_code_error_is_not_retried(ray_local: None, tmp_path: Path) -> None:
     t0 = time.monotonic()
     result = fit_run(_job(run_id, "mw-bad", doc, url, tmp_path / "ckpt"),
                      str(tmp_path / "_train"), retries=2)
-    assert result["status"] == "failed", result
+    assert result.status == "failed", result
     db = results_db.open(url)
     attempts = db.attempts(run_id)
     assert [a.status for a in attempts] == ["failed"]
@@ -156,7 +156,7 @@ def test_cancel_stops_every_rank(ray_local: None, tmp_path: Path) -> None:
     out: dict[str, Any] = {}
     th = threading.Thread(target=lambda: out.update(fit_run(
         _job(run_id, "mw-cancel", spec, url, tmp_path / "ckpt"),
-        str(tmp_path / "_train"), retries=1)), daemon=True)
+        str(tmp_path / "_train"), retries=1).report()), daemon=True)
     th.start()
     db = results_db.open(url)
     deadline = time.monotonic() + 240

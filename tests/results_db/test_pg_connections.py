@@ -118,7 +118,7 @@ def test_exhausted_connections_fail_the_attempt_by_name_and_a_rerun_finishes(
     hog.close()
     callback.on_experiment_end([])  # slots free again: the rerun claims and trains
     out = execute_job(job, trial_id="t2")
-    assert out["status"] == "succeeded"
+    assert out.status == "succeeded"
     assert owner.run(run_id).status == "succeeded"
     pts = owner.metrics([run_id], ["train/loss"])
     assert sorted(pts["step"].to_list()) == list(range(1, TRAIN["steps"] + 1))  # none lost
