@@ -60,8 +60,11 @@ def main() -> None:
     page = st.sidebar.radio("Page", pages, key="page",
                             index=pages.index(wanted) if wanted in pages else 0)
     st.sidebar.caption(f"DB: `{url}` (read-only)")
-    if sweep is None and page != "Overview":
-        st.info(f"No sweeps in {url} yet: run `orchestrator submit sweeps/gates.yaml`.")
+    if sweep is None:  # no sweep yet: only the Overview has something to show
+        if page == "Overview":
+            overview.render(url, None)
+        else:
+            st.info(f"No sweeps in {url} yet: run `orchestrator submit sweeps/gates.yaml`.")
         return
     PAGES[page](url, sweep)
 

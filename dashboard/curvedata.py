@@ -8,6 +8,8 @@ Frames: ``points`` (run_id, variant, row, x, value) where ``row`` is the group a
 
 from __future__ import annotations
 
+from typing import cast
+
 import polars as pl
 
 GRID = 200  # common x bins for the seed mean: downsampled runs keep different steps
@@ -48,7 +50,7 @@ def seed_mean(points: pl.DataFrame, grid: int = GRID) -> pl.DataFrame:
     row's runs of each run's bin mean, band = mean ± std over runs (one run: no band)."""
     if points.is_empty():
         return points.select("variant", pl.col("row").alias("series"), "x", "value")
-    x0, x1 = points["x"].min(), points["x"].max()
+    x0, x1 = cast(float, points["x"].min()), cast(float, points["x"].max())  # x is numeric
     width = max((x1 - x0) / grid, 1e-12)
     binned = points.drop_nulls("value").with_columns(
         _b=((pl.col("x") - x0) / width).floor().clip(0, grid - 1).cast(pl.Int64))

@@ -78,7 +78,7 @@ def variants(url: str, sweep: str) -> list[str]:
         return []
     order = frame.group_by("variant").agg(pl.col("id").min()).sort("id")["variant"].to_list()
     base = baseline(url, sweep)
-    return ([base] if base in order else []) + [v for v in order if v != base]
+    return ([base] if base is not None and base in order else []) + [v for v in order if v != base]
 
 
 def summary_names(url: str, sweep: str | None) -> list[str]:
@@ -182,13 +182,13 @@ def _ablation_frame(url: str, sweep: str, metrics: tuple[str, ...],
     return open_db(url).ablation_table(sweep, metrics)
 
 
-def ablation_table(url: str, sweep: str, kind: str, with_paper: bool) -> Any:
+def ablation_table(url: str, sweep: str, kind: ablation.Kind, with_paper: bool) -> Any:
     """One paper-layout table of the sweep (dashboard/ablation.py), cached per sweep state."""
     return _ablation_table(url, sweep, kind, with_paper, sweep_state(url, sweep))
 
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)
-def _ablation_table(url: str, sweep: str, kind: str, with_paper: bool,
+def _ablation_table(url: str, sweep: str, kind: ablation.Kind, with_paper: bool,
                     version: tuple[int, ...]) -> Any:
     names = ablation.metric_names(kind, summary_names(url, sweep))
     frame = ablation_frame(url, sweep, tuple(names))

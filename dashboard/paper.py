@@ -186,9 +186,8 @@ def paper_value(variant: str, dims: Mapping[str, Any], table: str, column: str) 
 
 def paper_max_stable_lr(variant: str, dims: Mapping[str, Any]) -> float | None:
     """Table 2: the largest 'Max LR' among this variant's rows that did not diverge ('–')."""
-    lrs = [to_float(r["Max LR"]) for r in paper_rows(variant, dims, "table2")
-           if to_float(r.get("Avg PPL")) is not None]
-    lrs = [lr for lr in lrs if lr is not None]
+    lrs = [lr for r in paper_rows(variant, dims, "table2")
+           if to_float(r.get("Avg PPL")) is not None and (lr := to_float(r["Max LR"])) is not None]
     return max(lrs) if lrs else None
 
 

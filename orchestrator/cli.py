@@ -134,7 +134,7 @@ def rerun(runs: Annotated[list[str] | None, typer.Argument(help="Run ids or name
         raise UserError("rerun: give run ids/names, or --sweep S [--status failed,lost]")
     # a mistyped --db or sweep is an error, not a new empty DB (the writer open creates one)
     check_runs_readonly(db, refs, sweep)  # with ids and --sweep: each id must be in it
-    if not refs:
+    if not refs and sweep is not None:  # (one of the two is given: checked above)
         from orchestrator.rerun import sweep_rerun_plan
 
         plan = sweep_rerun_plan(results_db.open(url), sweep, split_csv(status))
@@ -266,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     try:  # typer >= 0.20 vendors click; its exceptions are not click's
         from typer._click.exceptions import ClickException
     except ImportError:  # pragma: no cover - older typer
-        from click import ClickException
+        from click import ClickException  # type: ignore[assignment]
 
     try:
         # standalone_mode=False: click *returns* a typer.Exit's code instead of raising it

@@ -14,7 +14,7 @@ import functools
 import itertools
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
@@ -115,7 +115,8 @@ class _PerRun:
 
 
 def _axes(spec: SweepSpec) -> list[tuple[str, list[Any], YPath]]:
-    out = [(k, v, ("axes", k)) for k, v in spec.axes.items() if k not in ("seed", "seeds")]
+    out: list[tuple[str, list[Any], YPath]] = [
+        (k, v, ("axes", k)) for k, v in spec.axes.items() if k not in ("seed", "seeds")]
     if spec.lr_ladder is not None:
         out.append(("train.lr", spec.lr_ladder.values(), ("lr_ladder",)))
     return out
@@ -201,7 +202,7 @@ def _apply(row: _Row, key: str, value: Any, ypath: YPath, src: Source,
                 cur[part] = {}
             cur = cur[part]
     leaf = parts[-1]
-    old = cur[leaf] if isinstance(cur, list) else cur.get(leaf)
+    old = cur[cast(int, leaf)] if isinstance(cur, list) else cur.get(leaf)
     cur[leaf] = _merge(old, value)
     row.origins[tuple(parts)] = ypath
 
@@ -252,7 +253,7 @@ def _finish(row: _Row, spec: SweepSpec, src: Source, vname: str, seed: int, name
         run_spec = RunSpec.model_validate(doc)
         view = run_spec.model_dump(mode="json")
     except ValidationError as exc:
-        run_spec, view = None, doc
+        view = doc
         if rules.keep(vname, seed, view):
             for problem in pydantic_problems(exc):
                 ypath = _origin(row, problem.key)

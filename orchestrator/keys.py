@@ -50,7 +50,7 @@ def _child(tp: Any, part: str | int) -> tuple[bool, Any, str]:
     tp = _unwrap(tp)
     origin = typing.get_origin(tp)
     if isinstance(tp, type) and issubclass(tp, BaseModel):
-        fields = dict(tp.model_fields)
+        fields: dict[str, Any] = dict(tp.model_fields)
         if tp.__name__ == "ModelConfig":
             fields["preset"] = None  # resolved by ModelConfig's before-validator
         if isinstance(part, str) and part in fields:

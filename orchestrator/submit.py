@@ -85,7 +85,7 @@ def run_submit(db_url: str, plan: Plan, *, force: bool, storage: Path, address: 
         address=address, progress=lambda d, ids: Progress(d, ids, console), say=say)
     final = scheduler.execute(jobs_for(res.to_run, plan, storage, db_url), opts)
     scheduler.wait_for_holders(db, [r.id for r in res.running], say)
-    final.update({r.id: db.run(r.id).status for r in res.running})
+    final.update({r.id: row.status for r in res.running if (row := db.run(r.id)) is not None})
     return summarise(db, final, console)
 
 

@@ -117,6 +117,8 @@ def _set_rng_state(state: dict[str, Any]) -> None:
 class _Run:
     """The state of one attempt; ``execute`` runs it."""
 
+    last_eval: dict[str, float] | None  # the newest validation values, None after a step
+
     def __init__(self, spec: RunSpec, reporter: Reporter, checkpoint_dir: str | Path,
                  stop: StopRequest | None = None) -> None:
         from trainer.dist import ensure_single_process_dist
@@ -321,7 +323,7 @@ class _Run:
 
     def execute(self) -> TrainResult:
         self._beat()
-        self.last_eval: dict[str, float] | None = None
+        self.last_eval = None
         if self.step == 0 and self.t.eval_every > 0:
             self.last_eval = self._evaluate()  # the untrained baseline of the val curve
         self.window.restart()

@@ -75,7 +75,7 @@ def _controls() -> dict:
             "delta": delta}
 
 
-def render(url: str, sweep: str | None) -> None:
+def render(url: str, sweep: str) -> None:  # app.py: these pages need a sweep
     st.header(f"Curves — {md(sweep)}")
     watch(url, sweep, "cv")
     runs = data.runs(url, sweep)
@@ -163,7 +163,7 @@ def _draw(url: str, sweep: str, picked: tuple[int, ...], opts: dict, max_points:
 
 
 def _delta(runs: pl.DataFrame, url: str, sweep: str, grouped: pl.DataFrame, name: str,
-           colors: object, xt: str) -> None:
+           colors: dict[str, str], xt: str) -> None:
     diff = curvedata.delta_vs_baseline(grouped, base_rows(runs, data.baseline(url, sweep)))
     if diff.is_empty():
         return

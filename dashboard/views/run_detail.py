@@ -175,7 +175,7 @@ def _summaries(url: str, run_id: int) -> None:
                 fmt_num, return_dtype=pl.String).fill_null("–")))
 
 
-def render(url: str, sweep: str | None) -> None:
+def render(url: str, sweep: str) -> None:  # app.py: these pages need a sweep
     st.header(f"Run detail — {md(sweep)}")
     runs = data.runs(url, sweep)
     if runs.is_empty():
