@@ -91,22 +91,24 @@ def _slope(x: Sequence[float], y: Sequence[float]) -> float | None:
     return float(np.polyfit(np.log10(np.asarray(x, float)), np.asarray(y, float), 1)[0])
 
 
-def _iso(pairs: pl.DataFrame) -> pl.DataFrame:
-    """Per (group_key, seed, step): the baseline of the same seed at the variant's compute
-    (interpolated in log10 tokens; null outside its evaluated range) -> ``iso_base``."""
+def _iso(pairs: pl.DataFrame, pts: pl.DataFrame) -> pl.DataFrame:
+    """Per (group_key, seed, step) of ``pairs``: the baseline of the same seed at the
+    variant's compute (interpolated in log10 tokens over its curve in ``pts``; null outside
+    its evaluated range) -> ``iso_base``. One numpy.interp per (group, seed)."""
     import numpy as np
     import polars as pl
 
+    curves = {(k, s): (np.asarray(t, float), np.asarray(v, float)) for k, s, t, v in
+              pts.group_by("group_key", "seed").agg("tokens", "value").iter_rows()}
     out = []
-    for (_, _), g in pairs.group_by("group_key", "seed", maintain_order=True):
-        bt, bv = g["base_tokens_all"][0].to_numpy(), g["base_values_all"][0].to_numpy()
+    for (_, seed), g in pairs.group_by("group_key", "seed", maintain_order=True):
+        bt, bv = curves[(g["base_key"][0], seed)]
         need = g["tokens"].to_numpy() * g["fpt"].to_numpy() / g["base_fpt"].to_numpy()
         inside = (need >= bt.min()) & (need <= bt.max() * (1 + 1e-12))
         iso = np.interp(np.log10(need), np.log10(bt), bv)
         out.append(g.select("group_key", "seed", "step").with_columns(
             iso_base=pl.Series(np.where(inside, iso, np.nan)).fill_nan(None)))
-    schema = {"group_key": pl.String, "seed": pl.Int64, "step": pl.Int64, "iso_base": pl.Float64}
-    return pl.concat(out) if out else pl.DataFrame(schema=schema)
+    return pl.concat(out)
 
 
 def _pairs(series: pl.DataFrame, runs: pl.DataFrame, cells: pl.DataFrame,
@@ -123,16 +125,13 @@ def _pairs(series: pl.DataFrame, runs: pl.DataFrame, cells: pl.DataFrame,
            .sort("group_key", "seed", "step"))
     base = pts.select(base_key="group_key", seed="seed", step="step", base_value="value",
                       base_fpt="fpt")
-    curves = (pts.group_by("group_key", "seed")
-              .agg(base_tokens_all="tokens", base_values_all="value")
-              .rename({"group_key": "base_key"}))
     pairs = (pts.join(cells.filter(~pl.col("is_baseline") & pl.col("base_key").is_not_null())
                       .select("group_key", "base_key"), on="group_key")
              .join(base, on=["base_key", "seed", "step"])
-             .join(curves, on=["base_key", "seed"]).sort("group_key", "seed", "step"))
+             .sort("group_key", "seed", "step"))
     if pairs.height == 0:
         return pairs.with_columns(iso_base=pl.lit(None, pl.Float64))
-    return pairs.join(_iso(pairs), on=["group_key", "seed", "step"], how="left")
+    return pairs.join(_iso(pairs, pts), on=["group_key", "seed", "step"], how="left")
 
 
 def _points(pairs: pl.DataFrame, cells: pl.DataFrame) -> pl.DataFrame:

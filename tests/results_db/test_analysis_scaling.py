@@ -164,3 +164,31 @@ def test_a_sweep_without_runs_is_empty(tmp_path: Path) -> None:
         db.ensure_sweep("nothing")
         sc = db.scaling("nothing")
     assert sc.points.height == 0 and sc.trends.height == 0 and sc.sentences == []
+
+
+def test_iso_flop_interpolates_the_baseline_in_log_tokens() -> None:
+    """Pure frames: baseline b(T) = 10 - log10 T, variant v(T) = 9 - log10 T, the variant
+    costs r = 1.25x the FLOPs per token: at equal compute the baseline has seen r T tokens,
+    so the iso delta is v(T) - b(rT) = -1 + log10 r, exactly (the interpolation is linear in
+    log10 tokens), and null at the last step (the baseline never reached r T there)."""
+    import polars as pl
+
+    from results_db.analysis.scaling import scaling
+
+    steps, tps = (1, 2, 4, 8), 1000
+    series, runs = [], []
+    for run_id, (key, off) in enumerate((("b", 10.0), ("g", 9.0)), start=1):
+        runs.append({"run_id": run_id, "group_key": key, "seed": 0, "status": "succeeded"})
+        series += [{"run_id": run_id, "step": s, "value": off - math.log10(s * tps)}
+                   for s in steps]
+    info = pl.DataFrame({"group_key": ["b", "g"], "variant": ["baseline", "gated"],
+                         "lr": [1e-3, 1e-3], "n_gates": [0, 1]})
+    costs = pl.DataFrame({"group_key": ["b", "g"], "tokens_per_step": [tps, tps],
+                          "params": [100, 110], "fpt": [100.0, 125.0]})
+    sc = scaling(pl.DataFrame(series), pl.DataFrame(runs), info, costs, "baseline", "val/loss",
+                 higher=False, states=("succeeded",))
+    pct = sc.points["iso_delta_pct"].to_list()
+    expected = [100 * (-1 + math.log10(1.25)) / (10 - math.log10(1.25 * s * tps))
+                for s in steps[:-1]]
+    assert pct[:-1] == pytest.approx(expected, abs=1e-9) and pct[-1] is None
+    assert _row(sc.trends, x="iso_flops")["flops_overhead_pct"] == pytest.approx(25.0)
