@@ -74,8 +74,10 @@ def classify(orig: BaseException, connecting: bool) -> str | None:
     return None
 
 
-def translate(where: str, ctx: Any) -> None:
-    """SQLAlchemy ``handle_error`` hook: raise DBUnavailable for an unusable DB."""
+def translate(where: str, ctx: Any, reads_only: bool = False) -> None:
+    """SQLAlchemy ``handle_error`` hook: raise DBUnavailable for an unusable DB. On a
+    read-only engine (``reads_only``) only an unreachable server counts: a refused write
+    there is the user's SQL, reported by results_db.query in its own words."""
     orig = ctx.original_exception
     if any(k in str(orig).lower() for k in _PG_NO_SLOTS) or \
             getattr(orig, "sqlstate", None) == "53300":
@@ -84,7 +86,7 @@ def translate(where: str, ctx: Any) -> None:
             "holds up to 4; raise the server's max_connections or lower max_concurrent, "
             "docs/cluster.md \"Connections\")") from orig
     verb = classify(orig, connecting=ctx.statement is None)
-    if verb is not None:
+    if verb is not None and not (reads_only and verb == "written"):
         raise DBUnavailable(f"results DB {where} could not be {verb}: "
                             f"{_first_line(orig)}") from orig
 

@@ -163,9 +163,9 @@ def is_sqlite(url: URL) -> bool:
     return url.get_backend_name() == "sqlite"
 
 
-def _translating(eng: Engine, url: URL) -> Engine:
+def _translating(eng: Engine, url: URL, reads_only: bool = False) -> Engine:
     """``eng`` raising DBUnavailable (naming the DB) for driver errors that mean it is unusable."""
-    event.listen(eng, "handle_error", lambda ctx: translate(_show(url), ctx))
+    event.listen(eng, "handle_error", lambda ctx: translate(_show(url), ctx, reads_only))
     return eng
 
 
@@ -227,7 +227,9 @@ def reader_engine(url: URL) -> Engine:
     if not is_sqlite(url):
         # keep the URL's own libpq options (e.g. -csearch_path=...) and add read-only
         opts = f"{url.query.get('options', '')} -c default_transaction_read_only=on".strip()
-        return _pg_engine(url, options=opts)
+        # a stopped server is DBUnavailable for readers too (issue 20: it was a raw
+        # OperationalError that killed the driver mid-sweep)
+        return _translating(_pg_engine(url, options=opts), url, reads_only=True)
     path = quote(url.database or "")  # a URI: '?', '#' and '%' in the path must be escaped
     ro = URL.create("sqlite", database=f"file:{path}?mode=ro", query={"uri": "true"})
     eng = create_engine(ro, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000,

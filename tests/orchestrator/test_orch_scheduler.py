@@ -115,3 +115,44 @@ def test_relative_sqlite_urls_become_absolute(tmp_path: Path,
     assert absolute_db_url("sqlite:///results.db") == f"sqlite:///{tmp_path}/results.db"
     for url in ("sqlite:////abs/r.db", "sqlite://", "postgresql+psycopg://u:pw@h:5432/db"):
         assert absolute_db_url(url) == url
+
+
+@pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_the_db_callback_waits_out_an_outage_then_gives_up_past_its_bound(kind: str) -> None:
+    """Issue 20: the SQLite disk full / PostgreSQL stopped while a trial dies. Tune's callback
+    does not raise (it used to kill the driver): it waits with backoff until the DB is back
+    and records the death; past its bound it hands the outage to the stopper instead."""
+    import time
+
+    from orchestrator.dbretry import OutageState
+    from orchestrator.scheduler import OutageStopper
+    from tests.outage_fixtures import outage
+
+    with outage(kind) as o:
+        rows = register(results_db.open(o.url), make_plan(SMOKE), force=False).to_run
+        db = results_db.open(o.url)
+        a = db.claim_run(rows[0].id, "d", "h", trial_id=f"t{rows[0].id}")
+        b = db.claim_run(rows[1].id, "d", "h", trial_id=f"t{rows[1].id}")
+        state = OutageState(wait_s=60)
+        cb = DBSyncCallback(o.url, "d", outage=state, say=lambda m: None)
+        cb.setup()  # Tune opens the handle before any trial runs
+        o.down()
+        o.up_after(3.0)
+        t0 = time.monotonic()
+        cb.on_trial_error(0, [], fake_trial(rows[0].id, None))
+        waited = time.monotonic() - t0
+        assert 2.5 < waited < 40 and not state.expired, waited
+        (att,) = db.attempts(rows[0].id)
+        assert (att.id, att.status, att.fault) == (a.id, "failed", "worker_died")
+
+        short = OutageState(wait_s=1.5)
+        cb = DBSyncCallback(o.url, "d", outage=short, say=lambda m: None)
+        cb.setup()
+        o.down()
+        cb.on_trial_error(0, [], fake_trial(rows[1].id, None))  # no exception
+        assert short.expired and OutageStopper(short).stop_all()
+        assert "could not be" in short.error
+        o.up()
+        after = results_db.open(o.url, migrate=False)  # the old pool's connections died
+        assert [x.status for x in after.attempts(rows[1].id)] == ["running"]  # for rerun
+        assert b is not None
