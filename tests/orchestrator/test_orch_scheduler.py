@@ -156,3 +156,17 @@ def test_the_db_callback_waits_out_an_outage_then_gives_up_past_its_bound(kind: 
         after = results_db.open(o.url, migrate=False)  # the old pool's connections died
         assert [x.status for x in after.attempts(rows[1].id)] == ["running"]  # for rerun
         assert b is not None
+
+
+def test_stale_after_help_states_the_derived_default() -> None:
+    """Issue 20: --stale-after's help said 120 s; the threshold is each attempt's own
+    3 heartbeat intervals + 2 s (contract.states.stale_after_s)."""
+    from typing import get_args
+
+    from contract.states import DEFAULT_HEARTBEAT_S, stale_after_s
+    from orchestrator.cli_app import StaleOpt
+
+    help_text = get_args(StaleOpt)[1].help
+    assert "120" not in help_text
+    assert f"{stale_after_s(DEFAULT_HEARTBEAT_S):g} s at the default " \
+           f"{DEFAULT_HEARTBEAT_S:g} s" in help_text, help_text

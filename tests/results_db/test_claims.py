@@ -213,3 +213,19 @@ def test_live_runs_reports_progress_eta_and_heartbeat_age(db_url: str) -> None:
     every = db.live_runs(run_ids=[a, c], statuses=None)
     assert every["status"].to_list() == ["running", "succeeded"]
     assert db.live_runs("no such sweep").height == 0
+
+
+def test_a_silent_attempt_has_no_eta(db_url: str) -> None:
+    """Issue 20: with its driver dead, a run's ETA grew with the wall clock. Once its attempt
+    is stale (no heartbeat for 3 intervals + 2 s) the ETA is unknown (None), not a guess."""
+    db = results_db.open(db_url)
+    (rid,) = _runs(db, 1)
+    att = db.claim_run(rid, "submit x on h", "h", heartbeat_s=0.1)  # stale after 2.3 s
+    db.log_metrics(rid, att.id, [(s, "train/loss", 1.0) for s in (10, 20, 30)])
+    time.sleep(0.3)
+    fresh = db.live_runs("s").row(0, named=True)
+    assert fresh["stale"] is False and fresh["eta_s"] is not None and fresh["eta_s"] > 0
+    time.sleep(2.3)
+    silent = db.live_runs("s").row(0, named=True)
+    assert silent["stale"] is True and silent["eta_s"] is None
+    assert silent["step"] == 30 and silent["status"] == "running"
