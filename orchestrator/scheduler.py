@@ -174,10 +174,14 @@ def execute(jobs: list[TrialJob], opts: Options) -> dict[int, str]:
         raise Interrupted(f"interrupted: {len(cancelled)} run(s) marked cancelled") from None
     except DBOutage as exc:
         outage.give_up(exc)
-    if outage.expired:
-        raise _gave_up(db, jobs, opts.owner, outage)
-    return with_db_retry(lambda: {i: db.run(i).status for i in ids}, "read the final states",
-                         wait_s)
+    if not outage.expired:
+        try:
+            return with_db_retry(lambda: {i: row.status for i in ids
+                                          if (row := db.run(i)) is not None},
+                                 "reading the final states", wait_s)
+        except DBOutage as exc:
+            outage.give_up(exc)
+    raise _gave_up(db, jobs, opts.owner, outage)
 
 
 def _gave_up(db: Any, jobs: list[TrialJob], owner: str, outage: OutageState) -> DBOutage:
