@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -43,10 +44,35 @@ Probe = Literal["attention_sink", "massive_activations", "gate_scores"]
 INT64_MAX = 2**63 - 1  # every integer must fit the results DB's 64-bit columns
 
 
-class _Strict(BaseModel):
-    """Frozen and strict: unknown keys are errors, never silently ignored; numbers are finite
-    (NaN/inf would reach the DB's JSON as ``Infinity``), fit 64 bits, and are never booleans
-    (YAML 1.1 reads yes/no/on/off as booleans: ``steps: yes`` must not become 1 step)."""
+def plain_number(v: Any, kinds: set[type]) -> Any:
+    """THE number rule of every config and sweep file field (``kinds``: which of int/float/bool
+    the field takes): finite (``allow_inf_nan=False`` does that part), within 64 bits, and
+    never a boolean where a number is expected (YAML 1.1 reads yes/no/on/off as booleans:
+    ``steps: yes`` must not become 1 step)."""
+    if isinstance(v, bool):
+        if kinds and bool not in kinds:
+            raise ValueError("expected a number, got a boolean (YAML reads yes/no/on/off/"
+                             "true/false as booleans)")
+    elif isinstance(v, (int, float)) and (isinstance(v, int) or (math.isfinite(v)
+                                                                and kinds == {int})) \
+            and abs(v) > INT64_MAX:  # a float beyond 64 bits only matters for int fields
+        text = f"{v:.3g}" if isinstance(v, float) else str(v)
+        text = text if len(text) <= 24 else f"{text[:4]}... ({len(text)} digits)"
+        raise ValueError(f"{text} is out of range; expected at most {INT64_MAX} "
+                         "(a 64-bit integer)")
+    return v
+
+
+# An integer element of a list (a model field gets the rule from StrictModel): the same rule.
+PlainInt = Annotated[int, BeforeValidator(lambda v: plain_number(v, {int}))]
+# A seed is stored in the DB's 64-bit integer column; YAML booleans are not seeds.
+Seed = Annotated[PlainInt, Field(ge=0, le=INT64_MAX)]
+
+
+class StrictModel(BaseModel):
+    """Frozen and strict (every config model, and the sweep file's): unknown keys are errors,
+    never silently ignored; numbers obey ``plain_number`` (NaN/inf would reach the DB's JSON
+    as ``Infinity``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
@@ -56,18 +82,7 @@ class _Strict(BaseModel):
         if not isinstance(v, (int, float)):
             return v
         field = cls.model_fields.get(info.field_name or "")
-        kinds = _number_kinds(field.annotation) if field is not None else set()
-        if isinstance(v, bool):
-            if kinds and bool not in kinds:
-                raise ValueError("expected a number, got a boolean (YAML reads yes/no/on/off/"
-                                 "true/false as booleans)")
-        elif (isinstance(v, int) or (math.isfinite(v) and kinds == {int})) \
-                and abs(v) > INT64_MAX:  # a float beyond 64 bits only matters for int fields
-            text = f"{v:.3g}" if isinstance(v, float) else str(v)
-            text = text if len(text) <= 24 else f"{text[:4]}... ({len(text)} digits)"
-            raise ValueError(f"{text} is out of range; expected at most {INT64_MAX} "
-                             "(a 64-bit integer)")
-        return v
+        return plain_number(v, _number_kinds(field.annotation) if field is not None else set())
 
 
 def _plain_int(v: Any) -> bool:
@@ -84,7 +99,7 @@ def _number_kinds(tp: Any) -> set[type]:
     return kinds
 
 
-class GateSpec(_Strict):
+class GateSpec(StrictModel):
     """One gate. Defaults are the paper's winner: head-specific multiplicative sigmoid.
 
     position: G1 per-head SDPA output (before o_proj) | G2 value | G3 key | G4 query |
@@ -129,7 +144,7 @@ class GateSpec(_Strict):
         return "/".join(parts)
 
 
-class MoEConfig(_Strict):
+class MoEConfig(StrictModel):
     """MoE FFN through deepspeed.moe.layer.MoE (top-k routing, load-balancing aux loss)."""
 
     n_experts: int = Field(ge=1)
@@ -149,7 +164,7 @@ class MoEConfig(_Strict):
         return self
 
 
-class SwitchHeadConfig(_Strict):
+class SwitchHeadConfig(StrictModel):
     """SwitchHead attention (Csordas et al. 2024): sigmoid-routed head experts (issue 7)."""
 
     targets: Literal["v", "kv"] = "v"
@@ -164,7 +179,7 @@ class SwitchHeadConfig(_Strict):
         return self
 
 
-class ModelConfig(_Strict):
+class ModelConfig(StrictModel):
     """A decoder-only LM. Give ``preset`` (contract/presets.py) plus overrides, or every field.
 
     The preset is resolved at validation time; the resolved config keeps only numbers, so two
@@ -241,7 +256,7 @@ class ModelConfig(_Strict):
         return len(self.gates)
 
 
-class TrainConfig(_Strict):
+class TrainConfig(StrictModel):
     steps: int = Field(default=200, ge=1)
     batch_size: int = Field(default=16, ge=1)  # micro-batch per worker
     grad_accum: int = Field(default=1, ge=1)
@@ -281,7 +296,7 @@ class TrainConfig(_Strict):
         return self.lr / 10 if self.min_lr is None else self.min_lr
 
 
-class BpeSpec(_Strict):
+class BpeSpec(StrictModel):
     """A byte-level BPE trained on the run's training files (trainer/bpe.py), cached by content.
 
     ``train_bpe`` is the vocabulary size (256 byte tokens + merges); the model's vocab_size
@@ -298,7 +313,7 @@ class BpeSpec(_Strict):
 CODE_KEYS = ("roots", "include", "exclude", "max_bytes")  # python_code-only DataConfig keys
 
 
-class DataConfig(_Strict):
+class DataConfig(StrictModel):
     source: Literal["synthetic", "text", "tokens", "hf", "python_code"] = "synthetic"
     path: str | None = None  # text: file or glob; tokens: .bin file
     name: str | None = None  # hf: dataset name (only when the user has it locally)
@@ -348,7 +363,7 @@ class DataConfig(_Strict):
         return self
 
 
-class BenchmarkSpec(_Strict):
+class BenchmarkSpec(StrictModel):
     """One lm-evaluation-harness task run at the end of training (issue 5)."""
 
     task: str
@@ -357,7 +372,7 @@ class BenchmarkSpec(_Strict):
     include_path: str | None = None  # directory of local lm-eval task YAMLs
 
 
-class LongContextConfig(_Strict):
+class LongContextConfig(StrictModel):
     """PPL at multiples of the training length, with RoPE extension methods (issue 5)."""
 
     factors: tuple[Annotated[int, Field(ge=1)], ...] = (1, 2, 4, 8)  # x train.seq_len
@@ -366,14 +381,14 @@ class LongContextConfig(_Strict):
     batches: int = Field(default=2, ge=1)
 
 
-class EvalConfig(_Strict):
+class EvalConfig(StrictModel):
     probes: tuple[Probe, ...] = ("attention_sink", "massive_activations", "gate_scores")
     ppl_sets: dict[str, DataConfig] = Field(default_factory=dict)  # -> val/<set>/ppl
     benchmarks: tuple[BenchmarkSpec, ...] = ()
     longctx: LongContextConfig | None = None
 
 
-class Resources(_Strict):
+class Resources(StrictModel):
     cpus: float = Field(default=1, gt=0)
     gpus: float = Field(default=0, ge=0)
     workers: int = Field(default=identity.DEFAULT_WORKERS, ge=1)
@@ -393,12 +408,12 @@ def _ppl_sets_inherit(data: dict[str, Any], tok: Any) -> dict[str, Any]:
     return {**data, "eval": {**ev, "ppl_sets": filled}}
 
 
-class RunSpec(_Strict):
+class RunSpec(StrictModel):
     """Everything one training run needs, fully resolved (contract)."""
 
     name: str = Field(min_length=1)
     sweep: str = Field(default="adhoc", min_length=1)
-    seed: int = 0
+    seed: Seed = 0
     model: ModelConfig
     train: TrainConfig = Field(default_factory=TrainConfig)
     data: DataConfig = Field(default_factory=DataConfig)

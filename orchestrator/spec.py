@@ -27,30 +27,26 @@ import math
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import (BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator,
-                      model_validator)
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from orchestrator import keys
 from contract.errors import SpecError, SpecIssue, pydantic_problems
 from contract.yamlsrc import Source, load_file, load_text
-from contract.config import INT64_MAX, Resources
+from contract.config import Resources, Seed, StrictModel
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 MAX_AXIS_VALUES = 1000
 MAX_LR = 10.0  # beyond this no optimiser setting trains: a typo (1e2 for 1e-2), not a ladder
 MAX_LR_DECADES = 6  # lr_ladder.max / lr_ladder.min at most 1e6
-# A seed is stored in the DB's 64-bit integer column; YAML booleans are not seeds.
-Seed = Annotated[StrictInt, Field(ge=0, le=INT64_MAX)]
 _BASE_KEYS = ("model", "train", "data", "eval", "resources")
 
 
-class LrLadder(BaseModel):
+class LrLadder(StrictModel):
     """``steps`` learning rates spaced geometrically from ``min`` to ``max`` (inclusive)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     min: float = Field(gt=0, le=MAX_LR)
     max: float = Field(gt=0, le=MAX_LR)
-    steps: StrictInt = Field(ge=2, le=MAX_AXIS_VALUES)
+    steps: int = Field(ge=2, le=MAX_AXIS_VALUES)
 
     @model_validator(mode="after")
     def _order(self) -> LrLadder:
@@ -74,8 +70,8 @@ class LrLadder(BaseModel):
         return [float(f"{self.min * math.exp(ratio * i):.4g}") for i in range(self.steps)]
 
 
-class SweepSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+class SweepSpec(StrictModel):
+    """The sweep file; its numbers obey the same rule as the RunSpec's (contract.config)."""
 
     name: str = Field(pattern=NAME_PATTERN, max_length=100)
     description: str = ""
@@ -88,8 +84,8 @@ class SweepSpec(BaseModel):
     include: list[dict[str, Any]] = Field(default_factory=list)
     exclude: list[dict[str, Any]] = Field(default_factory=list)
     resources: Resources | None = None
-    retries: StrictInt = Field(default=0, ge=0, le=100)
-    max_concurrent: StrictInt | None = Field(default=None, ge=1, le=100_000)
+    retries: int = Field(default=0, ge=0, le=100)
+    max_concurrent: int | None = Field(default=None, ge=1, le=100_000)
 
     @field_validator("variants")
     @classmethod
@@ -159,16 +155,20 @@ def _check_keys(src: Source, spec: SweepSpec) -> None:
         raise SpecError(issues)
 
 
+class _Seeds(StrictModel):
+    seeds: list[Seed]
+
+
 def _seed_axis_issues(src: Source, key: str, values: list[Any]) -> list[SpecIssue]:
-    """axes.seed values obey the same rule as ``seeds``: distinct 64-bit integers >= 0."""
-    out = []
-    for i, v in enumerate(values):
-        if type(v) is not int or not 0 <= v <= INT64_MAX:
-            out.append(src.issue(("axes", key, i), f"expected an integer seed from 0 to "
-                                                   f"{INT64_MAX} (got {v!r})"))
-    if not out and len(set(values)) != len(values):
-        out.append(src.issue(("axes", key), "seeds must be distinct"))
-    return out
+    """axes.seed values obey the same rule as ``seeds`` (contract.config.Seed): distinct
+    64-bit integers >= 0."""
+    try:
+        _Seeds(seeds=values)
+    except ValidationError as exc:
+        return [src.issue(("axes", key, *p.path[1:]), p.text) for p in pydantic_problems(exc)]
+    if len(set(values)) != len(values):
+        return [src.issue(("axes", key), "seeds must be distinct")]
+    return []
 
 
 def _yaml_path(src: Source, prefix: tuple[str | int, ...], dotted: str) -> tuple[str, ...]:

@@ -48,10 +48,14 @@ CASES: list[tuple[str, str, int | None, str, str]] = [
     ("float_overflow", HEAD + "  train: {weight_decay: 1e999}\n", 4, "base.train.weight_decay",
      "finite number"),
     ("seed_1e23", HEAD + "seeds: [100000000000000000000000]\n", 4, "seeds.0",
-     "less than or equal to 9223372036854775807"),
-    ("seed_bool", HEAD + "seeds: [yes]\n", 4, "seeds.0", "valid integer"),
+     "is out of range; expected at most 9223372036854775807"),
+    ("seed_bool", HEAD + "seeds: [yes]\n", 4, "seeds.0", "got a boolean"),
     ("axis_seed_huge", HEAD + "axes: {seed: [0, 100000000000000000000000]}\n", 4, "axes.seed.1",
-     "expected an integer seed"),
+     "is out of range; expected at most 9223372036854775807"),
+    # one number rule for sweep and run fields (contract.config.plain_number): these said
+    # "Input should be a valid integer" here and "got a boolean" for train.steps
+    ("axis_seed_bool", HEAD + "axes: {seed: [0, on]}\n", 4, "axes.seed.1", "got a boolean"),
+    ("retries_bool", HEAD + "retries: yes\n", 4, "retries", "got a boolean"),
     ("steps_yes", HEAD + "  train: {steps: yes}\n", 4, "base.train.steps",
      "got a boolean"),
     ("steps_huge", HEAD + "  train: {steps: 100000000000000000000000}\n", 4,
@@ -65,7 +69,7 @@ CASES: list[tuple[str, str, int | None, str, str]] = [
     ("ladder_dense", HEAD + "lr_ladder: {min: 1.0e-3, max: 1.001e-3, steps: 50}\n", 4,
      "lr_ladder", "distinct learning rates"),
     ("ladder_steps_bool", HEAD + "lr_ladder: {min: 1e-4, max: 1e-3, steps: on}\n", 4,
-     "lr_ladder.steps", "valid integer"),
+     "lr_ladder.steps", "got a boolean"),
     ("huge_grid", HEAD + "variants: {a: {}, b: {}}\naxes: {train.warmup: ["
      + ", ".join(map(str, range(50))) + "]}\nseeds: [" + ", ".join(map(str, range(60)))
      + "]\n", 6, "seeds", "6000 runs (2 variants x 50 axes.train.warmup x 60 seeds)"),
