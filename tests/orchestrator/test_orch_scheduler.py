@@ -170,3 +170,24 @@ def test_stale_after_help_states_the_derived_default() -> None:
     assert "120" not in help_text
     assert f"{stale_after_s(DEFAULT_HEARTBEAT_S):g} s at the default " \
            f"{DEFAULT_HEARTBEAT_S:g} s" in help_text, help_text
+
+
+def test_the_callback_and_stopper_survive_tunes_pickling(db_and_runs: tuple) -> None:
+    """Tune pickles callbacks and stoppers into its experiment state when the Tuner is built:
+    the console the callback talks to (a lock inside) must not travel."""
+    import pickle
+
+    from rich.console import Console
+
+    from orchestrator.dbretry import OutageState
+    from orchestrator.scheduler import OutageStopper
+
+    url, _ = db_and_runs
+    console = Console()
+    state = OutageState(wait_s=5)
+    cb = DBSyncCallback(url, "d", outage=state, say=lambda m: console.print(m))
+    cb.setup()
+    back = pickle.loads(pickle.dumps(cb))
+    assert (back.db_url, back.owner, back.outage.wait_s, back.say) == (url, "d", 5, None)
+    assert cb.say is not None and cb._db is not None  # the live one keeps them
+    assert pickle.loads(pickle.dumps(OutageStopper(state))).stop_all() is False
