@@ -18,7 +18,7 @@ from typing import Any, cast
 
 from pydantic import ValidationError
 
-from orchestrator import keys
+from orchestrator import gate_shorthand, keys
 from contract.errors import SpecError, SpecIssue, pydantic_problems
 from orchestrator.spec import SweepSpec
 from contract.yamlsrc import Source
@@ -167,8 +167,8 @@ def axis_label(key: str, value: Any) -> str:
     """'train.lr', 0.003 -> 'lr3e-3'; 'gate.position', 'G2' -> 'G2'; 'model.n_kv_head', 8 ->
     'n_kv_head8'; 'gate.input_dependent', False -> 'input_dependentFalse'."""
     last = str(keys.split(key)[-1])
-    if key == "gate.position" and value in keys.NO_GATE:
-        label = "nogate"
+    if (no_gate := gate_shorthand.label(key, value)) is not None:
+        label = no_gate
     elif isinstance(value, str):
         label = value  # enum values read well alone: G2, headwise, rmsnorm
     elif isinstance(value, float) and math.isfinite(value):
@@ -181,12 +181,12 @@ def axis_label(key: str, value: Any) -> str:
 
 def _apply(row: _Row, key: str, value: Any, ypath: YPath, src: Source,
            issues: list[SpecIssue]) -> None:
-    parts = keys.split(key)
-    if parts[0] == keys.GATE_PREFIX:
-        row.gate[str(parts[1])] = value
+    if (gate_field := gate_shorthand.field_of(key)) is not None:
+        row.gate[gate_field] = value
         row.gate_origin = row.gate_origin or ypath
-        row.origins[("model", "gates", 0, parts[1])] = ypath
+        row.origins[("model", "gates", 0, gate_field)] = ypath
         return
+    parts = keys.split(key)
     cur: Any = row.doc
     for i, part in enumerate(parts[:-1]):
         if isinstance(part, int):
@@ -228,20 +228,13 @@ def _tree_copy(v: Any) -> Any:
 
 
 def _resolve_gate(row: _Row, src: Source, issues: list[SpecIssue]) -> None:
-    """gate.* keys -> model.gates = [one GateSpec]; gate.position: none -> no gate."""
+    """gate.* keys -> model.gates (orchestrator/gate_shorthand.py)."""
     if not row.gate:
         return
-    model = row.doc.setdefault("model", {})
-    if row.gate.get("position", "G1") in keys.NO_GATE:
-        model["gates"] = []
+    problem = gate_shorthand.resolve(row.doc.setdefault("model", {}), row.gate)
+    if problem is not None:
+        issues.append(src.issue(row.gate_origin or (), problem))
         return
-    existing = model.get("gates") or []
-    if len(existing) > 1:
-        issues.append(src.issue(row.gate_origin or (), "the gate.* shorthand needs at most one "
-                                                      "gate in model.gates"))
-        return
-    base_gate = existing[0] if existing and isinstance(existing[0], dict) else {}
-    model["gates"] = [{**base_gate, **row.gate}]
     row.origins.setdefault(("model", "gates"), row.gate_origin or ())
 
 
@@ -309,12 +302,9 @@ def matches(rule: dict[str, Any], variant: str, seed: int, view: dict[str, Any])
 
 def lookup(view: dict[str, Any], key: str) -> Any:
     """Value of a dotted key in a RunSpec dump; gate.* reads the single gate (or 'none')."""
+    if gate_shorthand.is_shorthand(key):
+        return gate_shorthand.read(view, key)
     parts = keys.split(key)
-    if parts[0] == keys.GATE_PREFIX:
-        gates = (view.get("model") or {}).get("gates") or []
-        if not gates:
-            return "none" if parts[1] == "position" else None
-        return gates[0].get(parts[1]) if len(gates) == 1 else None
     cur: Any = view
     for p in parts:
         if isinstance(cur, dict):
@@ -327,7 +317,7 @@ def lookup(view: dict[str, Any], key: str) -> Any:
 
 
 def _equal(got: Any, want: Any) -> bool:
-    if want in keys.NO_GATE and got == "none":
+    if gate_shorthand.means_no_gate(got, want):
         return True
     if isinstance(got, (int, float)) and isinstance(want, (int, float)) \
             and not isinstance(got, bool) and not isinstance(want, bool):

@@ -3,10 +3,9 @@
 A delta (a variant row, an axis, an include/exclude rule) addresses RunSpec fields with dotted
 keys: ``train.lr``, ``model.n_kv_head``, ``model.gates.0.granularity`` (an integer indexes a
 list), ``eval.ppl_sets.wiki.path`` (a dict key). Nested mappings are the same thing written
-out (``{model: {n_kv_head: 8}}``). ``gate.<field>`` is the single-gate shorthand: all
-``gate.*`` keys of a row form one GateSpec that becomes ``model.gates`` (``gate.position:
-none`` = no gate). Keys are checked here, before expansion, so a typo is reported with the
-fields that exist under its parent.
+out (``{model: {n_kv_head: 8}}``). ``gate.<field>`` is the single-gate shorthand
+(orchestrator/gate_shorthand.py owns it). Keys are checked here, before expansion, so a typo
+is reported with the fields that exist under its parent.
 """
 
 from __future__ import annotations
@@ -17,13 +16,12 @@ from typing import Any, Union
 
 from pydantic import BaseModel
 
-from contract.config import GateSpec, RunSpec
+from contract.config import RunSpec
+from orchestrator import gate_shorthand
 
-GATE_PREFIX = "gate"
 # Set by the expansion itself, never by a delta.
 _RESERVED = {"name": "the run name is generated", "sweep": "the sweep is the file's 'name'",
              "seed": "use the top-level 'seeds' list (or axes.seed)"}
-NO_GATE = ("none", "null", None, False)
 
 
 def split(key: str) -> list[str | int]:
@@ -72,11 +70,8 @@ def check_key(key: str, allow_reserved: bool = False) -> str | None:
     if any(p == "" for p in parts):
         return f"malformed dotted key {key!r} (empty component)"
     head = parts[0]
-    if head == GATE_PREFIX:
-        if len(parts) != 2 or parts[1] not in GateSpec.model_fields:
-            return (f"unknown gate shorthand {key!r}; expected gate.<field> with field one of: "
-                    + ", ".join(GateSpec.model_fields))
-        return None
+    if gate_shorthand.is_shorthand(key):
+        return gate_shorthand.check(key)
     if head in _RESERVED and not allow_reserved:
         return f"{head!r} cannot be set here: {_RESERVED[head]}"
     tp: Any = RunSpec

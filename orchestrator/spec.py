@@ -29,7 +29,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from orchestrator import keys
+from orchestrator import gate_shorthand, keys
 from contract.errors import SpecError, SpecIssue, pydantic_problems
 from contract.yamlsrc import Source, load_file, load_text
 from contract.config import Resources, Seed, StrictModel
@@ -198,17 +198,11 @@ def _check_conflicts(src: Source, spec: SweepSpec, issues: list[SpecIssue]) -> N
 
 def _overlaps(a: str, b: str) -> bool:
     """True if setting key a and key b would write the same field (gate.* = model.gates)."""
-    def norm(k: str) -> list[str | int]:
-        p = keys.split(k)
-        return ["model", "gates", "*", *p[1:]] if p[0] == keys.GATE_PREFIX else p
-
-    pa, pb = norm(a), norm(b)
+    if (both_gate := gate_shorthand.conflict(a, b)) is not None:
+        return both_gate
+    pa, pb = (gate_shorthand.spec_path(k) or keys.split(k) for k in (a, b))
     n = min(len(pa), len(pb))
-    if pa[:n] != pb[:n]:
-        return False
-    # gate.position x gate.granularity cross legitimately; only the same field conflicts.
-    both_gate = a.startswith("gate.") and b.startswith("gate.")
-    return pa == pb if both_gate else True
+    return pa[:n] == pb[:n]
 
 
 def load_spec(path: str | Path) -> tuple[SweepSpec, Source]:
