@@ -9,4 +9,5 @@ packages must agree on:
 - ``states``: run states, fault classes and their groups
 - ``yamlsrc`` / ``errors``: THE bounded YAML reader (sweep files and run files) and its errors
 - ``splits``: the held-out split rule shared by validation and the trainer
+- ``textout``: the escapes of user/DB text for terminals, Markdown, LaTeX and CSV (CLI + dashboard)
 """

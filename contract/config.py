@@ -133,7 +133,7 @@ class GateSpec(StrictModel):
     @property
     def label(self) -> str:
         """Short human label, e.g. 'G1/elementwise/sigmoid'."""
-        parts = [self.position, self.granularity]
+        parts: list[str] = [self.position, self.granularity]
         if self.sharing != "head_specific":
             parts.append("shared")
         if self.combine != "multiplicative":
@@ -401,11 +401,26 @@ def _ppl_sets_inherit(data: dict[str, Any], tok: Any) -> dict[str, Any]:
     trainer.batches.ppl_set_config gives them the trained file when the run opens its data."""
     ev = data.get("eval")
     sets = ev.get("ppl_sets") if isinstance(ev, dict) else None
-    if not isinstance(sets, dict) or not isinstance(tok, str):
+    if not isinstance(ev, dict) or not isinstance(sets, dict) or not isinstance(tok, str):
         return data
     filled = {n: ({**c, "tokenizer": tok} if isinstance(c, dict) and "tokenizer" not in c else c)
               for n, c in sets.items()}
     return {**data, "eval": {**ev, "ppl_sets": filled}}
+
+
+MAX_NAME_BYTES = 255  # NAME_MAX of ext4, XFS, btrfs, APFS: the longest folder name
+
+
+def path_component_problem(v: str) -> str | None:
+    """Why ``v`` cannot be one folder name (None: it can)."""
+    if v in (".", ".."):
+        return "is not a folder name"
+    if any(c in v for c in "/\\") or any(ord(c) < 32 or ord(c) == 127 for c in v):
+        return "must not hold '/', '\\' or control characters (it names a folder)"
+    if len(v.encode("utf-8")) > MAX_NAME_BYTES:
+        return (f"is {len(v.encode('utf-8'))} bytes long; a folder name holds at most "
+                f"{MAX_NAME_BYTES} (shorten the variant or axis names)")
+    return None
 
 
 class RunSpec(StrictModel):
@@ -419,6 +434,17 @@ class RunSpec(StrictModel):
     data: DataConfig = Field(default_factory=DataConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
     resources: Resources = Field(default_factory=Resources)
+
+    @field_validator("name", "sweep")
+    @classmethod
+    def _one_folder(cls, v: str) -> str:
+        """name and sweep are folder names (<storage>/<sweep>/<name>/checkpoints): one path
+        component a file system can create, so a bad one fails at validate, not when its
+        trial starts -- and a stored config cannot lead a rerun out of its storage."""
+        problem = path_component_problem(v)
+        if problem:
+            raise ValueError(f"{v[:80]!r}{'...' if len(v) > 80 else ''} {problem}")
+        return v
 
     @model_validator(mode="before")
     @classmethod

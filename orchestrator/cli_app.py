@@ -24,9 +24,26 @@ app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_
 db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 
+
+
+class TextConsole(Console):
+    """A rich Console that prints every string as text: no markup (a sweep named ``[/x]`` is
+    a name, not a closing tag that raises MarkupError), no emoji codes, and control
+    characters shown as ``\\xNN`` (an ESC sequence stored in the DB never reaches the
+    terminal). Styles go through ``rich.text.Text`` / ``style=``, never through markup."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(markup=False, emoji=False, highlight=False, **kw)
+
+    def render_str(self, text: str, **kw: Any) -> Any:  # every str a Table or print() shows
+        from contract.textout import terminal
+
+        return super().render_str(terminal(text), **{**kw, "markup": False, "emoji": False})
+
+
 # Wide when piped (logs, tests): run names must not be truncated.
-out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = TextConsole(width=None if sys.stdout.isatty() else 160)
+err = TextConsole(stderr=True, soft_wrap=True)
 
 DbOpt = Annotated[str | None, typer.Option("--db", help="Results DB URL or SQLite file path "
                                            "[default: $GATESWEEP_DB or sqlite:///results.db]")]

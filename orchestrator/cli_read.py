@@ -113,10 +113,10 @@ def runs(db: DbOpt = None, sweep: Annotated[str | None, typer.Option()] = None,
 @app.command()
 def show(run: str, db: DbOpt = None) -> None:
     """One run: config, attempts, last metrics, summaries, error and traceback."""
+    from orchestrator.rerun import resolve_runs
+
     d = open_read(db)
-    row = d.run(run)
-    if row is None:
-        raise UserError(f"no run with id or name {run!r} in {d.url}")
+    row = resolve_runs(d, [run])[0]  # unknown, or a name several runs share: one line
     out.print(f"run {row.id} {row.name}  status={row.status}  variant={row.variant}  "
               f"seed={row.seed}  fingerprint={row.fingerprint[:16]}")
     out.print(yaml.safe_dump(row.config, sort_keys=False).rstrip())
@@ -153,27 +153,51 @@ def last_metrics(d: Any, run_id: int) -> Any:
 def query(sql: str, db: DbOpt = None,
           format: Annotated[str, typer.Option("--format", help="table|csv|json|parquet")
                             ] = "table",
-          out_file: Annotated[Path | None, typer.Option("--out")] = None) -> None:
-    """Run read-only SQL (writes are refused) and print or save the result."""
+          out_file: Annotated[Path | None, typer.Option(
+              "--out", help="Write to FILE (a new or regular file; '-' is stdout)")] = None,
+          timeout: Annotated[float, typer.Option(
+              "--timeout", min=0.0, help="Seconds the statement may run (0: no limit)")] = 60.0,
+          max_rows: Annotated[int, typer.Option("--max-rows", min=1)] = 1_000_000,
+          max_mb: Annotated[float, typer.Option(
+              "--max-mb", min=0.001, help="MiB of result data (and of any one value)")] = 256.0
+          ) -> None:
+    """Run read-only SQL (writes are refused) and print or save the result. The statement
+    stops at --timeout, --max-rows or --max-mb, and on Ctrl-C. On PostgreSQL, a superuser
+    role (or one holding pg_read_server_files / pg_execute_server_program) is refused: SQL
+    from it reaches the server's files and programs, which no read-only transaction stops."""
     import results_db
 
     if format not in ("table", "csv", "json", "parquet"):
         raise UserError(f"--format: {format!r} is not one of table, csv, json, parquet")
-    if format == "parquet" and out_file is None:
-        raise UserError("--format parquet needs --out FILE (it is a binary format)")
+    to_stdout = out_file is None or str(out_file) == "-"
+    if format == "parquet" and to_stdout and sys.stdout.isatty():
+        raise UserError("--format parquet needs --out FILE, or a pipe with --out - "
+                        "(it is a binary format)")
+    d = open_read(db)
+    if why := d.query_privilege():
+        raise UserError(f"query: {why}; its SQL could read server files or run programs "
+                        "whatever the read-only transaction says. Connect as an ordinary "
+                        "role (see docs/architecture.md, 'query on PostgreSQL')")
+    limits = results_db.QueryLimits(timeout_s=timeout or None, max_rows=max_rows,
+                                    max_bytes=int(max_mb * 2**20))
     try:
-        frame = open_read(db).query(sql)
+        frame = d.query(sql, limits)
     except results_db.ReadOnlyQueryError as exc:
         raise UserError(str(exc)) from None
-    write_frame(frame, format, out_file)
+    write_frame(frame, format, None if to_stdout else out_file)
 
 
 def write_frame(frame: Any, fmt: str, path: Path | None) -> None:
+    from orchestrator.frame_format import csv_text
+
     if path is None:
         if fmt == "csv":
-            sys.stdout.write(frame.write_csv())
+            sys.stdout.write(csv_text(frame))
         elif fmt == "json":
             sys.stdout.write(_json(frame))
+        elif fmt == "parquet":
+            sys.stdout.flush()
+            frame.write_parquet(sys.stdout.buffer)
         else:
             print_frame(frame)
         return
@@ -182,7 +206,8 @@ def write_frame(frame: Any, fmt: str, path: Path | None) -> None:
     # table to a file is CSV (a rich table is for terminals)
     writers = {"parquet": frame.write_parquet,
                "json": lambda p: p.write_text(_json(frame), encoding="utf-8")}
-    write_files({path: writers.get(fmt, frame.write_csv)})
+    write_files({path: writers.get(fmt, lambda p: p.write_text(csv_text(frame),
+                                                                encoding="utf-8"))})
 
 
 def _json(frame: Any) -> str:

@@ -109,15 +109,16 @@ def check_tasks(benchmarks: tuple[Any, ...]) -> None:
                         "built-in tasks)")
 
 
-def checkpoint_dir_of(db: Any, row: Any) -> Path:
-    """The run's ``checkpoint_dir`` artifact (recorded by every attempt), newest first."""
-    arts = db.artifacts(row.id)
-    paths = arts.filter(arts["kind"] == "checkpoint_dir")["path"].to_list() if arts.height \
-        else []
-    if not paths:
+def checkpoint_dir_of(db: Any, row: Any, spec: Any) -> Path:
+    """The run's recorded checkpoint dir (orchestrator.rerun owns the rule, and refuses a
+    recorded path that is not <storage>/<sweep>/<name>/checkpoints of this run)."""
+    from orchestrator.rerun import recorded_checkpoint_dir
+
+    found = recorded_checkpoint_dir(db, row.id, spec.sweep, spec.name)
+    if found is None:
         raise UserError(f"run {row.name} (id {row.id}, {row.status}) has no checkpoint: no "
                         "checkpoint_dir artifact (it never started training)")
-    return Path(paths[-1])
+    return found
 
 
 def _check_device(device: str) -> None:
@@ -135,7 +136,7 @@ def evaluate_run(db: Any, row: Any, tasks: tuple[Any, ...] | None, device: str, 
 
     ``tasks``: the benchmarks to run (None: the spec's); ``longctx``: also the spec's
     long-context evaluation (off for ``--tasks``)."""
-    from contract.config import RunSpec
+    from orchestrator.rerun import stored_spec
     from trainer.final_eval import evaluate_checkpoint
     from trainer.load import find_checkpoint
 
@@ -144,8 +145,8 @@ def evaluate_run(db: Any, row: Any, tasks: tuple[Any, ...] | None, device: str, 
     attempts = db.attempts(row.id)
     if not attempts:
         raise UserError(f"run {row.name} has no attempt (it never ran)")
-    spec = RunSpec.model_validate(row.config)
-    ckpt = checkpoint_dir_of(db, row)
+    spec = stored_spec(row)
+    ckpt = checkpoint_dir_of(db, row, spec)
     try:
         find_checkpoint(ckpt)
     except FileNotFoundError as exc:
@@ -172,8 +173,7 @@ def evaluate_runs(url: str, refs: list[str], *, tasks: str | None = None,
                   ) -> dict[str, EvalReporter]:
     """All runs are resolved and checked (names, tasks) before the first evaluation."""
     import results_db
-    from orchestrator.rerun import resolve_runs
-    from contract.config import RunSpec
+    from orchestrator.rerun import resolve_runs, stored_spec
 
     if include_path is not None and not include_path.is_dir():
         raise UserError(f"--include-path: {include_path} is not a directory")
@@ -182,7 +182,7 @@ def evaluate_runs(url: str, refs: list[str], *, tasks: str | None = None,
     rows = resolve_runs(db, list(refs))
     plans = []
     for row in rows:
-        spec_b = RunSpec.model_validate(row.config).eval.benchmarks
+        spec_b = stored_spec(row).eval.benchmarks
         plans.append((row, build_benchmarks(tasks, limit, fewshot, include_path, spec_b)))
     to_check = tuple(b for _, bs in plans for b in (bs or ()))
     if to_check:

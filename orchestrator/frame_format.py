@@ -16,12 +16,11 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from contract.textout import terminal
+
 FORMATS = ("table", "csv", "json", "markdown", "latex")
 # Rich styles by verdict (the dashboard colours by the same words).
 VERDICT_STYLE = {"better": "green", "worse": "red", "within noise": "dim", "baseline": "bold"}
-_LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
-          "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
-          "^": r"\textasciicircum{}"}
 
 
 def cell(v: Any) -> str:
@@ -49,8 +48,8 @@ def render(out: Console, frame: Any, fmt: str, *, title: str = "", summary: str 
     shown = [c for c in (columns or frame.columns) if c in frame.columns]
     if fmt == "csv":
         if summary:
-            print(summary, file=sys.stderr)
-        sys.stdout.write(frame.write_csv())
+            print(terminal(summary), file=sys.stderr)
+        sys.stdout.write(csv_text(frame))
     elif fmt == "json":
         rows = [{k: _finite(v) for k, v in r.items()} for r in frame.to_dicts()]
         doc = {"title": title, "summary": summary, "rows": rows}
@@ -77,28 +76,54 @@ def rich_table(frame: Any, columns: list[str], title: str = "") -> Table:
 
 
 def markdown(frame: Any, columns: list[str], title: str = "", summary: str = "") -> str:
-    esc = lambda s: s.replace("|", r"\|")  # noqa: E731
-    lines = [f"### {title}", ""] if title else []
-    lines += [summary, ""] if summary else []
-    lines.append("| " + " | ".join(esc(c) for c in columns) + " |")
-    lines.append("|" + "|".join("---:" if frame.schema[c].is_numeric() else "---"
-                                for c in columns) + "|")
-    for row in frame.select(columns).iter_rows():
-        lines.append("| " + " | ".join(esc(cell(v)) for v in row) + " |")
-    return "\n".join(lines) + "\n"
+    """Markdown table of the human cells (contract.textout escapes every name and cell)."""
+    from contract.textout import markdown_table
+
+    return markdown_table(columns, ([cell(v) for v in row]
+                                    for row in frame.select(columns).iter_rows()),
+                          [bool(frame.schema[c].is_numeric()) for c in columns], title, summary)
 
 
 def latex(frame: Any, columns: list[str], title: str = "", summary: str = "") -> str:
-    esc = lambda s: "".join(_LATEX.get(ch, ch) for ch in s)  # noqa: E731
+    """A booktabs tabular; title and summary as one-line ``%`` comments above it."""
+    from contract.textout import latex_table
+
     align = "".join("r" if frame.schema[c].is_numeric() else "l" for c in columns)
-    lines = [f"% {title}"] if title else []
-    lines += [f"% {summary}"] if summary else []
-    lines += [f"\\begin{{tabular}}{{{align}}}", "\\toprule",
-              " & ".join(esc(c) for c in columns) + " \\\\", "\\midrule"]
-    for row in frame.select(columns).iter_rows():
-        lines.append(" & ".join(esc(cell(v)) for v in row) + " \\\\")
-    lines += ["\\bottomrule", "\\end{tabular}"]
-    return "\n".join(lines) + "\n"
+    return latex_table(columns, ([cell(v) for v in row]
+                                 for row in frame.select(columns).iter_rows()),
+                       align, comments=(title, summary))
+
+
+def csv_text(frame: Any) -> str:
+    """CSV at full precision: nested columns (lists, structs) as JSON text, which CSV can hold
+    (polars refuses them); text cells that a spreadsheet would run as a formula (``=...``,
+    ``+``, ``-``, ``@``) get a leading ``'`` (the rule of contract.textout.csv_cell)."""
+    import polars as pl
+
+    from contract.textout import FORMULA_RE
+
+    fixes = []
+    for name, dtype in frame.schema.items():
+        if dtype.is_nested():
+            fixes.append(pl.col(name).map_elements(
+                lambda v: json.dumps(_plain(v), default=_json_value), return_dtype=pl.Utf8,
+                skip_nulls=True))
+        elif dtype in (pl.Utf8, pl.Categorical) or isinstance(dtype, pl.Enum):
+            text = pl.col(name).cast(pl.Utf8)  # vectorised csv_cell: one regex over the column
+            fixes.append(pl.when(text.str.contains(FORMULA_RE)).then(pl.lit("'") + text)
+                         .otherwise(text).alias(name))
+    return (frame.with_columns(fixes) if fixes else frame).write_csv()
+
+
+def _plain(v: Any) -> Any:
+    """A polars nested value (list/Series/dict) as JSON-able Python, NaN/inf as null."""
+    if hasattr(v, "to_list"):
+        v = v.to_list()
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    return _finite(v)
 
 
 def _finite(v: Any) -> Any:

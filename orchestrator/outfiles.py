@@ -9,6 +9,7 @@ naming it (UserError, exit 2), never an OSError traceback.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -19,6 +20,8 @@ Writer = Callable[[Path], None]
 
 def out_dir(path: Path) -> Path:
     """``path`` as an output directory (created when missing)."""
+    if str(path) == "-":
+        raise UserError("--out -: this command writes several files; expected a directory")
     if path.exists() and not path.is_dir():
         raise UserError(f"--out {path}: is a file; expected a directory (it gets one Parquet "
                         "file per table)")
@@ -51,11 +54,33 @@ def write_files(files: Mapping[Path, Writer]) -> None:
 
 
 def _check_target(path: Path) -> None:
-    if path.is_dir():
-        raise UserError(f"--out {path}: is a directory; expected a file path")
+    """A new path or a regular file (followed through symlinks): the rename would otherwise
+    turn a device, FIFO or socket (``--out /dev/null`` as root) into a regular file."""
     if not path.parent.is_dir():
         what = "is not a directory" if path.parent.exists() else "does not exist"
         raise UserError(f"--out {path}: {path.parent} {what}")
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise UserError(f"--out {path}: cannot be checked ({exc.strerror or exc})") from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise UserError(f"--out {path}: is a directory; expected a file path")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise UserError(f"--out {path}: is a {_kind(st.st_mode)}, not a regular file; "
+                        "expected a new or regular file path (--out - writes to stdout)")
+    if st is None and path.is_symlink():
+        raise UserError(f"--out {path}: is a dangling symbolic link; expected a new or "
+                        "regular file path")
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"),
+                       (stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket")):
+        if test(mode):
+            return name
+    return "special file"
 
 
 def _target_of(path: Path, tmps: Mapping[Path, Path]) -> Path:

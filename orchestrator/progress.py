@@ -13,6 +13,7 @@ from typing import Any
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
+from rich.text import Text
 
 from contract.states import status_group
 
@@ -85,7 +86,7 @@ class Progress:
             t.add_column(c, justify="left" if c in ("run", "state") else "right")
         for r in rows:
             st = r["status"]
-            t.add_row(r["name"], f"[{STYLE.get(st, '')}]{st}[/]",
+            t.add_row(r["name"], Text(st, style=STYLE.get(st, "")),  # a style, not markup
                       "" if r["step"] is None else str(r["step"]),
                       "" if r["loss"] is None else f"{r['loss']:.4g}",
                       "" if r["age"] is None else f"{r['age']:.0f} s ago")

@@ -23,28 +23,110 @@ from contract.errors import UserError
 DEFAULT_STORAGE = Path("runs")
 
 
-def resolve_runs(db: Any, refs: list[str | int]) -> list[Any]:
-    """RunRows for ids or names; a clear error names the first unknown one."""
+def resolve_runs(db: Any, refs: list[str | int], sweep: str | None = None) -> list[Any]:
+    """RunRows for ids or names; a clear error names the first unknown one, a name that
+    several runs share (which one was meant is a guess: give the id), and with ``sweep`` a run
+    of another sweep (``cancel 7 --sweep S`` must not cancel run 7 of sweep T)."""
     rows = []
+    in_sweep = None if sweep is None else set(
+        db.runs(sweep=sweep, with_config=False, columns=["id"])["id"].to_list())
     for ref in refs:
         row = db.run(ref)
         if row is None:
             raise UserError(f"no run with id or name {ref!r} in {db.url}")
+        if str(ref) != str(row.id):  # found by name: is the name unique?
+            same = db.runs(with_config=False, columns=["id"], name=row.name)
+            if same.height > 1:
+                ids = ", ".join(f"{i} ({s})" for i, s in same.select("id", "sweep").rows())
+                raise UserError(f"run name {row.name!r} is not unique: runs {ids}; give the "
+                                "run id")
+        if in_sweep is not None and row.id not in in_sweep:
+            raise UserError(f"run {ref!r} (id {row.id}) is not in sweep {sweep!r}")
         rows.append(row)
     return rows
 
 
-def run_checkpoint_dir(db: Any, row: Any, storage: Path | None) -> Path:
-    """Where the run's earlier attempts checkpointed (recorded as an artifact at start)."""
-    if storage is None:
-        arts = db.artifacts(row.id)
-        if arts.height:
-            paths = arts.filter(arts["kind"] == "checkpoint_dir")["path"].to_list()
-            if paths:
-                return Path(paths[-1])
-        storage = DEFAULT_STORAGE
-    sweep = row.config.get("sweep", "adhoc")
-    return scheduler.checkpoint_dir(storage, sweep, row.name)
+def recorded_checkpoint_dir(db: Any, run_id: int, sweep: str, name: str) -> Path | None:
+    """Where the run's attempts checkpointed (the ``checkpoint_dir`` artifact each attempt
+    records), or None before its first start. The DB is not trusted with a path: anyone who
+    can write a shared results DB could name any directory, and the rerun's trainer writes and
+    prunes there. Accepted only as ``<storage>/<sweep>/<name>/checkpoints`` of this very run
+    (resolved, no symlink or ``..`` detour); anything else is one line (UserError)."""
+    arts = db.artifacts(run_id)
+    paths = arts.filter(arts["kind"] == "checkpoint_dir")["path"].to_list() if arts.height \
+        else []
+    if not paths or not paths[-1]:
+        return None
+    return _fits_layout(Path(paths[-1]), sweep, name, f"run {name} (id {run_id})")
+
+
+def _fits_layout(recorded: Path, sweep: str, name: str, who: str) -> Path:
+    root = recorded.parent.parent.parent
+    expected = scheduler.checkpoint_dir(root, sweep, name)
+    if not recorded.is_absolute() or recorded != expected:
+        raise UserError(f"{who}: its recorded checkpoint dir {str(recorded)!r} is not "
+                        f"<storage>/{sweep}/{name}/checkpoints; refusing to use it (pass "
+                        "--storage DIR to choose where the run checkpoints)")
+    return expected
+
+
+def sweep_storage(db: Any, sweep: str) -> Path | None:
+    """The storage root the sweep's runs checkpoint under, from the newest run that recorded
+    one (a run that never started has no artifact of its own: it belongs beside its siblings,
+    not under whatever directory ``rerun`` is started from)."""
+    started = db.runs(sweep=sweep, with_config=False, columns=["id", "name", "status"])
+    for rid, name, status in reversed(started.select("id", "name", "status").rows()):
+        if status == "pending":
+            continue
+        try:
+            found = recorded_checkpoint_dir(db, int(rid), sweep, name)
+        except UserError:
+            continue  # a sibling's odd record says nothing about this run
+        if found is not None:
+            return found.parent.parent.parent
+    return None
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one rerun checkpoints, and the storage root that must contain it."""
+
+    checkpoint_dir: Path
+    storage: Path
+
+
+def place(db: Any, row: Any, spec: Any, storage: Path | None) -> Placement:
+    """The run's checkpoint dir: ``<--storage>/<sweep>/<name>/checkpoints`` when --storage is
+    given; else the dir its attempts recorded (checked by recorded_checkpoint_dir); else
+    beside its sweep's other runs; else under ./runs. ``spec`` is the validated RunSpec, whose
+    sweep and name are single path components (contract.config)."""
+    if storage is not None:
+        root = storage.resolve()
+    else:
+        rec = recorded_checkpoint_dir(db, row.id, spec.sweep, spec.name)
+        if rec is not None:
+            return Placement(rec, rec.parent.parent.parent)
+        root = (sweep_storage(db, spec.sweep) or DEFAULT_STORAGE).resolve()
+    ckpt = scheduler.checkpoint_dir(root, spec.sweep, spec.name)
+    if not ckpt.is_relative_to(root):  # a symlinked sweep/run folder leading elsewhere
+        raise UserError(f"run {spec.name}: its checkpoint dir {ckpt} lies outside --storage "
+                        f"{root} (a symbolic link on the way); refusing to use it")
+    return Placement(ckpt, root)
+
+
+def remove_checkpoints(p: Placement, storage: Path | None, say: Any) -> None:
+    """``--fresh``: delete the run's checkpoint dir, only inside --storage (default ./runs),
+    saying what is removed. A recorded dir elsewhere is left alone (one line, exit 2)."""
+    ckpt = p.checkpoint_dir
+    if not (ckpt.exists() or ckpt.is_symlink()):
+        return
+    allowed = (storage or DEFAULT_STORAGE).resolve()
+    if not ckpt.is_relative_to(allowed) or ckpt.is_symlink() or not ckpt.is_dir():
+        raise UserError(f"rerun --fresh: {ckpt} is not a directory inside --storage {allowed}; "
+                        f"nothing was deleted (pass --storage {p.storage} to remove it there)")
+    n = sum(1 for c in ckpt.iterdir() if c.name.startswith("step_"))
+    say(f"rerun --fresh: removing {ckpt} ({n} checkpoint(s))")
+    shutil.rmtree(ckpt)
 
 
 def rerun_runs(db_url: str, run_ids: list[int | str], fresh: bool = False,
@@ -53,8 +135,10 @@ def rerun_runs(db_url: str, run_ids: list[int | str], fresh: bool = False,
                ) -> dict[int, str]:
     """New attempt for each run (blocking unless ``detach``); returns {run_id: status}.
 
-    ``fresh`` deletes the run's checkpoints first, so it trains from step 0.
-    ``detach`` spawns one background ``orchestrator rerun`` per run and returns at once.
+    ``fresh`` deletes the run's checkpoints first (inside ``storage``), so it trains from
+    step 0. ``detach`` spawns one background ``orchestrator rerun`` per run and returns at once.
+    Every run is validated (its stored config as a RunSpec, its checkpoint dir) before anything
+    on disk or in the DB changes.
     """
     import results_db
 
@@ -64,33 +148,52 @@ def rerun_runs(db_url: str, run_ids: list[int | str], fresh: bool = False,
     rows = resolve_runs(db, list(run_ids))
     if detach:
         for r in rows:
-            spawn_rerun(db_url, r.id, fresh=fresh)
+            spawn_rerun(db_url, r.id, fresh=fresh, storage=storage)
         return {r.id: "pending" for r in rows}
     db.reconcile()  # a dead driver's silent attempts are lost now, not "running"
-    rows = resolve_runs(db, list(run_ids))
+    rows = resolve_runs(db, [r.id for r in rows])
     busy = [r.name for r in rows if r.status == "running"]
     if busy:
         raise UserError(f"run(s) {', '.join(busy)} are running; cancel them first "
                         "(orchestrator cancel ...)")
-    jobs = []
-    for r in rows:
-        ckpt = run_checkpoint_dir(db, r, storage)
-        if fresh and ckpt.exists():
-            shutil.rmtree(ckpt)
-        jobs.append(TrialJob.of(r.id, r.name, r.config, ckpt, db_url))  # validated once
+    say = print if console is None else (lambda m: console.print(m, highlight=False))
+    jobs, places = [], []
+    for r in rows:  # validate everything first: nothing is deleted for a run that cannot run
+        spec = stored_spec(r)
+        p = place(db, r, spec, storage)
+        places.append(p)
+        jobs.append(TrialJob.of(r.id, r.name, spec, p.checkpoint_dir, db_url))
+    if fresh:
+        for p in places:
+            remove_checkpoints(p, storage, say)
     db.set_status([r.id for r in rows], "pending", strict=True)
-    root = storage or jobs[0].checkpoint_dir.parent.parent.parent
     progress = None
     if console is not None:
         from orchestrator.progress import Progress
 
         progress = lambda d, ids: Progress(d, ids, console)  # noqa: E731
-    say = print if console is None else (lambda m: console.print(m, highlight=False))
-    opts = scheduler.Options(db_url=db_url, storage=root, address=address,
+    opts = scheduler.Options(db_url=db_url, storage=places[0].storage, address=address,
                              experiment=f"rerun-{time.strftime('%Y%m%d-%H%M%S')}",
                              max_concurrent=max_concurrent, progress=progress,
                              owner=driver_owner("rerun"), say=say)
     return scheduler.execute(jobs, opts)
+
+
+def stored_spec(row: Any) -> Any:
+    """The run's stored config as a RunSpec; a config that no longer validates is one line
+    naming the run and the first problem (not pydantic's 19-line report)."""
+    from pydantic import ValidationError
+
+    from contract.config import RunSpec
+
+    try:
+        return RunSpec.model_validate(row.config)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(map(str, first["loc"])) or "config"
+        raise UserError(f"run {row.name} (id {row.id}): its stored config is not a valid run "
+                        f"spec ({exc.error_count()} problem(s); first: {where}: "
+                        f"{first['msg']})") from None
 
 
 @dataclass(frozen=True)
@@ -136,7 +239,7 @@ def sweep_rerun_plan(db: Any, sweep: str, statuses: list[str] | None = None) -> 
 
 
 def spawn_rerun(db_url: str, run_id: int, fresh: bool = False,
-                log_dir: str | Path | None = None) -> int:
+                log_dir: str | Path | None = None, storage: Path | None = None) -> int:
     """Queue ``run_id`` (status pending, now) and start ``orchestrator rerun`` detached.
 
     Returns the background process id; its output goes to <log_dir>/rerun-<id>-<time>.log
@@ -158,6 +261,8 @@ def spawn_rerun(db_url: str, run_id: int, fresh: bool = False,
     cmd = [sys.executable, "-m", "orchestrator", "rerun", str(row.id), "--db", db_url]
     if fresh:
         cmd.append("--fresh")
+    if storage is not None:  # the child runs in this directory: absolute anyway
+        cmd += ["--storage", str(storage.resolve())]
     with open(log, "ab") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)

@@ -93,7 +93,7 @@ class SweepSpec(StrictModel):
         import re
 
         for name in v:
-            if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.]*$", name):
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.]*", name):  # "$" allows a final \n
                 raise ValueError(f"variant name {name!r} must match [A-Za-z0-9][A-Za-z0-9_.]* "
                                  "('-' separates the parts of run names)")
         return v

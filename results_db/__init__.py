@@ -21,12 +21,13 @@ from results_db.engine import (DEFAULT_URL, DBNotFound, DBOutdated, DBUnavailabl
                                default_url,
                                absolute_url, redacted, resolve_url, sqlite_database, backup_sqlite)
 from results_db.rows import AttemptRow, NewRun, RegisterResult, RunRow
+from results_db.sqlread import QueryLimitError, QueryLimits
 from contract.states import TERMINAL, InvalidTransition, RunStatus
 from results_db.store import NotFound
 from results_db.vocab import DIMENSIONS, FINISHED_STATES, VERDICTS
 
 __all__ = ["DEFAULT_URL", "default_url", "DIMENSIONS", "FINISHED_STATES", "VERDICTS", "AttemptRow", "DBNotFound", "DBOutdated", "DBUnavailable", "DBUnreadable", "InvalidTransition",
-           "NewRun", "NotFound", "ReadOnlyQueryError", "absolute_url", "redacted",
+           "NewRun", "NotFound", "QueryLimitError", "QueryLimits", "ReadOnlyQueryError", "absolute_url", "redacted",
            "sqlite_database", "backup_sqlite", "RegisterResult", "ResultsDB", "RunRow", "RunStatus",
            "TERMINAL", "open", "upgrade"]
 

@@ -28,7 +28,7 @@ from sqlalchemy import URL, Engine, create_engine, event, make_url
 from sqlalchemy.exc import ArgumentError
 
 from results_db.dbfaults import DBUnavailable, clamp_for_test, translate
-from results_db.migrate import _REV, MIGRATIONS_DIR
+from results_db.migrate import _REV, MIGRATIONS_DIR, refuse_foreign_sqlite
 
 DEFAULT_URL = "sqlite:///results.db"
 DB_ENV = "GATESWEEP_DB"  # THE results DB when no --db/url is given (default_url owns the rule)
@@ -178,6 +178,7 @@ def writer_engine(url: URL) -> Engine:
     if Path(url.database or "").is_dir():
         raise DBUnavailable(f"results DB {url.database} could not be opened: it is a "
                             "directory; expected a SQLite file path")
+    refuse_foreign_sqlite(Path(url.database or ""))  # another tool's file: never touched
     try:
         parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -231,7 +232,8 @@ def reader_engine(url: URL) -> Engine:
         # OperationalError that killed the driver mid-sweep)
         return _translating(_pg_engine(url, options=opts), url, reads_only=True)
     path = quote(url.database or "")  # a URI: '?', '#' and '%' in the path must be escaped
-    ro = URL.create("sqlite", database=f"file:{path}?mode=ro", query={"uri": "true"})
+    mode = "ro&immutable=1" if _on_readonly_storage(Path(url.database or "")) else "ro"
+    ro = URL.create("sqlite", database=f"file:{path}?mode={mode}", query={"uri": "true"})
     eng = create_engine(ro, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000,
                                           "check_same_thread": False})
 
@@ -243,6 +245,21 @@ def reader_engine(url: URL) -> Engine:
         dbapi_conn.set_authorizer(_read_only_authorizer)
 
     return eng
+
+
+def _on_readonly_storage(db: Path) -> bool:
+    """True when the DB lies where its ``-shm`` file can neither be found nor created (a
+    read-only mount): a WAL database -- every results DB -- then opens only as ``immutable``
+    (nothing can change it there anyway). Unmerged commits in a ``-wal`` file would be
+    invisible that way, so such a DB is refused by name instead of read stale."""
+    shm, wal = Path(f"{db}-shm"), Path(f"{db}-wal")
+    if shm.exists() or not db.parent.is_dir() or os.access(db.parent, os.W_OK):
+        return False
+    if wal.exists() and wal.stat().st_size > 0:
+        raise DBUnreadable(f"results DB {db} lies on read-only storage with unmerged writes "
+                           f"in {wal.name} and no {shm.name}; copy it to writable storage (or "
+                           "open it once where it can be written) to read it")
+    return True
 
 
 def readonly_engine(url: URL) -> Engine:
@@ -296,4 +313,4 @@ def _older_revisions(head: str) -> set[str]:
 
 
 def _show(url: URL) -> str:
-    return url.database if is_sqlite(url) else url.render_as_string(hide_password=True)
+    return str(url.database) if is_sqlite(url) else url.render_as_string(hide_password=True)

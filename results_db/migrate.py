@@ -5,12 +5,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine, inspect, text
 
 from results_db.dbfaults import DBUnavailable
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 _REV = re.compile(r'^(down_revision|revision)\s*=\s*["\']?([\w.-]+|None)["\']?', re.M)
@@ -35,7 +40,31 @@ def _scan_head() -> str:
 HEAD_REVISION = _scan_head()
 
 
-def _alembic_config(connection: object) -> "object":
+def refuse_foreign_sqlite(path: Path) -> None:
+    """Raise DBUnavailable when the SQLite file at ``path`` holds another tool's tables and no
+    gatesweep schema: a writer (``db upgrade``, ``submit``) would switch it to WAL and add
+    ten tables to it. Checked read-only (``mode=ro``), before any writer connects."""
+    import sqlite3
+    from urllib.parse import quote
+
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{quote(str(path))}?mode=ro",
+                                                uri=True)) as conn:
+            names = [r[0] for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE "
+                "'sqlite_%' ORDER BY name")]
+    except sqlite3.Error:
+        return  # not a database at all: the writer's own error names it
+    if names and "alembic_version" not in names:
+        shown = ", ".join(names[:5]) + (" ..." if len(names) > 5 else "")
+        raise DBUnavailable(f"results DB {path} is another tool's SQLite database (tables "
+                            f"{shown}; no gatesweep schema); refusing to add the results "
+                            "schema to it: choose a new file for --db")
+
+
+def _alembic_config(connection: object) -> Config:
     from alembic.config import Config  # lazy: alembic costs ~0.1 s to import
 
     cfg = Config()

@@ -6,15 +6,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import contextlib
+import signal
+import threading
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, Select, Text, and_, cast, func, literal_column, select, table
+from sqlalchemy import (ColumnElement, Engine, Select, Text, and_, cast, func, literal_column,
+                        select, table)
 from sqlalchemy.exc import DBAPIError, ResourceClosedError
 
 from results_db.rows import AttemptRow, RunRow
 from results_db.schema import DIM_COLUMNS, Artifact, Attempt, Base, Run, Summary, Sweep
-from results_db.sqlread import frame, rows_to_frame, user_frame
+from results_db.sqlread import (QueryLimitError, QueryLimits, fetch_capped, frame,
+                                rows_to_frame, user_frame)
 from contract.states import DONE_BAD, DONE_OK, RunStatus, parse_status
 
 if TYPE_CHECKING:
@@ -43,20 +48,29 @@ def _user_sql_error(orig: BaseException) -> Exception:
     return ValueError(f"query: the database rejected the SQL: {msg}")
 
 
-def _pg_user_query(engine: Engine, sql: str) -> pl.DataFrame:
+def _pg_user_query(engine: Engine, sql: str, limits: QueryLimits) -> pl.DataFrame:
     import psycopg
 
     with engine.connect() as conn:
-        raw = conn.connection.dbapi_connection
+        raw: Any = conn.connection.dbapi_connection  # psycopg's: typed as plain DB-API
         assert raw is not None
         try:
-            with raw.cursor() as cur:
+            with raw.cursor() as cur, _cancel_on_sigterm():
                 cur.execute("SET TRANSACTION READ ONLY")
-                cur.execute(sql, prepare=True)  # type: ignore[call-overload]
+                if limits.timeout_s is not None:  # the server stops it, whoever waits
+                    cur.execute("SELECT set_config('statement_timeout', %s, true)",
+                                (f"{max(1, round(limits.timeout_s * 1000))}ms",))
+                cur.execute(sql, prepare=True)
                 if cur.description is None:
                     raise ResourceClosedError("no rows")
                 cols = [d.name for d in cur.description]
-                rows = cur.fetchall()
+                rows = fetch_capped(cur, limits)
+        except psycopg.errors.QueryCanceled as exc:
+            if "statement timeout" in str(exc):
+                raise QueryLimitError(f"query: stopped after {limits.timeout_s:g} s "
+                                      "(--timeout); narrow the query or raise --timeout"
+                                      ) from None
+            raise _user_sql_error(exc) from None
         except psycopg.Error as exc:
             raise _user_sql_error(exc) from None
         finally:
@@ -64,9 +78,57 @@ def _pg_user_query(engine: Engine, sql: str) -> pl.DataFrame:
     return rows_to_frame(cols, rows)
 
 
+@contextlib.contextmanager
+def _cancel_on_sigterm() -> Iterator[None]:
+    """While a PostgreSQL statement runs, SIGTERM raises SystemExit(143) in the waiting
+    client, which psycopg answers by cancelling the statement on the server (Ctrl-C's
+    KeyboardInterrupt does the same); a plain SIGTERM death left the query running there."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _exit(_sig: int, _frame: Any) -> None:
+        raise SystemExit(143)
+
+    old = signal.signal(signal.SIGTERM, _exit)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+# Membership in any of these lets SQL reach the server's files or run programs there, which no
+# read-only transaction stops (COPY ... TO PROGRAM, pg_read_file, lo_import).
+PG_SERVER_ROLES = ("pg_execute_server_program", "pg_read_server_files",
+                   "pg_write_server_files")
+
+
+def _pg_privilege(engine: Engine) -> str | None:
+    """Why the connection's role may not run user SQL (None: an ordinary role)."""
+    with engine.connect() as conn:
+        raw: Any = conn.connection.dbapi_connection  # psycopg's: typed as plain DB-API
+        assert raw is not None
+        try:
+            with raw.cursor() as cur:
+                cur.execute("SELECT session_user, (SELECT rolsuper FROM pg_roles WHERE "
+                            "rolname = session_user), ARRAY(SELECT r FROM unnest(%s::text[]) "
+                            "r WHERE pg_has_role(session_user, r, 'USAGE'))",
+                            (list(PG_SERVER_ROLES),))
+                user, superuser, roles = cur.fetchone()
+        finally:
+            raw.rollback()
+    if superuser:
+        return f"role {user!r} is a PostgreSQL superuser"
+    if roles:
+        return f"role {user!r} holds {', '.join(roles)}"
+    return None
+
+
 class ReaderMixin:
     engine: Engine
-    reader: Engine
+    if TYPE_CHECKING:  # ResultsDB's property (an attribute annotation would clash with it)
+        @property
+        def reader(self) -> Engine: ...
 
     def _runs_stmt(self, with_config: bool = True,
                    columns: Sequence[str] | None = None) -> Select[Any]:
@@ -179,7 +241,7 @@ class ReaderMixin:
         stmt = (select(Summary.run_id, Run.name.label("run"), Sweep.name.label("sweep"),
                        Run.variant, Run.seed, Run.status, Summary.name, Summary.value)
                 .join(Run, Run.id == Summary.run_id).join(Sweep, Sweep.id == Run.sweep_id))
-        conds = []
+        conds: list[ColumnElement[bool]] = []
         if run_ids is not None:
             conds.append(Summary.run_id.in_(list(run_ids)))
         if names is not None:
@@ -248,26 +310,38 @@ class ReaderMixin:
             raise ValueError(f"view: unknown view {name!r}; expected one of {', '.join(VIEWS)}")
         return frame(self.reader, select(literal_column("*")).select_from(table(name)))
 
-    def query(self, sql: str) -> pl.DataFrame:
+    def query(self, sql: str, limits: QueryLimits | None = None) -> pl.DataFrame:
         """Run one user SQL statement on the read-only connection and return its rows.
 
         Writes are refused by the database (ReadOnlyQueryError). On PostgreSQL the statement
         is prepared (so ``a; b`` is rejected: no ``COMMIT; SET ...`` escape) and runs in a
-        READ ONLY transaction that is always rolled back (so a ``SET`` does not persist)."""
+        READ ONLY transaction that is always rolled back (so a ``SET`` does not persist).
+        ``limits`` (default QueryLimits(): 60 s, 1M rows, 256 MiB) bound time, rows and
+        bytes (QueryLimitError); Ctrl-C stops the statement (PostgreSQL: cancelled on the
+        server, SIGTERM too)."""
         import polars as pl
 
+        limits = limits or QueryLimits()
         try:
             if self.reader.dialect.name == "postgresql":
-                return _pg_user_query(self.reader, sql)
-            return user_frame(self.reader, sql)
+                return _pg_user_query(self.reader, sql, limits)
+            return user_frame(self.reader, sql, limits)
         except DBAPIError as exc:
-            raise _user_sql_error(exc.orig) from None
+            raise _user_sql_error(exc.orig or exc) from None
         except pl.exceptions.DuplicateError as exc:  # a frame's columns must be unique
             raise ValueError(f"query: {exc}; give each result column its own name "
                              "(... AS name)") from None
         except ResourceClosedError:
             raise ValueError("query: the statement returned no rows; db.query is for "
                              "SELECT-like statements") from None
+
+    def query_privilege(self) -> str | None:
+        """Why user SQL on this DB could do more than read it (None: it cannot). A PostgreSQL
+        superuser, or a role holding PG_SERVER_ROLES, reaches the server's files and programs
+        from a read-only transaction; SQLite's connection is confined to the file."""
+        if self.reader.dialect.name != "postgresql":
+            return None
+        return _pg_privilege(self.reader)
 
     # leaderboard, ablation_table, effects, stability, max_stable_lr: AnalysisMixin
     # (results_db/analysis/api.py)

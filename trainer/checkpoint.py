@@ -9,7 +9,8 @@ removed by the next save. The newest ``keep`` (2) complete checkpoints are kept.
 Every file is fsynced before the marker is written, so "complete" also means durable. The
 marker records the run's spec fingerprint: ``check_dir`` refuses a directory of another run
 *before* DeepSpeed starts (loading another architecture's weights would fail inside torch with
-a size-mismatch traceback). A complete checkpoint that still cannot be loaded (a file damaged
+a size-mismatch traceback). Every file is unpickled weights-only (``weights_only_load``): a
+planted file that names code is refused like a damaged one. A complete checkpoint that still cannot be loaded (a file damaged
 after the save) is skipped with a warning for the next older one; when none loads, ``load``
 raises one ValueError that names each checkpoint and its error.
 """
@@ -169,6 +170,80 @@ def save(engine: Any, checkpoint_dir: str | Path, step: int, client_state: dict[
     return final
 
 
+# The only non-tensor classes DeepSpeed 0.19 pickles into a checkpoint (ZeRO 0-3, fp32/bf16,
+# MoE; found with torch.serialization.get_unsafe_globals_in_checkpoint): plain value objects
+# whose unpickling runs no code. Anything else a file names is refused, never imported.
+SAFE_GLOBALS = ("deepspeed.runtime.fp16.loss_scaler.LossScaler",
+                "deepspeed.runtime.zero.config.ZeroStageEnum",
+                "deepspeed.utils.tensor_fragment.fragment_address")
+
+
+def _safe_classes() -> list[Any]:
+    import importlib
+
+    out = []
+    for name in SAFE_GLOBALS:
+        mod, _, attr = name.rpartition(".")
+        out.append(getattr(importlib.import_module(mod), attr))
+    return out
+
+
+def weights_only_load(path: str | Path, map_location: Any = None) -> Any:
+    """``torch.load`` that unpickles only tensors, plain containers and SAFE_GLOBALS: a
+    checkpoint directory is input (a shared DB can point a rerun at one), and a full unpickle
+    runs whatever code the file names. A file that names anything else is a ValueError."""
+    import pickle
+
+    import torch
+
+    with torch.serialization.safe_globals(_safe_classes()):
+        try:
+            return torch.load(path, map_location=map_location, weights_only=True)
+        except pickle.UnpicklingError as exc:
+            raise ValueError(f"checkpoint {path}: refusing to unpickle objects other than "
+                             "tensors and plain values (weights-only load): "
+                             f"{str(exc).splitlines()[0][:300]}") from None
+
+
+def check_pickles(tag_dir: str | Path) -> None:
+    """Refuse (ValueError) a checkpoint whose files name any class or function a weights-only
+    load would not allow, without unpickling anything: the gate in front of readers that
+    unpickle fully (DeepSpeed's zero_to_fp32)."""
+    import torch
+
+    allowed = set(SAFE_GLOBALS)
+    for f in sorted(Path(tag_dir).glob("*.pt")):
+        bad = [g for g in torch.serialization.get_unsafe_globals_in_checkpoint(f)
+               if g not in allowed]
+        if bad:
+            raise ValueError(f"checkpoint {f}: refusing to unpickle objects other than tensors "
+                             f"and plain values (it names {', '.join(bad[:5])})")
+
+
+class _WeightsOnly:
+    """DeepSpeed's checkpoint engine with its ``load`` replaced by weights_only_load (its own
+    passes ``weights_only=False``): every file ``engine.load_checkpoint`` reads -- model,
+    optimizer, MoE experts, ZeRO partitions -- goes through it."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def load(self, path: str, map_location: Any = None) -> Any:
+        return weights_only_load(path, map_location)
+
+
+def _load_tag(engine: Any, path: Path) -> tuple[Any, Any]:
+    inner = engine.checkpoint_engine
+    engine.checkpoint_engine = _WeightsOnly(inner)
+    try:
+        return engine.load_checkpoint(str(path.parent), tag=path.name)
+    finally:
+        engine.checkpoint_engine = inner
+
+
 def load(engine: Any, checkpoint_dir: str | Path) -> tuple[int, dict[str, Any]] | None:
     """Load the newest loadable complete checkpoint into ``engine``; (step, client_state) or
     None when there is none. In a one-process run a damaged one is skipped (a warning) for the
@@ -177,10 +252,10 @@ def load(engine: Any, checkpoint_dir: str | Path) -> tuple[int, dict[str, Any]] 
     found = complete_checkpoints(checkpoint_dir)
     if not found:
         return None
-    failures = []
+    failures: list[str] = []
     for step, path in reversed(found):
         try:
-            load_path, client_state = engine.load_checkpoint(str(path.parent), tag=path.name)
+            load_path, client_state = _load_tag(engine, path)  # weights-only
         except Exception as exc:  # noqa: BLE001 - torch/DeepSpeed raise anything on bad files
             load_path, error = None, f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
         else:

@@ -5,7 +5,10 @@ Layout (trainer/checkpoint.py): ``checkpoint_dir/step_XXXXXXXX/`` holding DeepSp
 - ZeRO 0-2: ``mp_rank_00_model_states.pt`` with the full weights under ``module``; an MoE
   model keeps each expert in ``layer_<l>_expert_<e>_mp_rank_00_model_states.pt`` (keys already
   in the model's naming, global expert ids), merged here;
-- ZeRO 3: only partitions (``zero_pp_rank_*``); DeepSpeed's ``zero_to_fp32`` gathers them.
+- ZeRO 3: only partitions (``zero_pp_rank_*``); DeepSpeed's ``zero_to_fp32`` gathers them,
+  after ``check_pickles`` has refused any file that names more than tensors and plain values.
+Every file is read weights-only (trainer.checkpoint.weights_only_load): a checkpoint directory
+is input, and a full unpickle runs whatever code a planted file names.
 The state dict is loaded strictly: a checkpoint of another model shape fails with the keys.
 """
 
@@ -16,7 +19,7 @@ from typing import Any
 
 import torch
 
-from trainer.checkpoint import latest_checkpoint
+from trainer.checkpoint import check_pickles, latest_checkpoint, weights_only_load
 from contract.config import RunSpec
 
 MODEL_STATES = "mp_rank_00_model_states.pt"
@@ -31,22 +34,6 @@ def find_checkpoint(checkpoint_dir: str | Path) -> Path:
     return found[1]
 
 
-def _torch_load(path: Path) -> dict[str, Any]:
-    """Weights-only unpickling: a checkpoint directory is user input, and a full unpickle runs
-    whatever code the file names. DeepSpeed's model-state files (ZeRO 0-2, MoE experts) hold
-    only tensors, containers and plain values, which ``weights_only=True`` reads. (ZeRO-3
-    gathering goes through DeepSpeed's own ``zero_to_fp32``, which unpickles fully: point
-    ``evaluate`` only at checkpoints you trust.)"""
-    import pickle
-
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as exc:
-        raise ValueError(f"checkpoint {path}: refusing to unpickle objects other than tensors "
-                         f"and plain values (weights-only load): {str(exc).splitlines()[0]}"
-                         ) from None
-
-
 def checkpoint_state_dict(tag_dir: Path) -> dict[str, torch.Tensor]:
     """The full fp32 model state dict stored in one DeepSpeed checkpoint tag directory."""
     dense = tag_dir / MODEL_STATES
@@ -56,11 +43,13 @@ def checkpoint_state_dict(tag_dir: Path) -> dict[str, torch.Tensor]:
                                     "partitions (zero_pp_rank_*_model_states.pt) found")
         from deepspeed.utils.zero_to_fp32 import get_fp32_state_dict_from_zero_checkpoint
 
+        check_pickles(tag_dir)  # zero_to_fp32 unpickles fully: only files that name nothing else
+
         return dict(get_fp32_state_dict_from_zero_checkpoint(str(tag_dir.parent),
                                                              tag=tag_dir.name))
-    state = dict(_torch_load(dense)["module"])
+    state = dict(weights_only_load(dense, "cpu")["module"])
     for expert_file in sorted(tag_dir.glob("layer_*_expert_*_" + MODEL_STATES)):
-        state.update(_torch_load(expert_file))
+        state.update(weights_only_load(expert_file, "cpu"))
     return {k: v.float() if v.is_floating_point() else v for k, v in state.items()}
 
 
