@@ -36,13 +36,19 @@ system-deps:
 run: setup
 	$(VENV)/bin/orchestrator submit $(SWEEP)
 
+# Test workers (pytest-xdist): each test module runs whole on one worker (its module fixtures
+# are built once), the fault matrix is split over two (tests/conftest.py). PYTEST_WORKERS=0
+# runs everything in one process (for a debugger).
+PYTEST_WORKERS ?= 2
+PYTEST_PAR := $(if $(filter 0,$(PYTEST_WORKERS)),-p no:xdist,-n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder)
+
 # (2) the whole test suite, slow end-to-end tests included.
 test: setup system-deps
-	$(PY) -m pytest -m "slow or not slow" -q
+	$(PY) -m pytest -m "slow or not slow" -q $(PYTEST_PAR)
 
 # The fast subset, for development.
 test-fast: setup
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(PYTEST_PAR)
 
 clean:
 	rm -rf $(VENV) .pytest_cache results.db results.db-* runs/

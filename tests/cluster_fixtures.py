@@ -2,7 +2,7 @@
 
 - ``ray_local`` (module): ``ray.init`` of a 2-CPU local cluster in its own short temp dir, with
   the trial environment (DS_ACCELERATOR, TORCH_EXTENSIONS_DIR, ...) in the runtime env.
-- ``ray_two_nodes`` (module): two Ray nodes started with the real CLI, ``ray start --head``
+- ``ray_two_nodes`` (session): two Ray nodes started with the real CLI, ``ray start --head``
   and ``ray start --address`` on their own ports and temp dir, 1 CPU each plus a custom
   resource per node (``node_a`` / ``node_b``) and the dashboard (Jobs API) on the head;
   yields a ``TwoNodes`` with the GCS and dashboard addresses. ``ray_two_nodes_fresh``: the same,
@@ -136,8 +136,10 @@ def two_nodes() -> Iterator[TwoNodes]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def ray_two_nodes() -> Iterator[TwoNodes]:
+    """One cluster per session (per xdist worker) for every test that leaves it whole: its
+    start is ~30 s of the slow suite each time."""
     with two_nodes() as cluster:
         yield cluster
 

@@ -17,3 +17,48 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 # Session-wide fixtures: results DB URLs over SQLite and a throwaway PostgreSQL server.
 pytest_plugins = ["tests.db_fixtures", "tests.cluster_fixtures", "tests.eval_fixtures"]
+
+
+# ---- parallel runs (`make test`: pytest -n 2 --dist loadgroup) -----------------------------
+# Each test module is one xdist group: its module-scoped fixtures (a trained reference run, a
+# submitted sweep, a Ray cluster) are built once, on one worker, and never torn down and rebuilt
+# between interleaved tests of other modules. The fault matrix (the longest module, ~60 % of
+# the slow suite's serial time) is the exception: its tests are independent, so they are dealt
+# into SPLIT_GROUPS groups that run side by side, each on its worker's own two-node cluster.
+# Groups run longest first (LONG_FIRST, then collection order; the Makefile passes
+# --no-loadscope-reorder, which would otherwise order them by test count), so the short
+# modules fill the end and neither worker idles while the other finishes a long one.
+SPLIT_MODULES = ("tests/e2e/test_cluster_faults.py",)
+SPLIT_GROUPS = 2
+LONG_FIRST = ("tests/e2e/test_cluster_faults.py", "tests/e2e/test_eval_e2e.py",
+              "tests/e2e/test_orchestrator_e2e.py", "tests/e2e/test_cluster.py",
+              "tests/e2e/test_cluster_scale.py", "tests/trainer/test_lm_eval.py",
+              "tests/e2e/test_multiworker.py", "tests/trainer/test_train.py",
+              "tests/orchestrator/test_cli.py", "tests/trainer/test_final_eval.py",
+              "tests/orchestrator/test_malformed_input.py", "tests/trainer/test_corpus.py",
+              "tests/results_db/test_results_db_concurrency.py")
+
+
+def _group_of(item: "pytest.Item", index: int) -> tuple[int, str]:
+    """(rank, xdist group): rank orders the groups, longest first."""
+    path = item.nodeid.split("::", 1)[0]
+    rank = LONG_FIRST.index(path) if path in LONG_FIRST else len(LONG_FIRST)
+    if path in SPLIT_MODULES:
+        return rank, f"{path}#{index % SPLIT_GROUPS}"
+    return rank, path
+
+
+def pytest_collection_modifyitems(config: "pytest.Config", items: list["pytest.Item"]) -> None:
+    import pytest
+
+    if not hasattr(config, "workerinput"):  # not an xdist worker: collection order as written
+        return
+    seen: dict[str, int] = {}
+    keyed = []
+    for pos, item in enumerate(items):
+        path = item.nodeid.split("::", 1)[0]
+        seen[path] = seen.get(path, -1) + 1
+        rank, group = _group_of(item, seen[path])
+        item.add_marker(pytest.mark.xdist_group(group))
+        keyed.append(((rank, group if path in SPLIT_MODULES else "", pos), item))
+    items[:] = [item for _, item in sorted(keyed, key=lambda k: k[0])]
