@@ -6,7 +6,7 @@ leaderboard, effects, stability <= 0.3 s and a 6-metric ablation table <= 1 s on
     python benchmarks/analysis_speed.py --db sqlite:////tmp/a10k.db     # reuse/fill this DB
     python benchmarks/analysis_speed.py --runs 2000 --repeat 3           # quicker
 
-The DB is a results_db.synth.fill sweep (10 variants x 3 LRs x 3 seeds, repeated: 10k runs =
+The DB is a tests.support.synth.fill sweep (10 variants x 3 LRs x 3 seeds, repeated: 10k runs =
 3,334 seed groups, 1,112 LR ladders; a few metric points per run, which the analysis never
 reads), filled through the writer API when it has fewer runs than asked.
 
@@ -30,9 +30,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root: tests.support
+
 import results_db
 from timing import timed  # benchmarks/timing.py (scripts run from benchmarks/)
-from results_db.synth import fill
+from tests.support.synth import fill
 
 ROOT = Path(__file__).resolve().parents[1]
 BEFORE = "ccadd70"  # results_db/analysis with per-group Python CIs (engineer A, issue 10)

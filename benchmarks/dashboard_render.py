@@ -4,12 +4,12 @@
         [--runs 10000] [--points 1000] [--repeats 3] [--curve-runs 100 --curve-steps 100000]
         [--only-curves]
 
-Fills the DB first when it has fewer runs than asked (results_db.synth.fill: the real writer
+Fills the DB first when it has fewer runs than asked (tests.support.synth.fill: the real writer
 API; 10k runs x 1k points = 10M metric rows takes a few minutes here), then times, with
 streamlit's AppTest (script run + every element serialised, no browser):
   cold = st.cache_data cleared (every DB query runs), warm = cached (a widget change),
 for the leaderboard, the ablation tables and the curves page (100 runs, downsampled; and 100
-runs x 100k steps of train/loss from results_db.synth.fill_curves, sweep ``synth-curves``), and
+runs x 100k steps of train/loss from tests.support.synth.fill_curves, sweep ``synth-curves``), and
 the data functions alone. Prints one table; the figures go to docs/benchmarks.md.
 """
 
@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # repo root: tests.support (synthetic DBs)
 APP = str(ROOT / "dashboard" / "app.py")
 TARGET_S = 2.0  # cold page (issue 13)
 WARM_S = 1.0  # warm page
@@ -33,7 +34,7 @@ WARM_S = 1.0  # warm page
 def ensure_db(url: str, runs: int, points: int, sweep: str = "synth") -> str:
     """Generates ``sweep`` through the writer API when it is missing or short."""
     import results_db
-    from results_db import synth
+    from tests.support import synth
 
     db = results_db.open(url)
     have = db.runs(sweep=sweep, with_config=False, columns=["id"]).height
@@ -135,9 +136,9 @@ def data_rows(url: str, sweep: str, repeats: int) -> list[tuple[str, float, floa
 
 
 def ensure_curves(url: str, runs: int, steps: int, sweep: str = "synth-curves") -> str:
-    """``runs`` x ``steps`` points of train/loss (results_db.synth.fill_curves) when missing."""
+    """``runs`` x ``steps`` points of train/loss (tests.support.synth.fill_curves) when missing."""
     import results_db
-    from results_db import synth
+    from tests.support import synth
 
     with results_db.open(url) as db:
         if db.runs(sweep=sweep, with_config=False, columns=["id"]).height < runs:

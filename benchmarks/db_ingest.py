@@ -6,7 +6,7 @@
 
 Prints (1) metric rows/s of batched ``log_metrics`` (target >= 100k rows/s) at several batch
 sizes, (2) the time to fill a DB with N runs x M points through the writer API
-(results_db.synth.fill), (3) leaderboard / ablation_table / view query times over that DB
+(tests.support.synth.fill), (3) leaderboard / ablation_table / view query times over that DB
 (target: leaderboard < 1 s over 10k runs x 1k metric points). Everything goes through the
 real API; the DB file lives in a temp dir unless --db is given.
 """
@@ -16,14 +16,17 @@ from __future__ import annotations
 import argparse
 import platform
 import shutil
+import sys
 import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root: tests.support
+
 import results_db
 from timing import timed  # benchmarks/timing.py (scripts run from benchmarks/)
-from results_db.synth import add_finished_run, fill
+from tests.support.synth import add_finished_run, fill
 
 
 def ingest_rate(url: str, batch: int, total: int = 200_000) -> float:

@@ -12,12 +12,15 @@ from __future__ import annotations
 import argparse
 import platform
 import shutil
+import sys
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root: tests.support
+
 import results_db
-from results_db.loadgen import run_load
+from tests.support.loadgen import run_load
 
 
 def _count(url: str) -> tuple[int, int]:
@@ -61,7 +64,7 @@ def main() -> None:
         if args.pg_url:
             bench("postgresql", args.pg_url, args.trials, args.points, args.batch)
             return
-        from results_db.pgtemp import find_pg_bin, start_pg_server, stop_pg_server
+        from tests.support.pgtemp import find_pg_bin, start_pg_server, stop_pg_server
 
         if find_pg_bin() is None:
             print("| postgresql | skipped: no initdb (apt-get install -y postgresql) |")

@@ -5,7 +5,7 @@ for the unreadable ones, a real file that is not a current results DB.
 
 ``build(case, path)`` writes case ``case`` at ``path`` and returns its URL; ``CASES`` lists
 them. Every sweep is called ``SWEEP``. Runs are small RunSpec-shaped configs
-(results_db.synth.gate_config), so the DB derives the gate/LR dimension columns as usual.
+(tests.support.synth.gate_config), so the DB derives the gate/LR dimension columns as usual.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 import results_db
 from results_db import NewRun, ResultsDB
-from results_db.synth import gate_config
+from tests.support.synth import gate_config
 
 SWEEP = "edge"
 G1: list[dict[str, Any]] = [{"position": "G1"}]

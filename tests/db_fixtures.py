@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from results_db.pgtemp import PgServer, find_pg_bin, start_pg_server, stop_pg_server
+from tests.support.pgtemp import PgServer, find_pg_bin, start_pg_server, stop_pg_server
 
 __all__ = ["PgServer", "db_url", "pg_server", "pg_url", "sqlite_url"]
 

@@ -4,7 +4,7 @@
   truncating the WAL, so the next write must grow a file) and every write fails with
   SQLITE_FULL, exactly as on a full disk; ``up()`` deletes the filler. Needs mount rights
   (root with CAP_SYS_ADMIN, as in the project's CI container); skips with the reason otherwise.
-- PostgreSQL: a throwaway server of the test's own (results_db.pgtemp), really stopped
+- PostgreSQL: a throwaway server of the test's own (tests.support.pgtemp), really stopped
   (``pg_ctl stop -m fast``) and started again on the same port.
 
 ``outage(kind)`` yields an ``Outage`` with ``url``, ``down()``, ``up()`` and
@@ -102,7 +102,7 @@ def outage(kind: str) -> Iterator[Outage]:
                     t.cancel()
                 _free(mnt)
         return
-    from results_db.pgtemp import find_pg_bin, start_pg_server, stop_pg_server
+    from tests.support.pgtemp import find_pg_bin, start_pg_server, stop_pg_server
 
     if find_pg_bin() is None:
         pytest.skip("PostgreSQL server binaries not found; `make system-deps` installs them")

@@ -1,7 +1,7 @@
 """Each dashboard page under streamlit's AppTest, against a DB written by results_db's real
-writer API (dashboard/sample.py: ensure_sweep, register_runs, start_attempt, log_metrics,
-log_summaries, add_artifact, finish_attempt). Statistics come from results_db (db.leaderboard
-& co., tested in tests/test_analysis_*.py); these tests check that the pages show them, and
+writer API (tests/support/dashboard_sample.py: ensure_sweep, register_runs, start_attempt,
+log_metrics, log_summaries, add_artifact, finish_attempt). Statistics come from results_db
+(db.leaderboard & co., tested in tests/test_analysis_*.py); these tests check that the pages show them, and
 compare the page with the API on the same DB. Means worked out by hand from sample.SAMPLE:
 
     baseline          10.0 10.2 10.4 -> 10.200 ± 0.200 (n 3)
@@ -23,7 +23,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import results_db
-from dashboard import palette, sample
+from dashboard import palette
+from tests.support import dashboard_sample as sample
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
 

@@ -14,7 +14,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 import results_db
-from dashboard import ablation, charts, curvedata, data, longctx, palette, paper, sample
+from dashboard import ablation, charts, curvedata, data, longctx, palette, paper
 from dashboard.configdiff import config_diff
 from dashboard.export import to_csv, to_latex, to_markdown
 from dashboard.labels import activation_label, human_count, method_label, score_shape

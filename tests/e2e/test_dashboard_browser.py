@@ -1,5 +1,6 @@
 """The running app (`streamlit run`, 127.0.0.1, free port) in headless Chromium via Playwright,
-on a seeded multi-seed DB with a single-LR sweep (``demo``, dashboard.sample.fill) and an LR
+on a seeded multi-seed DB with a single-LR sweep (``demo``,
+tests.support.dashboard_sample.fill) and an LR
 ladder (``demo-lr``, sample.fill_lr: baseline vs G1 at 4 LRs x 2 seeds).
 
 Each page is screenshotted (a temp dir, and $GATESWEEP_SCREENSHOT_DIR when set, e.g. docs/img/)
@@ -18,7 +19,8 @@ from pathlib import Path
 import pytest
 
 import results_db
-from dashboard import palette, sample, screenshot
+from dashboard import palette, screenshot
+from tests.support import dashboard_sample as sample
 
 pytestmark = pytest.mark.browser
 

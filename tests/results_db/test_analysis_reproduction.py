@@ -25,7 +25,7 @@ def _module():
 
 @pytest.fixture(scope="module")
 def url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    from dashboard import sample
+    from tests.support import dashboard_sample as sample
 
     url = f"sqlite:///{tmp_path_factory.mktemp('repro') / 'r.db'}"
     with results_db.open(url) as db:

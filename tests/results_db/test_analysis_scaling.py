@@ -12,7 +12,7 @@ import results_db
 from contract.config import ModelConfig
 from contract.flops import flops_per_token
 from contract.params import count
-from results_db.synth import add_finished_run, gate_config
+from tests.support.synth import add_finished_run, gate_config
 
 T975_2 = 4.302652729911275  # Student t, 0.975 quantile, 2 df (tables; scipy agrees)
 SLOPES = {0: -1.0, 1: -1.2, 2: -1.4}  # per seed: delta % per decade of tokens

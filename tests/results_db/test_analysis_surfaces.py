@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import results_db
-from results_db.synth import add_finished_run, gate_config
+from tests.support.synth import add_finished_run, gate_config
 
 G1 = [{"position": "G1"}]
 # declared in this order; 'plain' is the baseline by the rule (no variant is named baseline)

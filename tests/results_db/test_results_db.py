@@ -9,7 +9,7 @@ from sqlalchemy import inspect, text
 
 import results_db
 from results_db import InvalidTransition, NewRun, RunStatus
-from results_db.synth import gate_config
+from tests.support.synth import gate_config
 
 
 
@@ -271,7 +271,7 @@ def test_migration_downgrades_and_upgrades_again(db) -> None:
 
 
 def test_synth_fill_writes_through_the_api(db) -> None:
-    from results_db.synth import fill
+    from tests.support.synth import fill
 
     stats = fill(db, runs=12, points=50, seeds=2, lrs=(1e-3, 2e-2))
     assert stats["runs"] == 12 and stats["metric_rows"] == 600

@@ -8,8 +8,8 @@ import multiprocessing as mp
 import pytest
 
 import results_db
-from results_db.loadgen import run_load
-from results_db.synth import gate_config
+from tests.support.loadgen import run_load
+from tests.support.synth import gate_config
 
 
 N_PROCS, N_RUNS_EACH, N_POINTS = 4, 3, 2000

@@ -6,7 +6,7 @@ import pytest
 
 import results_db
 from results_db.dims import group_keys
-from results_db.synth import add_finished_run, gate_config
+from tests.support.synth import add_finished_run, gate_config
 
 
 G1 = [{"position": "G1"}]

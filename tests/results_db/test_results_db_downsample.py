@@ -14,7 +14,7 @@ import pytest
 
 import results_db
 from results_db.rollup import BLOCK
-from results_db.synth import add_finished_run
+from tests.support.synth import add_finished_run
 
 MAXP = 40  # 10 buckets of at most 4 points
 

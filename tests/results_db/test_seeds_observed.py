@@ -12,7 +12,7 @@ import pytest
 
 import results_db
 from results_db.analysis.stats import seeds_needed
-from results_db.synth import add_finished_run, gate_config
+from tests.support.synth import add_finished_run, gate_config
 
 BASE = [20.0, 21.0, 22.0]
 G1 = [{"position": "G1"}]

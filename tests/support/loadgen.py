@@ -22,7 +22,7 @@ def simulate_trial(url: str, index: int, points: int, batch: int, barrier: Any,
                    out: Any) -> None:
     """One trial; puts (index, error text or None, write start, write end) on ``out``."""
     import results_db
-    from results_db.synth import gate_config
+    from tests.support.synth import gate_config
 
     t0 = t1 = 0.0
     try:

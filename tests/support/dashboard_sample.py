@@ -3,7 +3,7 @@
 Used by the dashboard tests (their expected numbers are computed by hand from ``SAMPLE``), the
 browser test and the render benchmark, and handy to look at the app without training:
 
-    python -m dashboard.sample sqlite:///demo.db && GATESWEEP_DB=sqlite:///demo.db \
+    python -m tests.support.dashboard_sample sqlite:///demo.db && GATESWEEP_DB=sqlite:///demo.db \
         streamlit run dashboard/app.py
 """
 
@@ -123,7 +123,7 @@ def fill(db: Any, sweep: str = SWEEP) -> dict[str, int]:
     """Write SAMPLE into ``db`` (a results_db.ResultsDB); returns {run name: run id}."""
     from results_db import NewRun
 
-    sweep_id = db.ensure_sweep(sweep, "# demo sweep written by dashboard.sample",
+    sweep_id = db.ensure_sweep(sweep, "# demo sweep written by tests.support.dashboard_sample",
                                "dashboard sample")
     news = [NewRun(name=f"{v.name}-s{seed}", fingerprint=_fingerprint(config(v, seed)),
                    variant=v.name, seed=seed, config=config(v, seed))
@@ -182,7 +182,8 @@ def fill_lr(db: Any) -> dict[str, int]:
     """Write the LR ladder (LR_SWEEP) through the writer API; returns {run name: run id}."""
     from results_db import NewRun
 
-    sweep_id = db.ensure_sweep(LR_SWEEP, "# LR ladder written by dashboard.sample", "LR ladder")
+    sweep_id = db.ensure_sweep(LR_SWEEP, "# LR ladder written by tests.support.dashboard_sample",
+                               "LR ladder")
     news = [NewRun(name=c["name"], fingerprint=_fingerprint(c), variant=v, seed=seed, config=c)
             for v in LR_LOSS for lr in LRS for seed in (0, 1)
             for c in (lr_config(v, lr, seed),)]
