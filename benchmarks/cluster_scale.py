@@ -3,7 +3,7 @@
     python benchmarks/cluster_scale.py --nodes 8 --runs 200 [--steps 2] [--no-bare]
         [--register 1000,5000] [--probe-every 15]
 
-What it starts (and stops, to the last process): a private PostgreSQL (results_db.pgtemp) and
+What it starts (and stops, to the last process): a private PostgreSQL (tests.support.pgtemp) and
 ``--nodes`` Ray nodes with ``ray start`` (``--cpus-per-node`` CPUs and one *fake* GPU each --
 Ray schedules GPUs it is told about, torch finds no CUDA and trains on the CPU -- plus a
 ``node_i`` resource), so trials request ``{CPU: 1, GPU: 1}`` as they would on a GPU cluster.
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import pickle
 import platform
 import subprocess
 import sys
@@ -77,18 +78,39 @@ class Cluster:
 
 
 def start_cluster(nodes: int, cpus: int) -> Cluster:
-    from tests.cluster_fixtures import _free_port, _node_ports, _ray_start
+    from tests.cluster_fixtures import _free_port
 
     tmp = tempfile.mkdtemp(prefix="gssc", dir="/tmp")
     port = _free_port()
     common = ["--num-cpus", str(cpus), "--num-gpus", "1", "--temp-dir", tmp,
               "--disable-usage-stats"]
-    _ray_start("--head", "--port", str(port), "--include-dashboard", "false",
-               "--resources", '{"node_0": 1}', *common, *_node_ports())
-    for i in range(1, nodes):
-        _ray_start("--address", f"127.0.0.1:{port}", "--resources", f'{{"node_{i}": 1}}',
-                   *common, *_node_ports())
-    return Cluster(f"127.0.0.1:{port}", tmp)
+    cluster = Cluster(f"127.0.0.1:{port}", tmp)
+    try:
+        _start_node("--head", "--port", str(port), "--include-dashboard", "false",
+                    "--resources", '{"node_0": 1}', *common)
+        for i in range(1, nodes):
+            _start_node("--address", cluster.address, "--resources", f'{{"node_{i}": 1}}',
+                        *common)
+    except BaseException:
+        stop_cluster(cluster)
+        raise
+    return cluster
+
+
+def _start_node(*args: str, tries: int = 3) -> None:
+    """``ray start`` with fresh ports; a raylet that misses Ray's fixed 30 s start-up window (a
+    loaded machine) is killed by its node-manager port and started again."""
+    from tests.cluster_fixtures import _kill_processes_naming, _node_ports, _ray_start
+
+    for attempt in range(tries):
+        ports = _node_ports()
+        try:
+            _ray_start(*args, *ports)
+            return
+        except RuntimeError:
+            _kill_processes_naming(f"--node_manager_port={ports[1]}")
+            if attempt == tries - 1:
+                raise
 
 
 def stop_cluster(cluster: Cluster) -> None:
@@ -114,7 +136,8 @@ def bare_main(address: str, sweep_file: str, storage: str, concurrent: int) -> N
     from orchestrator.plan import make_plan
 
     driver_defaults()
-    specs = {r.name: r.spec for r in make_plan(sweep_file).runs}
+    # each spec pickled on its own, as the scheduler's PackedJobs: a trial unpickles only its
+    specs = {r.name: pickle.dumps(r.spec) for r in make_plan(sweep_file).runs}
     ray.init(address=address, runtime_env={"env_vars": worker_env_vars()},
              log_to_driver=False)
 
@@ -127,7 +150,7 @@ def bare_main(address: str, sweep_file: str, storage: str, concurrent: int) -> N
 
         rep = MemoryReporter()
         ckpt = Path(storage) / "bare" / config["name"]
-        res = train(specs[config["name"]], rep, ckpt)
+        res = train(pickle.loads(specs[config["name"]]), rep, ckpt)
         tune.report({"status": res.status, "points": len({(s, k) for s, k, _ in _pts(rep)})})
 
     t0 = time.perf_counter()
@@ -280,7 +303,30 @@ def run_submit(cluster: Cluster, sweep_file: Path, sweep: str, storage: Path, ur
     wall = time.perf_counter() - t0
     stop.set()
     mon.join(60)
-    return {"rc": rc, "wall_s": wall, "cpu_s": cpu, "tail": "".join(lines[-15:])}, samples
+    if os.environ.get("GATESWEEP_SCALE_LOG"):  # the driver's whole output, for diagnosis
+        Path(os.environ["GATESWEEP_SCALE_LOG"]).write_text("".join(lines))
+    return {"rc": rc, "wall_s": wall, "cpu_s": cpu, "tail": "".join(lines[-15:]),
+            "t0_wall": time.time() - wall}, samples
+
+
+def timeline(url: str, sweep: str, t0_wall: float) -> dict[str, float]:
+    """Seconds after submit started: first attempt started, last attempt ended; and the
+    median attempt length (claim to end: what a trial spends inside gatesweep's code)."""
+    import statistics
+
+    import results_db
+
+    with results_db.open(url, readonly=True) as db:
+        ids = db.runs(sweep=sweep, with_config=False, columns=["id"])["id"].to_list()
+        atts = [a for i in ids for a in db.attempts(i)]
+    starts = [a.started.timestamp() for a in atts if a.started]
+    ends = [a.ended.timestamp() for a in atts if a.ended]
+    lengths = [a.ended.timestamp() - a.started.timestamp() for a in atts
+               if a.started and a.ended]
+    if not starts or not ends:
+        return {}
+    return {"first_start_s": min(starts) - t0_wall, "last_end_s": max(ends) - t0_wall,
+            "attempt_median_s": statistics.median(lengths)}
 
 
 def integrity(url: str, sweep: str, expected: dict[str, int]) -> dict[str, int]:
@@ -339,7 +385,7 @@ def main() -> None:
     ap.add_argument("--register", default="1000,5000", help="register-time sizes ('' skips)")
     ap.add_argument("--probe-every", type=float, default=15.0)
     a = ap.parse_args()
-    from results_db.pgtemp import start_pg_server, stop_pg_server
+    from tests.support.pgtemp import start_pg_server, stop_pg_server
 
     print(f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')} {platform.node()} {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} CPUs; load {load()}", flush=True)
@@ -364,6 +410,7 @@ def main() -> None:
         print(sub["tail"], flush=True)
         expected = bare["points"] if bare else {}
         integ = integrity(url, sweep, expected)
+        integ.update(timeline(url, sweep, sub["t0_wall"]))
         stop_cluster(cluster)
         cluster = None
         sizes = [int(x) for x in a.register.split(",") if x.strip()]
@@ -402,6 +449,10 @@ def report(a: Any, bare: dict | None, sub: dict, s: Samples, integ: dict, reg: l
              ("driver peak RSS", f"{max(s.rss_mb, default=0):.0f} MiB"),
              ("first metric visible", "never" if s.first_metric_s is None
               else f"{s.first_metric_s:.1f} s after submit started"),
+             ("first attempt start / last attempt end",
+              f"{integ.get('first_start_s', -1):.1f} / {integ.get('last_end_s', -1):.1f} s "
+              "after submit started"),
+             ("median attempt (claim to end)", f"{integ.get('attempt_median_s', -1):.2f} s"),
              ("peak PG connections (all)", str(max(s.conns_total, default=0))),
              ("peak: driver / all trials / one trial",
               f"{max(s.conns_driver, default=0)} / {max(s.conns_trials, default=0)} / "
