@@ -201,6 +201,7 @@ def _rank0_decide(job: TrialJob, trial_id: str, policy: RetryPolicy
             return "cancelled", None, ""
         last = db.current_attempt(job.run_id)
         if (row.status == "failed" and last is not None and last.trial_id == trial_id
+                and last.owner == job.owner  # trial ids of two drivers can be equal
                 and last.fault and not policy.should_retry(Fault(last.fault))):
             return "failed", None, ""
         att = db.claim_run(job.run_id, job.owner, host_label(), trial_id=trial_id,
@@ -235,7 +236,7 @@ def _rank0_attempt(job: TrialJob, attempt_id: int, workers: list[dict[str, Any]]
     db = results_db.open(job.db_url, migrate=False)
     db.add_artifact(job.run_id, attempt_id, "workers", data={"workers": workers})
     reporter = DBReporter(db, job.run_id, attempt_id, heartbeat_s=job.heartbeat_s,
-                          flush_s=job.flush_s)
+                          flush_s=job.flush_s, db_wait_s=job.db_wait_s)
     try:
         result = train_attempt(db, job, attempt_id, reporter)  # records failures itself
     except BaseException as exc:  # recorded, and worth another attempt: restart the group
