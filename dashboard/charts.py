@@ -14,9 +14,11 @@ import altair as alt
 import numpy as np
 import polars as pl
 
-from dashboard.palette import scale, verdict_scale
+from dashboard.palette import scale
 from results_db.vocab import verdict_kind
 
+# What a layered chart is typed as once `.properties()`/`.interactive()` ran (altair's stubs)
+Layered = alt.LayerChart | alt.FacetChart
 SPIKE_WINDOW = 20  # same rule as the trainer's detector (trainer/stability.py)
 SPIKE_MADS = 6.0
 SPIKE_MIN_REL = 0.10
@@ -110,37 +112,62 @@ def _vscale(colors: dict[str, str], frame: pl.DataFrame) -> alt.Scale:
     return scale(colors, frame["variant"].unique().to_list())
 
 
-def delta_dots(board: pl.DataFrame, metric: str, max_rows: int = 60) -> alt.LayerChart:
+# verdict kind -> marker: the verdict is read off the marker and its label, never off a hue
+# (hue is the variant's, the same on every page)
+VERDICT_SHAPES: dict[str, str] = {
+    "better": "triangle-down", "worse": "triangle-up", "within noise": "circle",
+    "needs >= k seeds": "diamond", "inconclusive": "square", "n = 1": "cross",
+    "no data": "stroke", "baseline": "circle"}
+
+
+def delta_dots(board: pl.DataFrame, metric: str, colors: dict[str, str],
+               seeds: pl.DataFrame | None = None, max_rows: int = 60) -> Layered:
     """Δ% vs baseline with its 95 % CI per leaderboard row (``row`` labels, in board order),
-    points coloured by verdict; a row without a CI (n = 1) is a hollow point."""
+    in the variant's colour; the verdict as the marker's shape and a label beside the CI; a
+    row without a CI (n = 1) is a hollow marker. ``seeds`` (row, delta_pct): each seed's own
+    Δ%, drawn as small dots beside the mean."""
     rows = board.filter(~pl.col("is_baseline") & pl.col("delta_pct").is_not_null()) \
-        .head(max_rows).select("row", "delta_pct", "ci_low_pct", "ci_high_pct", "verdict", "n")
+        .head(max_rows).select("row", "variant", "delta_pct", "ci_low_pct", "ci_high_pct",
+                               "verdict", "n")
+    kinds = [verdict_kind(v) or "no data" for v in rows["verdict"]]
     rows = rows.with_columns(has_ci=pl.col("ci_low_pct").is_not_null(),
-                             kind=pl.Series([verdict_kind(v) for v in rows["verdict"]],
-                                            dtype=pl.String))
+                             kind=pl.Series(kinds, dtype=pl.String),
+                             label_x=pl.coalesce("ci_high_pct", "delta_pct"))
     pdf = rows.to_pandas()
     order = rows["row"].to_list()
     y = alt.Y("row:N", sort=order, title=None, axis=alt.Axis(labelLimit=400))
-    vscale = verdict_scale(rows["kind"].to_list())
-    bars = alt.Chart(pdf).mark_rule(strokeWidth=2).encode(
-        y=y, x=alt.X("ci_low_pct:Q", title=f"Δ {metric} vs baseline (%), 95 % CI"),
-        x2="ci_high_pct:Q", color=alt.Color("kind:N", scale=vscale, legend=LEGEND, title="verdict"))
-    dots = alt.Chart(pdf).mark_point(size=90, strokeWidth=2, opacity=1).encode(
-        y=y, x="delta_pct:Q", color=alt.Color("kind:N", scale=vscale, legend=LEGEND, title="verdict"),
-        fill=alt.condition("datum.has_ci", alt.Color("kind:N", scale=vscale),
-                           alt.value("white")),
+    color = alt.Color("variant:N", scale=_vscale(colors, rows), legend=None)
+    shown = [k for k in VERDICT_SHAPES if k in set(kinds)]
+    shape = alt.Shape("kind:N", title="verdict", legend=LEGEND, scale=alt.Scale(
+        domain=shown, range=[VERDICT_SHAPES[k] for k in shown]))
+    xq = alt.X("ci_low_pct:Q", title=f"Δ {metric} vs baseline (%), 95 % CI")
+    bars = alt.Chart(pdf).mark_rule(strokeWidth=2).encode(y=y, x=xq, x2="ci_high_pct:Q",
+                                                         color=color)
+    layers: list[Any] = [bars]
+    if seeds is not None and seeds.height:
+        pts = seeds.filter(pl.col("row").is_in(order) & pl.col("delta_pct").is_not_null())
+        layers.append(alt.Chart(pts.to_pandas()).mark_point(
+            size=22, filled=True, opacity=0.55, shape="circle").encode(
+            y=y, x="delta_pct:Q", color=color, yOffset=alt.value(7),
+            tooltip=["row", "seed", alt.Tooltip("delta_pct:Q", format="+.2f")]))
+    layers.append(alt.Chart(pdf).mark_point(size=110, strokeWidth=2, opacity=1).encode(
+        y=y, x="delta_pct:Q", color=color, shape=shape,
+        fill=alt.condition("datum.has_ci", color, alt.value("white")),
         tooltip=["row", alt.Tooltip("delta_pct:Q", format="+.2f"),
                  alt.Tooltip("ci_low_pct:Q", format="+.2f"),
-                 alt.Tooltip("ci_high_pct:Q", format="+.2f"), "verdict", "n"])
+                 alt.Tooltip("ci_high_pct:Q", format="+.2f"), "verdict", "n"]))
+    layers.append(alt.Chart(pdf).mark_text(align="left", dx=8, fontSize=11, color="#333").encode(
+        y=y, x="label_x:Q", text="verdict:N"))
     zero = alt.Chart(pl.DataFrame({"x": [0.0]}).to_pandas()).mark_rule(
         color="#333", strokeDash=[4, 3]).encode(x="x:Q")
-    return alt.layer(bars, dots, zero).properties(height=max(80, 24 * len(order) + 30))
+    layers.append(zero)
+    return alt.layer(*layers).properties(height=max(80, 24 * len(order) + 30))
 
 
 def curves(series: pl.DataFrame, y_title: str, colors: dict[str, str], *, x: str = "step",
            x_title: str = "step", log_y: bool = False, band: bool = False,
            spikes: pl.DataFrame | None = None, zero_rule: bool = False,
-           raw: pl.DataFrame | None = None) -> alt.LayerChart:
+           raw: pl.DataFrame | None = None) -> Layered:
     """series (variant, series, x, value[, lo, hi]): a line per series coloured by its
     variant; a series with one point is drawn as a point; ``band``: lo..hi shaded; ``raw``:
     the unsmoothed series (same columns), drawn faintly under the smoothed lines."""
@@ -190,7 +217,7 @@ def lr_order(frame: pl.DataFrame, col: str = "lr") -> list[str]:
 
 
 def per_layer(frame: pl.DataFrame, title: str, colors: dict[str, str],
-              log_y: bool = False) -> alt.LayerChart:
+              log_y: bool = False) -> Layered:
     """frame (variant, row, layer, mean, lo, hi, n): the seed mean per layer, one line per
     row coloured by its variant, error bars mean ± std over seeds."""
     scale = alt.Scale(type="log") if log_y else alt.Scale(zero=False)
@@ -209,10 +236,17 @@ def per_layer(frame: pl.DataFrame, title: str, colors: dict[str, str],
 
 
 def histograms(rows: list[dict[str, Any]], colors: dict[str, str]) -> alt.FacetChart:
-    """Gate-score histograms as small multiples, one panel per variant row.
-    rows: {variant, row, lo, hi, frac}."""
-    return alt.Chart(pl.DataFrame(rows).to_pandas()).mark_bar().encode(
-        x=alt.X("lo:Q", title="gate score", bin="binned"), x2="hi:Q",
+    """Gate-score histograms as small multiples, one panel per variant row, drawn as a filled
+    step area (bars of 50-100 bins were hairlines at this width). rows: {variant, row, lo,
+    hi, frac}; each bin's fraction is held from lo to hi."""
+    frame = pl.DataFrame(rows)
+    # a step needs its right edge too: the last bin's fraction again at its hi
+    last = frame.group_by("row", maintain_order=True).last().with_columns(
+        lo=pl.col("hi")).select(frame.columns)
+    frame = pl.concat([frame, last]).sort("row", "lo")
+    return alt.Chart(frame.to_pandas()).mark_area(
+        interpolate="step-after", line=True, opacity=0.75).encode(
+        x=alt.X("lo:Q", title="gate score"),
         y=alt.Y("frac:Q", title="fraction"),
         color=alt.Color("variant:N", legend=None, scale=_vscale(
             colors, pl.DataFrame({"variant": [r["variant"] for r in rows]}))),
@@ -222,9 +256,12 @@ def histograms(rows: list[dict[str, Any]], colors: dict[str, str]) -> alt.FacetC
                                      columns=4)
 
 
+LR_STATE_SHAPES = {"stable": "circle", "unstable": "circle", "below best LR": "triangle-left"}
+
+
 def vs_lr(curve: pl.DataFrame, y: str, title: str, colors: dict[str, str], *, log_y: bool = False,
           ci: bool = False, msl: pl.DataFrame | None = None,
-          diverged: bool = False) -> alt.LayerChart:
+          diverged: bool = False) -> Layered:
     """One stability panel over the LR ladder (log x): ``y`` per (variant, lr) as line and
     points (hollow where the LR is unstable); ``ci``: ci_low..ci_high bars; ``msl`` (variant,
     max_stable_lr): a dashed vertical rule at each variant's max stable LR; ``diverged``: a
@@ -238,11 +275,17 @@ def vs_lr(curve: pl.DataFrame, y: str, title: str, colors: dict[str, str], *, lo
     if ci:
         layers.append(alt.Chart(pdf).mark_errorbar(ticks=True).encode(
             x=x, y=alt.Y("ci_low:Q", scale=scale, title=title), y2="ci_high:Q", color=color))
+    state = {}
+    if "state" in curve.columns:  # stable / unstable / below best LR (views/stability.py)
+        shown = [s for s in LR_STATE_SHAPES if s in set(curve["state"].to_list())]
+        state = {"shape": alt.Shape("state:N", title=None, legend=LEGEND, scale=alt.Scale(
+            domain=shown, range=[LR_STATE_SHAPES[s] for s in shown]))}
     layers.append(alt.Chart(pdf).mark_point(size=70).encode(
-        x=x, y=alt.Y(f"{y}:Q", scale=scale), color=color,
+        x=x, y=alt.Y(f"{y}:Q", scale=scale), color=color, **state,
         fill=alt.condition("datum.stable", color, alt.value("white")),
         tooltip=["variant", alt.Tooltip("lr:Q", format=".2e"),
-                 alt.Tooltip(f"{y}:Q", format=".4g"), "stable", "n",
+                 alt.Tooltip(f"{y}:Q", format=".4g"),
+                 "state" if "state" in curve.columns else "stable", "n",
                  *(["diverged"] if "diverged" in curve.columns else [])]))
     if diverged and "diverged" in curve.columns:  # a cross where a seed diverged
         div = curve.filter(pl.col("diverged") > 0)

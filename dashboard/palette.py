@@ -1,4 +1,5 @@
-"""One colour per variant on every chart of the app, and the verdict colours.
+"""One colour per variant on every chart and table of the app (a verdict is shown by marker
+shape and label, charts.VERDICT_SHAPES, never by a hue that a variant also uses).
 
 Every chart colours by variant through ``scale(variants)`` built from the sweep's whole variant
 list (``data.variants``: baseline first, then declared order), never from the rows a chart
@@ -11,7 +12,6 @@ from collections.abc import Sequence
 
 import altair as alt
 
-from results_db.vocab import verdict_kind
 
 # Tableau 10, then its light tones: distinct for 20 variants; beyond that the cycle repeats
 # (a 30-variant sweep is read through the tables and the filters, not by colour alone).
@@ -20,13 +20,6 @@ COLORS: tuple[str, ...] = (
     "#9d755d", "#bab0ac", "#9ecae9", "#ffbf79", "#88d27a", "#ff9d98", "#a2d4d0", "#d6a5c9",
     "#f2cf5b", "#fcbfd2", "#d8b5a5", "#79706e")
 BASELINE_COLOR = "#333333"  # the baseline is drawn dark: the reference every eye looks for
-
-# verdict kind (results_db.VERDICTS) -> colour; "needs >= 7 seeds" is of kind "needs >= k seeds"
-VERDICT_COLORS: dict[str, str] = {
-    "baseline": "#333333", "better": "#2e7d32", "worse": "#c62828", "within noise": "#9e9e9e",
-    "needs >= k seeds": "#ef6c00", "inconclusive": "#f9a825", "n = 1": "#6d4c41",
-    "no data": "#bdbdbd"}
-
 
 def colors(variants: Sequence[str], baseline: str | None = None) -> dict[str, str]:
     """{variant: hex colour} for the sweep's variants in a fixed order."""
@@ -49,13 +42,3 @@ def scale(cmap: dict[str, str], shown: Sequence[str] | None = None) -> alt.Scale
     3,000 entries in every spec (Altair validates each: ~1.3 s per chart)."""
     keep = [v for v in cmap if shown is None or v in set(shown)]
     return alt.Scale(domain=keep, range=[cmap[v] for v in keep])
-
-
-def verdict_color(verdict: str | None) -> str:
-    return VERDICT_COLORS.get(verdict_kind(verdict) or "", VERDICT_COLORS["no data"])
-
-
-def verdict_scale(kinds: Sequence[str]) -> alt.Scale:
-    """Colour scale over verdict *kinds* (one legend entry for all "needs >= k seeds")."""
-    dom = [k for k in VERDICT_COLORS if k in set(kinds)]
-    return alt.Scale(domain=dom, range=[VERDICT_COLORS[k] for k in dom])

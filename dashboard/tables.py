@@ -86,6 +86,45 @@ def fmt_delta_ci(pct: float | None, lo: float | None, hi: float | None) -> str:
     return f"{fmt_pct(pct)} [{_signed(lo)}, {_signed(hi)}]"
 
 
+def fmt_abs_delta_ci(delta: float | None, lo: float | None, hi: float | None) -> str:
+    """The absolute Δ with its 95 % CI, in the metric's units: '-0.231 [-0.305, -0.157]'."""
+    if delta is None or (isinstance(delta, float) and not math.isfinite(delta)):
+        return "–"
+
+    def signed(v: float) -> str:
+        text = fmt_num(v)
+        return text if text.startswith(("-", "–")) or text in ("inf",) else f"+{text}"
+    if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
+        return f"{signed(delta)} (no CI)"
+    return f"{signed(delta)} [{signed(lo)}, {signed(hi)}]"
+
+
+def fmt_verdict(verdict: str | None, min_effect: float = 0.01) -> str:
+    """The verdict as the page shows it: 'needs >= k seeds' says what k is for (an effect of
+    ``min_effect``, db.leaderboard's default 1 %), so "-29.9 % ... needs >= 417 seeds" does
+    not read as "this effect needs 417 seeds"."""
+    if not verdict:
+        return "–"
+    if verdict.startswith("needs >="):
+        return f"{verdict} for a ±{min_effect:.0%} effect"
+    return verdict
+
+
+# The metric picker's order: what a researcher ranks by first (validation and benchmark
+# quality), then the mechanistic probes and stability, then training, parameters and cost.
+METRIC_GROUPS: tuple[str, ...] = ("val/", "bench/", "longctx/", "probe/", "stability/", "train/",
+                                  "params/", "cost/", "data/")
+
+
+def metric_order(names: Sequence[str]) -> list[str]:
+    """``names`` with val/ppl first, then by METRIC_GROUPS, alphabetical within a group."""
+    def key(n: str) -> tuple[int, int, str]:
+        group = next((i for i, p in enumerate(METRIC_GROUPS) if n.startswith(p)),
+                     len(METRIC_GROUPS))
+        return (group, 0 if n == VAL_PPL else 1, n)
+    return sorted(names, key=key)
+
+
 def row_labels(frame: pl.DataFrame) -> pl.Series:
     """The label of each (variant, lr) row: the variant, plus '@ lr=3e-3' where the variant
     appears at several learning rates in ``frame``."""

@@ -4,15 +4,17 @@ Markdown and LaTeX. The stability table comes with the LR stability view for LR 
 
 from __future__ import annotations
 
+from typing import cast
+
 import streamlit as st
 
 from dashboard import data
-from dashboard.ablation import KINDS, SCALE_CAVEAT
+from dashboard.ablation import KINDS, SCALE_CAVEAT, Kind
 from dashboard.export import to_csv, to_latex, to_markdown
 from dashboard.mdtext import code, md
 from dashboard.status import nothing_to_rank
 from dashboard.views import stability
-from dashboard.views.common import show_rows, watch
+from dashboard.views.common import show_rows, table_height, watch
 from results_db.vocab import RESULT_STATES
 
 FINISHED = tuple(RESULT_STATES)  # the states db.ablation_table averages (its default)
@@ -23,7 +25,7 @@ NARROW = {"Act": 80, "Score shape": 85, "Added": 55, "n": 35, "Paper +M": 70, "V
           "Agree": 115, "Paper PPL (Δ%)": 120, "PPL": 115, "ΔPPL [95% CI]": 150}
 
 
-def render(url: str, sweep: str | None) -> None:
+def render(url: str, sweep: str) -> None:  # app.py: these pages need a sweep
     st.header(f"Ablation tables — {md(sweep)}")
     watch(url, sweep, "ab")
     kinds = list(KINDS)
@@ -34,7 +36,7 @@ def render(url: str, sweep: str | None) -> None:
         st.warning(f"**Different scale.** {SCALE_CAVEAT}", icon="⚠️")
     if kind == "stability" and sweep is not None:
         stability.render_view(url, sweep, key="ab_st")
-    table = data.ablation_table(url, sweep, kind, with_paper)
+    table = data.ablation_table(url, sweep, cast(Kind, kind), with_paper)  # one of KINDS
     if table.display.is_empty():  # db.ablation_table ranks succeeded runs
         st.info(nothing_to_rank(data.runs(url, sweep), FINISHED, "a result"))
         return
@@ -51,6 +53,7 @@ def render(url: str, sweep: str | None) -> None:
         first = [c for c in CONCLUSION_FIRST if c in shown.columns]
         shown = shown.select(first + [c for c in shown.columns if c not in first])
     st.dataframe(shown, hide_index=True, width="stretch", key="ab_table",
+                 height=table_height(shown.height),
                  column_config={c: st.column_config.TextColumn(c, width=w)
                                 for c, w in NARROW.items() if c in shown.columns})
     stem = f"{sweep}-{kind}"

@@ -99,3 +99,12 @@ def follow_new(key: str, options: list[Any], default: list[Any],
         picks += [v for v in default if v not in seen and v not in picks]
     st.session_state[key] = picks[:limit] if limit else picks
     return None
+
+
+ROW_PX, HEAD_PX, MAX_TABLE_PX = 35, 38, 1200
+
+
+def table_height(rows: int) -> int:
+    """A dataframe tall enough for ``rows`` rows (up to MAX_TABLE_PX, then it scrolls):
+    streamlit's default shows ~10 rows, and the ranked rows below them went unseen."""
+    return min(HEAD_PX + ROW_PX * max(rows, 1) + 3, MAX_TABLE_PX)

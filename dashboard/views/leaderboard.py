@@ -1,9 +1,11 @@
 """Leaderboard: which variants beat the baseline beyond noise, at a glance.
 
 Top to bottom: the verdict in one sentence (db.verdict_summary), a Δ ± 95 % CI dot plot vs the
-baseline coloured by verdict, an "n = 1" warning, then the ranked table (db.leaderboard: mean ±
-std, Δ with CI, verdict, the dimension columns that vary; each row links to Run detail), and
-the main effects of each gate dimension (db.effects). Nothing here computes a statistic.
+baseline in each variant's colour (the verdict as marker shape and label, each seed as a small
+dot), an "n = 1" warning, then the ranked table (db.leaderboard: mean ± std, Δ in % and in the
+metric's units with CI, verdict, the seeds that would confirm the observed Δ, wall time and
+tokens beside it, the dimension columns that vary; each row links to Run detail), and the main
+effects of each gate dimension (db.effects). Nothing here computes a statistic.
 """
 
 from __future__ import annotations
@@ -13,18 +15,20 @@ import urllib.parse
 import polars as pl
 import streamlit as st
 
-from dashboard import charts, data
+from contract.metrics import TOKENS, WALL_S
+from dashboard import charts, data, palette
 from dashboard.mdtext import code, md
-from dashboard.palette import verdict_color
 from dashboard.status import STATES, nothing_to_rank, unranked_variants
-from dashboard.tables import (VAL_PPL, apply_filters, fmt_delta_ci, fmt_lr, fmt_mean_std,
-                              row_labels)
-from dashboard.views.common import show_chart, show_rows, watch
-from results_db.vocab import higher_is_better
+from dashboard.tables import (VAL_PPL, apply_filters, fmt_abs_delta_ci, fmt_delta_ci, fmt_lr,
+                              fmt_mean_std, fmt_num, fmt_verdict, metric_order, row_labels)
+from dashboard.views.common import show_chart, show_rows, table_height, watch
+from results_db.vocab import higher_is_better, verdict_kind
 
 # verdict order of the "by verdict" sort: the conclusions first, the reference, then the rest
 _VERDICT_ORDER = ("better", "baseline", "within noise", "needs", "n = 1", "no data", "worse")
-STATIC_COLUMNS = ("rank", "variant", "runs", "mean ± std", "n", "Δ% [95% CI]", "verdict")
+STATIC_COLUMNS = ("rank", "variant", "runs", "mean ± std", "n", "Δ% [95% CI]", "Δ [95% CI]",
+                  "verdict", "seeds for Δ")
+COST = {WALL_S: "wall s", TOKENS: "tokens"}  # shown beside Δ when the runs report them
 
 
 def default_ascending(metric: str) -> bool:
@@ -40,9 +44,13 @@ def verdict_rank(verdict: str | None) -> int:
     return len(_VERDICT_ORDER)
 
 
-def display_frame(board: pl.DataFrame, url_of: dict[str, str] | None = None) -> pl.DataFrame:
+def display_frame(board: pl.DataFrame, url_of: dict[str, str] | None = None,
+                  cost: dict[str, dict[str, float]] | None = None) -> pl.DataFrame:
     """The ranked frame as the strings shown on the page (and checked by the tests): the
-    static columns, then the dimension columns db.leaderboard reports as varying."""
+    static columns, the cost columns (``cost``: {column: {group_key: mean}}), then the
+    dimension columns db.leaderboard reports as varying. "seeds for Δ": seeds per variant
+    that would confirm the *observed* Δ (db.leaderboard's seeds_observed), shown where the
+    verdict is not yet better/worse."""
     if "row" not in board.columns:
         board = board.with_columns(row_labels(board))
     lo = board.columns.index("lr") + 1 if "lr" in board.columns else 2
@@ -56,13 +64,25 @@ def display_frame(board: pl.DataFrame, url_of: dict[str, str] | None = None) -> 
         row.update({"mean ± std": fmt_mean_std(r["mean"], r["std"]), "n": str(r["n"]),
                     "Δ% [95% CI]": "–" if r["is_baseline"] else
                     fmt_delta_ci(r["delta_pct"], r["ci_low_pct"], r["ci_high_pct"]),
-                    "verdict": r["verdict"] or "–"})  # "needs >= k seeds" says k
+                    "Δ [95% CI]": "–" if r["is_baseline"] else
+                    fmt_abs_delta_ci(r["delta"], r["ci_low"], r["ci_high"]),
+                    "verdict": fmt_verdict(r["verdict"]),
+                    "seeds for Δ": _seeds_for_delta(r)})
+        for col, per in (cost or {}).items():
+            row[col] = fmt_num(per.get(r["group_key"]))
         for c in dims:  # gate_position -> position: narrower, the page says they are gates
             v = r[c]
             row[c.removeprefix("gate_")] = "–" if v is None else \
                 (fmt_lr(v) if c == "lr" else str(v))
         rows.append(row)
     return pl.DataFrame(rows) if rows else pl.DataFrame(schema={"variant": pl.String})
+
+
+def _seeds_for_delta(r: dict) -> str:
+    k = r.get("seeds_observed")
+    if r["is_baseline"] or k is None or verdict_kind(r["verdict"]) in ("better", "worse"):
+        return "–"
+    return f">= {k}"
 
 
 def _filters(board: pl.DataFrame) -> dict[str, list[str]]:
@@ -78,6 +98,15 @@ def _filters(board: pl.DataFrame) -> dict[str, list[str]]:
         values = board[col].cast(pl.String).fill_null("–").unique().sort().to_list()
         chosen[col] = cols[i % len(cols)].multiselect(col, values, key=f"lb_f_{col}")
     return chosen
+
+
+def best_lr_rows(board: pl.DataFrame) -> pl.DataFrame:
+    """Each variant's row at its best LR (the smallest db.leaderboard rank; a variant with no
+    ranked row keeps its first), in board order."""
+    best = board.with_row_index("_i").sort("rank", "_i", nulls_last=True) \
+        .group_by("variant", maintain_order=True).first()
+    return board.with_row_index("_i").filter(pl.col("_i").is_in(best["_i"].to_list())) \
+        .drop("_i")
 
 
 def run_links(url: str, sweep: str) -> dict[str, str]:
@@ -111,15 +140,48 @@ def _unranked(url: str, sweep: str, board: pl.DataFrame, states: tuple[str, ...]
                 f"{listed}{', ...' if len(missing) > 6 else ''}.")
 
 
-def _table(board: pl.DataFrame, url: str, sweep: str) -> None:
+def cost_columns(url: str, sweep: str, states: tuple[str, ...]) -> dict[str, dict[str, float]]:
+    """{"wall s": {group_key: mean}, "tokens": {...}}: the seed-group means of the runs' cost
+    summaries (db.leaderboard on that metric), for the metrics the sweep reports."""
+    names = set(data.summary_names(url, sweep))
+    out = {}
+    for metric, col in COST.items():
+        if metric in names:
+            b = data.leaderboard(url, sweep, metric, True, states)
+            out[col] = dict(zip(b["group_key"].to_list(), b["mean"].to_list(), strict=True))
+    return out
+
+
+def seed_deltas(url: str, sweep: str, metric: str, board: pl.DataFrame,
+                states: tuple[str, ...]) -> pl.DataFrame:
+    """(row, seed, delta_pct): each run's value relative to its row's baseline mean (the
+    row's mean - Δ), for the dots beside each mean ± CI."""
+    runs = data.runs(url, sweep).filter(pl.col("status").is_in(list(states)))
+    vals = data.summaries(url, sweep, (metric,)).filter(pl.col("name") == metric)
+    ref = board.filter(~pl.col("is_baseline") & pl.col("delta").is_not_null()).select(
+        "group_key", "row", base=pl.col("mean") - pl.col("delta"))
+    # cast: an empty read has untyped (Null) columns, which do not join
+    ids = runs.select(pl.col("id").cast(pl.Int64).alias("run_id"),
+                      pl.col("group_key").cast(pl.String), "seed")
+    joined = vals.with_columns(pl.col("run_id").cast(pl.Int64)).join(ids, on="run_id") \
+        .join(ref.with_columns(pl.col("group_key").cast(pl.String)), on="group_key")
+    return joined.filter(pl.col("base") != 0).select(
+        "row", "seed", delta_pct=100.0 * (pl.col("value") - pl.col("base")) / pl.col("base"))
+
+
+def _table(board: pl.DataFrame, url: str, sweep: str, states: tuple[str, ...]) -> None:
     shown = display_frame(board.head(show_rows(board.height, "lb_limit")),
-                          run_links(url, sweep))
+                          run_links(url, sweep), cost_columns(url, sweep, states))
+    colors = palette.colors(data.variants(url, sweep), data.baseline(url, sweep))
+    variant_of = dict(zip(board["row"].to_list(), board["variant"].to_list(), strict=True))
 
-    def colour(col: pl.Series) -> list[str]:
-        return [f"color: {verdict_color(v)}; font-weight: 600" for v in col]
+    def colour(col: pl.Series) -> list[str]:  # the variant's colour, as on every chart
+        return [f"color: {colors.get(variant_of.get(v.removesuffix(' (baseline)'), ''), '')}; "
+                "font-weight: 600" for v in col]
 
-    styled = shown.to_pandas().style.apply(colour, subset=["verdict"])
+    styled = shown.to_pandas().style.apply(colour, subset=["variant"])
     st.dataframe(styled, hide_index=True, width="stretch", key="lb_table",
+                 height=table_height(shown.height),
                  column_config={
                      "rank": st.column_config.TextColumn("rank", width=45),
                      "n": st.column_config.TextColumn("n", width=35),
@@ -129,10 +191,10 @@ def _table(board: pl.DataFrame, url: str, sweep: str) -> None:
                      "Δ% [95% CI]": st.column_config.TextColumn("Δ% [95% CI]", width=170)})
 
 
-def render(url: str, sweep: str | None) -> None:
+def render(url: str, sweep: str) -> None:  # app.py: these pages need a sweep
     st.header(f"Leaderboard — {md(sweep)}")
     watch(url, sweep, "lb")
-    names = data.summary_names(url, sweep) or [VAL_PPL]
+    names = metric_order(data.summary_names(url, sweep)) or [VAL_PPL]
     c1, c2, c3, c4 = st.columns([2, 1, 2, 1])
     metric = c1.selectbox("Metric", names, index=names.index(VAL_PPL) if VAL_PPL in names else 0,
                           key="lb_metric")
@@ -151,12 +213,19 @@ def render(url: str, sweep: str | None) -> None:
     _unranked(url, sweep, board, key)
     with st.expander("Filter by dimension"):
         board = apply_filters(board, _filters(board))
+    if board["lr"].n_unique() > 1 and st.toggle(
+            "Each variant at its best LR", value=False, key="lb_best_lr",
+            help="one row per variant: the LR with its best mean (its Δ stays the one vs the "
+                 "baseline at that same LR)"):
+        board = best_lr_rows(board)
     if order == "verdict":
         board = board.with_columns(_v=pl.col("verdict").map_elements(
             verdict_rank, return_dtype=pl.Int64)).sort("_v", "rank", nulls_last=True).drop("_v")
-    show_chart(charts.delta_dots(board, metric))
+    colors = palette.colors(data.variants(url, sweep), data.baseline(url, sweep))
+    show_chart(charts.delta_dots(board, metric, colors,
+                                 seed_deltas(url, sweep, metric, board, key)))
     st.caption(_caption(metric, data.baseline(url, sweep)))
-    _table(board, url, sweep)
+    _table(board, url, sweep, key)
     _effects(url, sweep, metric)
 
 
@@ -165,8 +234,10 @@ def _caption(metric: str, baseline: str | None) -> str:
         return (f"{metric} over seeds. No baseline: no variant is named `baseline` and none is "
                 "the plain ungated model, so no Δ, CI or verdict (add a `baseline: {}` "
                 "variant).")
-    return (f"{metric} over seeds; Δ vs baseline {code(baseline)} (paired by seed where seeds "
-            "match, else Welch); 95 % CI.")
+    return (f"{metric} over seeds; Δ vs baseline {code(baseline)} at the same LR (paired by "
+            "seed where seeds match, else Welch); 95 % CI; marker = verdict, small dots = each "
+            "seed vs the baseline mean. \"needs >= k seeds\": seeds per variant to resolve a "
+            "±1 % effect at 80 % power; \"seeds for Δ\": to confirm the effect observed.")
 
 
 def _effects(url: str, sweep: str, metric: str) -> None:
@@ -182,4 +253,4 @@ def _effects(url: str, sweep: str, metric: str) -> None:
         pl.struct("mean_delta_pct", "ci_low_pct", "ci_high_pct").map_elements(
             lambda s: fmt_delta_ci(s["mean_delta_pct"], s["ci_low_pct"], s["ci_high_pct"]),
             return_dtype=pl.String).alias("mean Δ% [95% CI]"), "verdict")
-    st.dataframe(shown, hide_index=True, key="lb_effects")
+    st.dataframe(shown, hide_index=True, key="lb_effects", height=table_height(shown.height))

@@ -9,7 +9,7 @@ import streamlit as st
 from dashboard import data
 from dashboard.mdtext import md
 from dashboard.status import status_table
-from dashboard.views.common import LIVE_REFRESH_S, is_active, watch
+from dashboard.views.common import LIVE_REFRESH_S, is_active, table_height, watch
 
 STALE_HEARTBEAT_S = 60  # a heartbeat older than this is shown as a warning
 
@@ -56,6 +56,7 @@ def _status_block(url: str, active: bool = False) -> None:
     table = status_table(data.sweep_status(url))
     st.dataframe(
         table, hide_index=True, width="stretch", key="ov_sweeps",
+        height=table_height(table.height),
         column_config={"progress": st.column_config.ProgressColumn(
             "progress", help="finished runs / all runs", min_value=0.0, max_value=1.0,
             format="percent")})
@@ -69,6 +70,7 @@ def _status_block(url: str, active: bool = False) -> None:
         st.warning(f"{stale.height} running run(s) have not sent a heartbeat for more than "
                    f"{STALE_HEARTBEAT_S} s: {', '.join(md(n) for n in stale['name'].head(5))}.")
     st.dataframe(live_table(live), hide_index=True, width="stretch", key="ov_live",
+                 height=table_height(live.height),
                  column_config={"progress": st.column_config.ProgressColumn(
                      "progress", min_value=0.0, max_value=1.0, format="percent")})
     if active:

@@ -9,7 +9,7 @@ import streamlit as st
 
 from dashboard import charts, data, palette
 from dashboard.mdtext import md
-from dashboard.tables import FIRST_ATTN, GATE_SCORE, MAX_ACT, row_labels
+from dashboard.tables import FIRST_ATTN, GATE_SCORE, MAX_ACT, VAL_PPL, fmt_lr, row_labels
 from dashboard.views.common import show_chart, watch
 
 PER_LAYER: dict[str, str] = {FIRST_ATTN: "first-token attention (attention sink)",
@@ -18,17 +18,30 @@ PER_LAYER: dict[str, str] = {FIRST_ATTN: "first-token attention (attention sink)
 LOG_SCALE = (MAX_ACT,)  # a 120k line must not flatten the ~1k ones
 
 
+MAX_DEFAULT = 30  # rows drawn by default (all of a 16-variant sweep); more are picked by hand
+STACK_ABOVE = 6  # more rows than this: one full-width chart per probe, not three side by side
+
+
 def run_rows(runs: pl.DataFrame) -> pl.DataFrame:
-    """(id, variant, row) of the succeeded runs: row = variant (+ '@ lr=..' when several)."""
+    """(id, variant, row, lr) of the succeeded runs: row = variant (+ '@ lr=..' when several),
+    lr as text ('3e-3') for the LR dash."""
     ok = runs.filter(pl.col("status") == "succeeded")
-    return ok.with_columns(row_labels(ok)).select("id", "variant", "row")
+    return ok.with_columns(row_labels(ok)).select(
+        "id", "variant", "row", pl.col("lr").map_elements(fmt_lr, return_dtype=pl.String))
+
+
+def default_rows(order: list[str], ranked: list[str]) -> list[str]:
+    """The rows drawn by default: the leaderboard's order (its best rows first, so its top
+    row is never the one left out), then the rest, up to MAX_DEFAULT."""
+    first = [r for r in ranked if r in order]
+    return (first + [r for r in order if r not in first])[:MAX_DEFAULT]
 
 
 def per_layer_frame(runs: pl.DataFrame, summaries: pl.DataFrame, metric: str) -> pl.DataFrame:
     """(variant, row, layer, mean, lo, hi, n): per variant row and layer, the mean of
     ``<metric>/layer_i`` over seeds, lo/hi = mean ± std (one seed: no bar)."""
-    schema = {"variant": pl.String, "row": pl.String, "layer": pl.Int64, "mean": pl.Float64,
-              "lo": pl.Float64, "hi": pl.Float64, "n": pl.UInt32}
+    schema = {"variant": pl.String, "row": pl.String, "lr": pl.String, "layer": pl.Int64,
+              "mean": pl.Float64, "lo": pl.Float64, "hi": pl.Float64, "n": pl.UInt32}
     if summaries.is_empty():
         return pl.DataFrame(schema=schema)
     prefix = f"{metric}/layer_"
@@ -36,7 +49,7 @@ def per_layer_frame(runs: pl.DataFrame, summaries: pl.DataFrame, metric: str) ->
         layer=pl.col("name").str.slice(len(prefix)).cast(pl.Int64, strict=False))
     joined = long.join(run_rows(runs), left_on="run_id", right_on="id", how="inner")
     out = (joined.drop_nulls("layer").drop_nulls("value")
-           .group_by("variant", "row", "layer")
+           .group_by("variant", "row", "lr", "layer")
            .agg(pl.col("value").mean().alias("mean"), pl.col("value").std().alias("std"),
                 pl.len().alias("n").cast(pl.UInt32)))
     std = pl.col("std").fill_null(0.0)
@@ -44,7 +57,7 @@ def per_layer_frame(runs: pl.DataFrame, summaries: pl.DataFrame, metric: str) ->
         .select(list(schema)).sort("row", "layer")
 
 
-def _histograms(url: str, runs: pl.DataFrame, picked: list[str], colors: object) -> None:
+def _histograms(url: str, runs: pl.DataFrame, picked: list[str], colors: dict[str, str]) -> None:
     rows = run_rows(runs).filter(pl.col("row").is_in(picked))
     gated = runs.filter(pl.col("gate_position").is_not_null())["id"].to_list()
     first = rows.filter(pl.col("id").is_in(gated)).sort("id").group_by(
@@ -69,7 +82,15 @@ def _histograms(url: str, runs: pl.DataFrame, picked: list[str], colors: object)
         st.caption("No gate_histogram artifact for these runs (ungated runs have none).")
 
 
-def render(url: str, sweep: str | None) -> None:
+def _ranked(url: str, sweep: str | None) -> list[str]:
+    """The leaderboard's rows (val/ppl, best first); [] before anything finished."""
+    if sweep is None or VAL_PPL not in data.summary_names(url, sweep):
+        return []
+    board = data.leaderboard(url, sweep, VAL_PPL, True, ("succeeded",))
+    return row_labels(board).to_list() if board.height else []
+
+
+def render(url: str, sweep: str) -> None:  # app.py: these pages need a sweep
     st.header(f"Probes — {md(sweep)}")
     watch(url, sweep, "pr")
     runs = data.runs(url, sweep)
@@ -78,9 +99,11 @@ def render(url: str, sweep: str | None) -> None:
                    if charts.layer_index(n) is not None and n.rsplit("/", 1)[0] in PER_LAYER]
     summaries = data.summaries(url, sweep, tuple(layer_names))
     order = run_rows(runs)["row"].unique(maintain_order=True).to_list()
-    picked = st.multiselect("Variants", order, default=order[:12], key="pr_rows")
-    st.caption("Seed mean per layer; bars: ± one standard deviation over seeds.")
-    cols = st.columns(len(PER_LAYER))
+    picked = st.multiselect("Variants", order, key="pr_rows",
+                            default=default_rows(order, _ranked(url, sweep)))
+    st.caption("Seed mean per layer; bars: ± one standard deviation over seeds; one colour "
+               "per variant, its learning rates told apart by dash.")
+    cols = st.columns(len(PER_LAYER)) if len(picked) <= STACK_ABOVE else [st.container()] * 3
     for col, (metric, title) in zip(cols, PER_LAYER.items(), strict=True):
         frame = per_layer_frame(runs, summaries, metric).filter(pl.col("row").is_in(picked))
         with col:

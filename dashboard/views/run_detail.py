@@ -5,7 +5,7 @@ the run's curves, its checkpoints and final values, and its config diff against 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 import streamlit as st
@@ -16,6 +16,9 @@ from dashboard.mdtext import code, md
 from dashboard.status import ACTIVE_STATES, DONE_STATES, WAITING_STATES
 from dashboard.tables import fmt_num
 from dashboard.views.common import show_chart, watch
+
+if TYPE_CHECKING:
+    from results_db import AttemptRow, RunRow
 
 # a finished run (any way) or a lost one; pending/running ones are already scheduled
 RERUNNABLE = tuple(s for s in (*DONE_STATES, *WAITING_STATES) if s != "pending")
@@ -53,7 +56,7 @@ def _baseline_id(url: str, sweep: str, runs: pl.DataFrame, seed: int) -> int | N
     return None if pick.is_empty() else int(pick["id"][0])
 
 
-def _attempts(attempts: list[Any]) -> None:
+def _attempts(attempts: list[AttemptRow]) -> None:
     st.markdown(f"**Attempts ({len(attempts)})**")
     if not attempts:
         st.caption("Not started yet.")
@@ -90,7 +93,7 @@ def _set(key: str, value: bool) -> None:
     st.session_state[key] = value
 
 
-def _rerun_controls(url: str, run: Any) -> None:
+def _rerun_controls(url: str, run: RunRow) -> None:
     """Rerun asks for confirmation; after it the state block shows the new attempt."""
     confirm = f"rd_confirm_{run.id}"
     allowed = run.status in RERUNNABLE
@@ -131,7 +134,7 @@ def _state_block(url: str, run_id: int) -> None:
         st.caption(f"Live: refreshed every {REFRESH_S} s.")
 
 
-def _curves(url: str, sweep: str, run: Any) -> None:
+def _curves(url: str, sweep: str, run: RunRow) -> None:
     raw = data.metrics(url, (run.id,), ("train/loss", "val/loss"), 1000)
     if raw.is_empty():
         st.caption("No training points yet." if run.status in LIVE else

@@ -5,13 +5,15 @@ db.stability (results_db/analysis/stability.py); a sweep with one LR has no such
 
 from __future__ import annotations
 
+from typing import cast
+
 import polars as pl
 import streamlit as st
 
 from dashboard import charts, data, palette
 from dashboard.mdtext import md
 from dashboard.tables import fmt_lr, fmt_num
-from dashboard.views.common import show_chart, watch
+from dashboard.views.common import show_chart, table_height, watch
 
 TOLERANCES = (0.02, 0.05, 0.10, 0.20)
 
@@ -21,7 +23,7 @@ def has_lr_axis(url: str, sweep: str) -> bool:
     runs = data.runs(url, sweep)
     if runs.is_empty():
         return False
-    return bool(runs.group_by("variant").agg(pl.col("lr").n_unique())["lr"].max() > 1)
+    return bool(cast(int, runs.group_by("variant").agg(pl.col("lr").n_unique())["lr"].max()) > 1)
 
 
 def summary_frame(summary: pl.DataFrame) -> pl.DataFrame:
@@ -35,6 +37,23 @@ def summary_frame(summary: pl.DataFrame) -> pl.DataFrame:
         pl.col("n_lrs").cast(pl.String)).with_columns(pl.exclude("variant").fill_null("–"))
 
 
+UNDER = "below best LR"  # trained worse than the best LR, but from too small a step, not instability
+
+
+def lr_states(curve: pl.DataFrame, summary: pl.DataFrame) -> pl.DataFrame:
+    """``curve`` + ``state`` per (variant ladder, lr): "stable"; "unstable" (a seed diverged,
+    or degraded at or above the ladder's best LR: what the max-stable-LR rule reads); or
+    "below best LR" (degraded below the best LR: under-trained, which the rule never counts
+    as instability -- drawing it hollow read as "unstable")."""
+    best = summary.select("lr_group_key", "best_lr")
+    out = curve.join(best, on="lr_group_key", how="left")
+    below = (pl.col("diverged").fill_null(0) == 0) & pl.col("best_lr").is_not_null() \
+        & (pl.col("lr") < pl.col("best_lr")) & ~pl.col("stable")
+    return out.with_columns(state=pl.when(pl.col("stable")).then(pl.lit("stable"))
+                            .when(below).then(pl.lit(UNDER))
+                            .otherwise(pl.lit("unstable"))).drop("best_lr")
+
+
 def render_view(url: str, sweep: str, key: str = "st") -> bool:
     """Draw the view; False (and nothing drawn) for a sweep without an LR axis."""
     c1, c2 = st.columns([1, 3])
@@ -45,18 +64,18 @@ def render_view(url: str, sweep: str, key: str = "st") -> bool:
         return False
     c2.info(f"**Max stable LR rule** (tolerance {tol:.0%}): {stab.rule}")
     colors = palette.colors(data.variants(url, sweep), data.baseline(url, sweep))
-    curve = stab.curve.with_columns(pl.col("stable").fill_null(False))
+    curve = lr_states(stab.curve.with_columns(pl.col("stable").fill_null(False)), stab.summary)
     msl = stab.summary.select("variant", "max_stable_lr").drop_nulls()
     left, mid, right = st.columns(3)
     with left:
-        st.markdown("**Final val/loss vs LR** (95 % CI; hollow = unstable; dashed = max "
-                    "stable LR)")
+        st.markdown("**Final val/loss vs LR** (95 % CI; ● stable, ○ unstable, ◁ below the "
+                    "best LR (under-trained, not unstable); dashed = max stable LR)")
         show_chart(charts.vs_lr(curve, "mean", "final val/loss", colors, ci=True,
                                      msl=msl))
     with mid:
         st.markdown("**Loss spikes and divergence vs LR** (✚ = a seed diverged there)")
         show_chart(charts.vs_lr(curve.with_columns(pl.col("loss_spikes").fill_null(0.0)),
-                                "loss_spikes", "loss spikes (seed mean)", colors,
+                                "loss_spikes", "loss spikes (total over seeds)", colors,
                                 diverged=True))
     with right:
         st.markdown("**Max activation vs LR** (log scale)")
@@ -67,7 +86,8 @@ def render_view(url: str, sweep: str, key: str = "st") -> bool:
         else:
             show_chart(charts.vs_lr(act, "max_activation", "max |activation|", colors,
                                          log_y=True))
-    st.dataframe(summary_frame(stab.summary), hide_index=True, key=f"{key}_summary")
+    st.dataframe(summary_frame(stab.summary), hide_index=True, key=f"{key}_summary",
+                 height=table_height(stab.summary.height))
     return True
 
 

@@ -125,15 +125,27 @@ def test_leaderboard_shows_verdicts_cis_and_the_summary(app: AppTest, db_url: st
     api = db.leaderboard("demo").to_pandas().set_index("variant")
     for _, r in table.iterrows():  # the page shows the API's numbers, never its own
         v = r["variant"].removesuffix(" (baseline)")
-        assert r["verdict"] == api.loc[v, "verdict"]
+        verdict = api.loc[v, "verdict"]
+        # "needs >= k seeds" says what k is for; the seeds for the observed Δ beside it
+        assert r["verdict"] == (f"{verdict} for a ±1% effect" if verdict.startswith("needs")
+                                else verdict)
+        if verdict.startswith("needs"):
+            assert r["seeds for Δ"] == f">= {int(api.loc[v, 'seeds_observed'])}"
         if v != "baseline":
             lo, hi = api.loc[v, "ci_low_pct"], api.loc[v, "ci_high_pct"]
             assert r["Δ% [95% CI]"] == f"{api.loc[v, 'delta_pct']:+.1f}% [{lo:+.1f}, {hi:+.1f}]"
+            assert r["Δ [95% CI]"].startswith(("+", "-")) and "[" in r["Δ [95% CI]"]
     assert table["runs"][0].startswith("?page=Run+detail&sweep=demo&run=")
     # only the dimension columns that vary (no n_head, n_kv_head: constant in this sweep)
     assert "position" in table.columns and "n_head" not in table.columns
     dots = chart_data(at)[0]  # the Δ ± CI dot plot at the top: a dot per non-baseline row
-    assert max(len(f) for f in dots) == 4
+    assert sorted({len(f) for f in dots}) == [1, 4, 10]  # zero rule, rows, each seed (3+3+2+2)
+    spec = chart_specs(at)[0]
+    # one colour per variant (the palette's), the verdict as a marker shape, never a hue
+    colours = palette.colors(db.runs("demo")["variant"].unique(maintain_order=True).to_list(),
+                             "baseline")
+    assert variant_colors(spec) and variant_colors(spec).items() <= colours.items()
+    assert '"shape"' in json.dumps(spec) and '"kind"' in json.dumps(spec)
     assert not at.warning  # every row has >= 2 seeds
 
 

@@ -21,6 +21,7 @@ from dashboard.labels import activation_label, human_count, method_label, score_
 from dashboard.mdtext import code, md
 from dashboard.status import DONE_STATES, LIVE_STATES, status_table
 from dashboard.tables import fmt_delta_ci, fmt_lr, fmt_mean_std, fmt_num, fmt_pct, row_labels
+from tests.support import dashboard_sample as sample
 
 
 def test_number_formatting() -> None:
@@ -204,8 +205,10 @@ def test_palette_is_stable_per_variant_whatever_a_chart_shows() -> None:
     scale = palette.scale(full, ["key", "sdpa"]).to_dict()
     assert dict(zip(scale["domain"], scale["range"], strict=True)) == \
         {"sdpa": full["sdpa"], "key": full["key"]}
-    assert palette.verdict_color("needs >= 7 seeds") == palette.VERDICT_COLORS["needs >= k seeds"]
-    assert set(palette.VERDICT_COLORS) == set(results_db.VERDICTS)  # every verdict has a colour
+    # the verdict is a marker shape, not a hue (issue 22: a variant red on one page, orange
+    # on the next): every verdict kind has its own shape
+    assert set(charts.VERDICT_SHAPES) == set(results_db.VERDICTS)
+    assert not hasattr(palette, "VERDICT_COLORS")
 
 
 def test_seed_mean_band_ema_and_delta_curve() -> None:
