@@ -8,22 +8,13 @@ one sentence naming the DB instead of a SQLAlchemy traceback. Other errors (a co
 bug in our SQL, "database is locked" after the busy timeout) keep their types. SQLite rolls
 the failed transaction back as a whole, so a failed batch leaves none of its rows behind.
 
-Test hook (no effect unless the variable is set): while the file named by
-``$GATESWEEP_TEST_DB_FULL`` exists, every writer transaction on a SQLite engine runs with
-``PRAGMA max_page_count`` clamped to the DB's current size, so a write that needs a new page
-fails with SQLITE_FULL exactly as on a full disk (free space inside existing pages is still
-used, as on a real disk). ``max_page_count`` is per connection, which is why the writer
-itself must set it. A file that says ``readonly`` makes every write fail instead
-(``PRAGMA query_only``: SQLITE_READONLY, as on a file system remounted read-only). Removing
-the file gives the space back.
+Faults are injected from outside in the tests (tests/support/dbfaults.py: an event listener
+on the Engine class that clamps SQLite's page count), never by a hook on this write path.
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any
-
-FULL_DISK_ENV = "GATESWEEP_TEST_DB_FULL"
 
 # SQLite result codes (extended ones start with these names) that mean the DB is not usable.
 _SQLITE_WRITE = ("SQLITE_FULL", "SQLITE_READONLY", "SQLITE_IOERR")
@@ -89,22 +80,3 @@ def translate(where: str, ctx: Any, reads_only: bool = False) -> None:
     if verb is not None and not (reads_only and verb == "written"):
         raise DBUnavailable(f"results DB {where} could not be {verb}: "
                             f"{_first_line(orig)}") from orig
-
-
-def clamp_for_test(conn: Any) -> None:
-    """The fault hook (see the module doc); a no-op unless $GATESWEEP_TEST_DB_FULL is set.
-    ``conn`` is a SQLAlchemy Connection about to BEGIN."""
-    flag = os.environ.get(FULL_DISK_ENV)
-    if not flag:
-        return
-    info = conn.info
-    if "max_pages" not in info:  # this connection's own default, to restore it later
-        info["max_pages"] = conn.exec_driver_sql("PRAGMA max_page_count").scalar()
-    try:
-        mode = open(flag, encoding="utf-8").read().strip()  # noqa: SIM115 - tiny file
-    except FileNotFoundError:
-        mode = None
-    # a value below the current size clamps to it: the file may not grow any more
-    pages = 1 if mode is not None else info["max_pages"]
-    conn.exec_driver_sql(f"PRAGMA max_page_count = {int(pages)}")
-    conn.exec_driver_sql(f"PRAGMA query_only = {1 if mode == 'readonly' else 0}")

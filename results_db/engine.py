@@ -27,7 +27,7 @@ from urllib.parse import quote
 from sqlalchemy import URL, Engine, create_engine, event, make_url
 from sqlalchemy.exc import ArgumentError
 
-from results_db.dbfaults import DBUnavailable, clamp_for_test, translate
+from results_db.dbfaults import DBUnavailable, translate
 from results_db.migrate import _REV, MIGRATIONS_DIR, refuse_foreign_sqlite
 
 DEFAULT_URL = "sqlite:///results.db"
@@ -197,7 +197,6 @@ def writer_engine(url: URL) -> Engine:
 
     @event.listens_for(eng, "begin")
     def _on_begin(conn: Any) -> None:
-        clamp_for_test(conn)  # no-op unless $GATESWEEP_TEST_DB_FULL (dbfaults.py)
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 
     return eng

@@ -1,8 +1,9 @@
 """The results DB becomes unwritable in the middle of a run (docs/architecture.md, "faults").
 
 A real tiny run through ``orchestrator.runner.execute_job`` (the Tune trial's body) on a real
-SQLite file. The fault is results_db's test hook (results_db/dbfaults.py): while the file
-named by $GATESWEEP_TEST_DB_FULL exists the writer's connections cannot grow the DB
+SQLite file. The fault comes from outside the product (tests/support/dbfaults.py, an event
+listener on every engine's BEGIN): while its flag file exists the writer's connections cannot
+grow the DB
 (SQLITE_FULL, a full disk) or, when it says ``readonly``, cannot write at all
 (SQLITE_READONLY, a file system remounted read-only). The reporter subclass below only
 switches the fault on at a step; everything else is the production path.
@@ -27,7 +28,7 @@ import orchestrator.reporter
 import results_db
 from orchestrator.runner import execute_job
 from orchestrator.trial_job import TrialJob
-from results_db.dbfaults import FULL_DISK_ENV
+from tests.support.dbfaults import db_fault
 from contract.config import RunSpec
 
 TRAIN = dict(steps=48, batch_size=4, seq_len=32, warmup=4, log_every=1, eval_every=24,
@@ -119,11 +120,11 @@ def test_a_full_disk_fails_the_attempt_naming_the_db_and_rerun_completes(
     con.execute("CREATE TABLE filler (b BLOB)")  # what the "disk" fills up with
     con.close()
     flag = tmp_path / "disk-full"
-    monkeypatch.setenv(FULL_DISK_ENV, str(flag))
     logged: dict[int, set[str]] = {}
     _fault_reporter(monkeypatch, lambda: _fill_disk(path, flag), logged)
 
-    res = execute_job(job)
+    with db_fault(flag):
+        res = execute_job(job)
 
     assert res["status"] == "failed" and res["fault"] == "db_unavailable", res
     want = f"results DB {path} could not be written: database or disk is full"
@@ -144,11 +145,11 @@ def test_a_read_only_db_leaves_the_run_to_go_lost_and_rerun_completes(
         ) -> None:
     db, job, path = _setup(tmp_path)
     flag = tmp_path / "read-only"
-    monkeypatch.setenv(FULL_DISK_ENV, str(flag))
     logged: dict[int, set[str]] = {}
     _fault_reporter(monkeypatch, lambda: flag.write_text("readonly"), logged)
 
-    res = execute_job(job)
+    with db_fault(flag):
+        res = execute_job(job)
 
     want = f"results DB {path} could not be written: attempt to write a readonly database"
     assert res["status"] == "failed" and want in res["error"], res
