@@ -93,8 +93,10 @@ def test_table_paper_and_latex_layouts(capsys: pytest.CaptureFixture[str], url: 
     rows = [ln for ln in out.splitlines() if ln.endswith("\\\\")][1:]
     assert len(rows) == want.height
     first = dict(zip(want["variant"].to_list(), want["val/ppl:text"].to_list()))
-    assert any(r.startswith("sdpa\\_elementwise &") and f"{first['sdpa_elementwise']} (better)"
-               in r for r in rows)
+    from contract.textout import latex  # the one LaTeX escape ("±" is "$\\pm$")
+
+    assert any(r.startswith("sdpa\\_elementwise &") and
+               latex(f"{first['sdpa_elementwise']} (better)") in r for r in rows)
 
 
 def test_effects_and_stability(capsys: pytest.CaptureFixture[str], url: str) -> None:
