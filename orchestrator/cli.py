@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -20,6 +20,11 @@ from orchestrator import cli_read, cli_results, evaluate  # noqa: F401
 from orchestrator.cli_app import (DbOpt, StaleOpt, StorageOpt, app, db_app, db_url, err,
                                   open_read, out, split_csv, stale_after)
 from contract.errors import SpecError, UserError
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from orchestrator.plan import Plan
 
 
 @app.command()
@@ -79,22 +84,23 @@ def submit(file: Path, db: DbOpt = None,
     raise typer.Exit(code)
 
 
-def _dry_run(db: str | None, plan: object, params: bool) -> None:
+def _dry_run(db: str | None, plan: Plan, params: bool) -> None:
     from orchestrator.plan import not_in_file_note
     from orchestrator.table import print_runs
 
     status, sweep_runs = _known_status(db, plan)
-    by_name = {r.name: status.get(r.fingerprint, "new") for r in plan.runs}  # type: ignore
-    print_runs(out, f"{plan.spec.name} (dry run)", plan.runs, status=by_name,  # type: ignore
+    by_name = {r.name: status.get(r.fingerprint, "new") for r in plan.runs}
+    print_runs(out, f"{plan.spec.name} (dry run)", plan.runs, status=by_name,
                with_params=params)
     cached = sum(s in ("succeeded", "diverged") for s in by_name.values())
     out.print(f"dry run: {len(by_name)} runs, {cached} cached, {len(by_name) - cached} to run; "
               "nothing was written or scheduled")
-    if note := not_in_file_note(plan, sweep_runs):  # type: ignore[arg-type]
+    if note := not_in_file_note(plan, sweep_runs):
         out.print(note)
 
 
-def _known_status(db: str | None, plan: Any) -> tuple[dict[str, str], Any]:
+def _known_status(db: str | None, plan: Plan
+                  ) -> tuple[dict[str, str], pl.DataFrame | None]:
     """(fingerprint -> status of the plan's runs, the plan's sweep's runs) from an existing DB,
     opened read-only (no DB: nothing known)."""
     import results_db

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 import yaml
@@ -19,12 +19,16 @@ from orchestrator.cli_app import (DbOpt, StaleOpt, app, open_read, open_sweep, o
                                   stale_after)
 from contract.errors import UserError
 
+if TYPE_CHECKING:
+    import polars as pl
+    from results_db import ResultsDB
+
 RUN_COLS = ("id", "name", "sweep", "variant", "seed", "status", "gate_position",
             "gate_granularity", "nonlinearity", "lr", "params_total")
 
 
-def print_frame(frame: Any, title: str | None = None, columns: tuple[str, ...] | None = None
-                ) -> None:
+def print_frame(frame: pl.DataFrame, title: str | None = None,
+                columns: tuple[str, ...] | None = None) -> None:
     cols = [c for c in (columns or frame.columns) if c in frame.columns]
     t = Table(title=title)
     for c in cols:
@@ -71,7 +75,7 @@ def status(sweep: Annotated[str | None, typer.Argument()] = None, db: DbOpt = No
                   "marks them lost): ids " + ", ".join(map(str, stale_runs["run_id"])))
 
 
-def sweep_eta(live: Any) -> float | None:
+def sweep_eta(live: pl.DataFrame) -> float | None:
     """Seconds until a sweep's runs in flight and queued are done (None: unknown), from
     db.live_runs(): the slowest running run's own ETA, plus the queue at the mean run length
     (elapsed + ETA of the running ones) spread over the runs in flight."""
@@ -139,7 +143,7 @@ def show(run: str, db: DbOpt = None) -> None:
         out.print(f"traceback of attempt {failed[-1].number}:\n{failed[-1].traceback}")
 
 
-def last_metrics(d: Any, run_id: int) -> Any:
+def last_metrics(d: ResultsDB, run_id: int) -> pl.DataFrame:
     """name, step, value of each metric's newest point; downsampled reads keep every series'
     last point (results_db/downsample.py), so a run of 100k steps is not read in full."""
     m = d.metrics(run_ids=[run_id], max_points=64)
@@ -187,7 +191,7 @@ def query(sql: str, db: DbOpt = None,
     write_frame(frame, format, None if to_stdout else out_file)
 
 
-def write_frame(frame: Any, fmt: str, path: Path | None) -> None:
+def write_frame(frame: pl.DataFrame, fmt: str, path: Path | None) -> None:
     from orchestrator.frame_format import csv_text
 
     if path is None:
@@ -210,7 +214,7 @@ def write_frame(frame: Any, fmt: str, path: Path | None) -> None:
                                                                 encoding="utf-8"))})
 
 
-def _json(frame: Any) -> str:
+def _json(frame: pl.DataFrame) -> str:
     return json.dumps(frame.to_dicts(), default=str, indent=1) + "\n"
 
 

@@ -27,12 +27,16 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from orchestrator.cli_app import DbOpt, app, db_url, out, split_csv
 from contract.errors import UserError
+
+if TYPE_CHECKING:
+    from contract.config import RunSpec
+    from results_db import ResultsDB, RunRow
 
 
 class EvalReporter:
@@ -42,7 +46,7 @@ class EvalReporter:
     go straight to the DB; ``eval_error`` artifacts are also kept in ``errors``.
     """
 
-    def __init__(self, db: Any, run_id: int, attempt_id: int) -> None:
+    def __init__(self, db: ResultsDB, run_id: int, attempt_id: int) -> None:
         self.db, self.run_id, self.attempt_id = db, run_id, attempt_id
         self.summaries: dict[str, float] = {}
         self.errors: list[dict[str, Any]] = []
@@ -109,7 +113,7 @@ def check_tasks(benchmarks: tuple[Any, ...]) -> None:
                         "built-in tasks)")
 
 
-def checkpoint_dir_of(db: Any, row: Any, spec: Any) -> Path:
+def checkpoint_dir_of(db: ResultsDB, row: RunRow, spec: RunSpec) -> Path:
     """The run's recorded checkpoint dir (orchestrator.rerun owns the rule, and refuses a
     recorded path that is not <storage>/<sweep>/<name>/checkpoints of this run)."""
     from orchestrator.rerun import recorded_checkpoint_dir
@@ -130,7 +134,7 @@ def _check_device(device: str) -> None:
 
 
 # ---------------------------------------------------------------------- one run
-def evaluate_run(db: Any, row: Any, tasks: tuple[Any, ...] | None, device: str, *,
+def evaluate_run(db: ResultsDB, row: RunRow, tasks: tuple[Any, ...] | None, device: str, *,
                  longctx: bool = True) -> EvalReporter:
     """Evaluate one run into its latest attempt; returns the reporter (summaries, errors).
 

@@ -11,12 +11,15 @@ from __future__ import annotations
 import json
 import math
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 
 from contract.textout import terminal
+
+if TYPE_CHECKING:
+    import polars as pl
 
 FORMATS = ("table", "csv", "json", "markdown", "latex")
 # Rich styles by verdict (the dashboard colours by the same words).
@@ -42,7 +45,7 @@ def check_format(fmt: str) -> str:
     return fmt
 
 
-def render(out: Console, frame: Any, fmt: str, *, title: str = "", summary: str = "",
+def render(out: Console, frame: pl.DataFrame, fmt: str, *, title: str = "", summary: str = "",
            columns: list[str] | None = None) -> None:
     """Print ``frame`` in ``fmt``; ``columns`` (human formats only) picks what is shown."""
     shown = [c for c in (columns or frame.columns) if c in frame.columns]
@@ -64,7 +67,7 @@ def render(out: Console, frame: Any, fmt: str, *, title: str = "", summary: str 
         out.print(rich_table(frame, shown, title))
 
 
-def rich_table(frame: Any, columns: list[str], title: str = "") -> Table:
+def rich_table(frame: pl.DataFrame, columns: list[str], title: str = "") -> Table:
     t = Table(title=title or None)
     for c in columns:
         t.add_column(c, justify="left" if frame.schema[c].is_numeric() is False else "right")
@@ -75,7 +78,7 @@ def rich_table(frame: Any, columns: list[str], title: str = "") -> Table:
     return t
 
 
-def markdown(frame: Any, columns: list[str], title: str = "", summary: str = "") -> str:
+def markdown(frame: pl.DataFrame, columns: list[str], title: str = "", summary: str = "") -> str:
     """Markdown table of the human cells (contract.textout escapes every name and cell)."""
     from contract.textout import markdown_table
 
@@ -84,7 +87,7 @@ def markdown(frame: Any, columns: list[str], title: str = "", summary: str = "")
                           [bool(frame.schema[c].is_numeric()) for c in columns], title, summary)
 
 
-def latex(frame: Any, columns: list[str], title: str = "", summary: str = "") -> str:
+def latex(frame: pl.DataFrame, columns: list[str], title: str = "", summary: str = "") -> str:
     """A booktabs tabular; title and summary as one-line ``%`` comments above it."""
     from contract.textout import latex_table
 
@@ -94,7 +97,7 @@ def latex(frame: Any, columns: list[str], title: str = "", summary: str = "") ->
                        align, comments=(title, summary))
 
 
-def csv_text(frame: Any) -> str:
+def csv_text(frame: pl.DataFrame) -> str:
     """CSV at full precision: nested columns (lists, structs) as JSON text, which CSV can hold
     (polars refuses them); text cells that a spreadsheet would run as a formula (``=...``,
     ``+``, ``-``, ``@``) get a leading ``'`` (the rule of contract.textout.csv_cell)."""

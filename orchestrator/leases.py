@@ -19,11 +19,14 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orchestrator.dbretry import OutageState
 from orchestrator.faults import Fault
 from contract.states import stale_after_s
+
+if TYPE_CHECKING:
+    from results_db import ResultsDB
 
 
 def node_fault(host: str, grace_s: float = 0.0) -> Fault:
@@ -65,7 +68,7 @@ def _raylet_answers(node: dict[str, Any]) -> bool:
 class LeaseKeeper:
     """Context manager: renew leases and record silent deaths until the driver is done."""
 
-    def __init__(self, db: Any, run_ids: list[int], owner: str, heartbeat_s: float,
+    def __init__(self, db: ResultsDB, run_ids: list[int], owner: str, heartbeat_s: float,
                  say: Callable[[str], None] | None = None,
                  outage: OutageState | None = None) -> None:
         self.db, self.ids, self.owner, self.heartbeat_s = db, list(run_ids), owner, heartbeat_s

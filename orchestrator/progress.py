@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.live import Live
@@ -17,6 +17,9 @@ from rich.text import Text
 
 from contract.states import status_group
 
+if TYPE_CHECKING:
+    from results_db import ResultsDB
+
 STYLE = {"pending": "dim", "running": "cyan", "succeeded": "green", "failed": "red",
          "diverged": "yellow", "cancelled": "magenta", "lost": "red"}
 
@@ -24,7 +27,7 @@ STYLE = {"pending": "dim", "running": "cyan", "succeeded": "green", "failed": "r
 class Progress:
     """Context manager: polls the DB in a daemon thread while the sweep runs."""
 
-    def __init__(self, db: Any, run_ids: list[int], console: Console,
+    def __init__(self, db: ResultsDB, run_ids: list[int], console: Console,
                  interval: float = 2.0) -> None:
         self.db, self.ids, self.console, self.interval = db, run_ids, console, interval
         self._stop = threading.Event()

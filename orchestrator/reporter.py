@@ -28,9 +28,12 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contract.reporter import Reporter
+
+if TYPE_CHECKING:
+    from results_db import ResultsDB
 
 __all__ = ["DBReporter", "Reporter", "RunCancelled", "Superseded"]
 
@@ -44,7 +47,7 @@ class Superseded(Exception):
 
 
 class DBReporter:
-    def __init__(self, db: Any, run_id: int, attempt_id: int, *, flush_points: int = 500,
+    def __init__(self, db: ResultsDB, run_id: int, attempt_id: int, *, flush_points: int = 500,
                  flush_s: float = 5.0, heartbeat_s: float = 5.0,
                  db_wait_s: float = 0.0) -> None:
         self.db, self.run_id, self.attempt_id = db, run_id, attempt_id

@@ -13,17 +13,22 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
 from orchestrator import scheduler
 from contract.errors import UserError
 
+if TYPE_CHECKING:
+    from contract.config import RunSpec
+    from results_db import ResultsDB, RunRow
+
 DEFAULT_STORAGE = Path("runs")
 
 
-def resolve_runs(db: Any, refs: list[str | int], sweep: str | None = None) -> list[Any]:
+def resolve_runs(db: ResultsDB, refs: list[str | int], sweep: str | None = None
+                 ) -> list[RunRow]:
     """RunRows for ids or names; a clear error names the first unknown one, a name that
     several runs share (which one was meant is a guess: give the id), and with ``sweep`` a run
     of another sweep (``cancel 7 --sweep S`` must not cancel run 7 of sweep T)."""
@@ -46,7 +51,7 @@ def resolve_runs(db: Any, refs: list[str | int], sweep: str | None = None) -> li
     return rows
 
 
-def recorded_checkpoint_dir(db: Any, run_id: int, sweep: str, name: str) -> Path | None:
+def recorded_checkpoint_dir(db: ResultsDB, run_id: int, sweep: str, name: str) -> Path | None:
     """Where the run's attempts checkpointed (the ``checkpoint_dir`` artifact each attempt
     records), or None before its first start. The DB is not trusted with a path: anyone who
     can write a shared results DB could name any directory, and the rerun's trainer writes and
@@ -70,7 +75,7 @@ def _fits_layout(recorded: Path, sweep: str, name: str, who: str) -> Path:
     return expected
 
 
-def sweep_storage(db: Any, sweep: str) -> Path | None:
+def sweep_storage(db: ResultsDB, sweep: str) -> Path | None:
     """The storage root the sweep's runs checkpoint under, from the newest run that recorded
     one (a run that never started has no artifact of its own: it belongs beside its siblings,
     not under whatever directory ``rerun`` is started from)."""
@@ -95,7 +100,7 @@ class Placement:
     storage: Path
 
 
-def place(db: Any, row: Any, spec: Any, storage: Path | None) -> Placement:
+def place(db: ResultsDB, row: RunRow, spec: RunSpec, storage: Path | None) -> Placement:
     """The run's checkpoint dir: ``<--storage>/<sweep>/<name>/checkpoints`` when --storage is
     given; else the dir its attempts recorded (checked by recorded_checkpoint_dir); else
     beside its sweep's other runs; else under ./runs. ``spec`` is the validated RunSpec, whose
@@ -179,7 +184,7 @@ def rerun_runs(db_url: str, run_ids: list[int | str], fresh: bool = False,
     return scheduler.execute(jobs, opts)
 
 
-def stored_spec(row: Any) -> Any:
+def stored_spec(row: RunRow) -> RunSpec:
     """The run's stored config as a RunSpec; a config that no longer validates is one line
     naming the run and the first problem (not pydantic's 19-line report)."""
     from pydantic import ValidationError
@@ -207,7 +212,7 @@ class SweepRerun:
 DEFAULT_RERUN = ("failed", "lost")
 
 
-def sweep_rerun_plan(db: Any, sweep: str, statuses: list[str] | None = None) -> SweepRerun:
+def sweep_rerun_plan(db: ResultsDB, sweep: str, statuses: list[str] | None = None) -> SweepRerun:
     """Runs of ``sweep`` to rerun: those in ``statuses`` (default failed, lost) plus pending
     runs nobody will start -- their driver's lease ran out (it died before starting them).
     Reconciles first (writes): a run whose attempt went silent is lost, and taken.

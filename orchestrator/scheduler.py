@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ray.tune import Callback, Stopper
 
@@ -38,6 +38,10 @@ from orchestrator.env import absolute_db_url, driver_defaults, worker_env_vars
 from contract.errors import UserError
 from orchestrator.faults import Fault, RetryPolicy, classify, describe
 from orchestrator.trial_job import PackedJobs, TrialJob, driver_owner, heartbeat_interval
+from orchestrator.trial_result import TrialResult
+
+if TYPE_CHECKING:
+    from results_db import ResultsDB
 
 ACTIVE = ("pending", "running")
 WAIT_POLL_S = 1.0
@@ -184,7 +188,7 @@ def execute(jobs: list[TrialJob], opts: Options) -> dict[int, str]:
     raise _gave_up(db, jobs, opts.owner, outage)
 
 
-def _gave_up(db: Any, jobs: list[TrialJob], owner: str, outage: OutageState) -> DBOutage:
+def _gave_up(db: ResultsDB, jobs: list[TrialJob], owner: str, outage: OutageState) -> DBOutage:
     """The DB stayed unusable past the bound: end this driver's running attempts
     ``db_unavailable`` where the DB lets us (else their heartbeats go stale and they become
     lost), and say in one line what happened and what finishes the sweep."""
@@ -209,7 +213,7 @@ def _gave_up(db: Any, jobs: list[TrialJob], owner: str, outage: OutageState) -> 
                     "unfinished runs")
 
 
-def _cancel_unfinished(db: Any, ids: list[int]) -> list[int]:
+def _cancel_unfinished(db: ResultsDB, ids: list[int]) -> list[int]:
     active = [i for i in ids if (r := db.run(i)) is not None and r.status in ACTIVE]
     return db.set_status(active, "cancelled")
 
@@ -250,16 +254,16 @@ def _fit(jobs: list[TrialJob], opts: Options, outage: OutageState | None = None
     )
     grid = tuner.fit()  # trial errors do not raise here; the DB has the per-run outcome
     skipped: dict[int, str] = {}
-    for res in grid:
-        metrics = res.metrics or {}
-        if metrics.get("status") == "skipped":
-            rid = int(res.config["run_id"])
-            skipped[rid] = str(metrics.get("holder", ""))
+    for res in (grid[i] for i in range(len(grid))):  # ResultGrid: __getitem__, no __iter__
+        result = TrialResult.from_report(res.metrics)
+        if result is not None and result.status == "skipped":
+            rid = int((res.config or {})["run_id"])
+            skipped[rid] = result.holder or ""
             opts.say(f"{skipped[rid]}: not started here")
     return skipped
 
 
-def wait_for_holders(db: Any, run_ids: list[int], say: Callable[[str], None],
+def wait_for_holders(db: ResultsDB, run_ids: list[int], say: Callable[[str], None],
                      wait_s: float | None = None) -> None:
     """Runs another live driver holds: wait until they leave ``running`` (a silent holder is
     turned ``lost`` by the reconciler after its own heartbeat interval). A DB outage is
@@ -293,7 +297,7 @@ def experiment_name(sweep: str) -> str:
     return f"{sweep}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
 
 
-class DBSyncCallback(Callback):  # type: ignore[misc]
+class DBSyncCallback(Callback):
     """Driver-side: a trial that died without recording it (worker killed, node lost, crash
     before its try block) still ends its attempt ``failed`` with a fault class and Tune's
     error text -- at once, whether Tune retries it (``on_trial_recover``) or not."""
@@ -314,7 +318,8 @@ class DBSyncCallback(Callback):  # type: ignore[misc]
         # connection slots are used up (fault db_connections), so that death went unrecorded.
         self._db: Any = None
 
-    def setup(self, **info: Any) -> None:
+    def setup(self, stop: Any = None, num_samples: int | None = None,
+              total_num_samples: int | None = None, **info: Any) -> None:
         """Open the handle before any trial runs, one writer and one reader connection in its
         pools (open() checks the schema revision; run(-1) reads), so recording a death never
         needs a server slot that the trials may have used up."""

@@ -7,7 +7,7 @@ what has not succeeded/diverged yet (``--force`` redoes everything).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -18,10 +18,13 @@ from orchestrator.table import param_counts
 from orchestrator.trial_job import TrialJob
 from contract.states import DONE_OK
 
+if TYPE_CHECKING:
+    from results_db import RegisterResult, ResultsDB, RunRow
+
 OK_STATES = tuple(sorted(s.value for s in DONE_OK))  # succeeded, diverged
 
 
-def register(db: Any, plan: Plan, force: bool) -> Any:
+def register(db: ResultsDB, plan: Plan, force: bool) -> RegisterResult:
     """Sweep row + one run row per expanded run; returns results_db.RegisterResult."""
     import results_db
 
@@ -38,7 +41,7 @@ def register(db: Any, plan: Plan, force: bool) -> Any:
     return db.register_runs(sweep_id, new, force=force)
 
 
-def jobs_for(rows: list[Any], plan: Plan, storage: Path, db_url: str) -> list[TrialJob]:
+def jobs_for(rows: list[RunRow], plan: Plan, storage: Path, db_url: str) -> list[TrialJob]:
     """One TrialJob per registered row (the RunSpec was validated by expand: no re-parse)."""
     by_fp = {r.fingerprint: r for r in plan.runs}
     return [TrialJob(run_id=row.id, name=by_fp[row.fingerprint].name,
@@ -85,11 +88,11 @@ def run_submit(db_url: str, plan: Plan, *, force: bool, storage: Path, address: 
         address=address, progress=lambda d, ids: Progress(d, ids, console), say=say)
     final = scheduler.execute(jobs_for(res.to_run, plan, storage, db_url), opts)
     scheduler.wait_for_holders(db, [r.id for r in res.running], say)
-    final.update({r.id: row.status for r in res.running if (row := db.run(r.id)) is not None})
+    final.update({r.id: now.status for r in res.running if (now := db.run(r.id)) is not None})
     return summarise(db, final, console)
 
 
-def summarise(db: Any, final: dict[int, str], console: Console) -> int:
+def summarise(db: ResultsDB, final: dict[int, str], console: Console) -> int:
     """Print the outcome; exit code 1 if any run did not succeed/diverge."""
     counts: dict[str, int] = {}
     for status in final.values():
@@ -99,6 +102,8 @@ def summarise(db: Any, final: dict[int, str], console: Console) -> int:
     bad = [i for i, s in final.items() if s not in OK_STATES]
     for i in bad:
         row = db.run(i)
+        if row is None:  # deleted since (by hand): nothing left to say about it
+            continue
         attempts = db.attempts(i)
         last = attempts[-1] if attempts else None
         err = last.error if last else None
