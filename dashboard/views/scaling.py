@@ -12,7 +12,7 @@ import polars as pl
 import streamlit as st
 
 from dashboard import data, palette
-from dashboard.charts import LEGEND
+from dashboard.charts import LEGEND, Layered
 from dashboard.mdtext import md
 from dashboard.views.common import show_chart, watch
 
@@ -33,7 +33,7 @@ def _scaling(url: str, sweep: str, metric: str, version: tuple[int, ...]) -> Any
 
 
 def delta_chart(points: pl.DataFrame, x: str, metric: str, colors: dict[str, str], *,
-                iso: bool = False) -> alt.LayerChart:
+                iso: bool = False) -> Layered:
     """Δ % (or the iso-FLOP Δ %) with its 95 % CI bar at each point, log x; a line per
     (variant, size); a point without a CI (one seed) is hollow."""
     y, lo, hi = ("iso_delta_pct", "iso_ci_low_pct", "iso_ci_high_pct") if iso else \

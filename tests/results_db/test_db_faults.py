@@ -104,9 +104,9 @@ def _rerun_completes(db: results_db.ResultsDB, job: TrialJob, logged: dict[int, 
     db.reconcile()
     db.set_status([job.run_id], "pending", strict=True)
     res = execute_job(job)
-    assert res["status"] == "succeeded", res
+    assert res.status == "succeeded", res
     # resumed from the last checkpoint, whose points were all written before it existed
-    assert last_stored - TRAIN["checkpoint_every"] < res["first_step"] <= last_stored + 1, res
+    assert last_stored - TRAIN["checkpoint_every"] < res.first_step <= last_stored + 1, res
     assert db.run(job.run_id).status == "succeeded"
     assert _assert_whole_steps(db, job.run_id, logged) == set(logged)
     assert max(logged) == TRAIN["steps"]
@@ -126,9 +126,9 @@ def test_a_full_disk_fails_the_attempt_naming_the_db_and_rerun_completes(
     with db_fault(flag):
         res = execute_job(job)
 
-    assert res["status"] == "failed" and res["fault"] == "db_unavailable", res
+    assert res.status == "failed" and res.fault == "db_unavailable", res
     want = f"results DB {path} could not be written: database or disk is full"
-    assert want in res["error"]
+    assert res.error is not None and want in res.error
     run, att = db.run(job.run_id), db.attempts(job.run_id)[-1]
     assert run.status == "failed" and att.status == "failed"  # the short end still fitted
     assert att.fault == "db_unavailable" and want in att.error
@@ -152,7 +152,7 @@ def test_a_read_only_db_leaves_the_run_to_go_lost_and_rerun_completes(
         res = execute_job(job)
 
     want = f"results DB {path} could not be written: attempt to write a readonly database"
-    assert res["status"] == "failed" and want in res["error"], res
+    assert res.status == "failed" and want in (res.error or ""), res
     assert "is not recorded: the run counts as running until its heartbeat goes stale" \
         in capfd.readouterr().err
     # nothing about the end could be written: the run is running, with a heartbeat that
