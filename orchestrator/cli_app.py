@@ -11,10 +11,13 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+
+if TYPE_CHECKING:
+    from results_db import ResultsDB
 
 STALE_ENV = "GATESWEEP_STALE_AFTER"
 
@@ -83,7 +86,7 @@ def open_sweep(db: str | None, sweep: str | None) -> Any:
     return d
 
 
-def check_metrics(d: Any, sweep: str, metrics: list[str], option: str = "--metric") -> None:
+def check_metrics(d: ResultsDB, sweep: str, metrics: list[str], option: str = "--metric") -> None:
     """A metric the sweep never recorded is a typo, not a table of 'no data' rows (exit 2)."""
     from contract.errors import UserError
 

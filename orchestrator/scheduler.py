@@ -41,7 +41,7 @@ from orchestrator.trial_job import PackedJobs, TrialJob, driver_owner, heartbeat
 from orchestrator.trial_result import TrialResult
 
 if TYPE_CHECKING:
-    from results_db import ResultsDB
+    from results_db import AttemptRow, ResultsDB
 
 ACTIVE = ("pending", "running")
 WAIT_POLL_S = 1.0
@@ -384,7 +384,8 @@ class DBSyncCallback(Callback):
                           + describe(fault, retry), traceback=text or None, fault=fault)
 
 
-def _attempt_of_trial(db: Any, run_id: int, trial_id: str, owner: str) -> Any:
+def _attempt_of_trial(db: ResultsDB, run_id: int, trial_id: str, owner: str
+                      ) -> AttemptRow | None:
     """The newest attempt this Tune trial claimed. The owner (this driver) is what makes it
     ours: another driver's trial can carry the same Tune trial id (issue 20)."""
     mine = [a for a in db.attempts(run_id) if a.trial_id == trial_id and a.owner == owner]
