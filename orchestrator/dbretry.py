@@ -13,7 +13,6 @@ its callback, so nothing is scheduled onto a DB that cannot record it.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,11 +42,10 @@ def db_wait_s() -> float:
 
 
 def with_db_retry(fn: Callable[[], T], what: str, wait_s: float,
-                  say: Callable[[str], None] | None = None,
-                  stop: threading.Event | None = None) -> T:
+                  say: Callable[[str], None] | None = None) -> T:
     """``fn()``, retried while it raises DBUnavailable, for at most ``wait_s`` seconds
     (backoff 0.5 s doubling to 10 s); then DBOutage naming ``what``. ``say`` hears one line
-    when the wait starts and one when it ends; ``stop`` set ends the wait early."""
+    when the wait starts and one when it ends. ``wait_s`` 0: the first error as it is."""
     deadline, backoff, first = None, FIRST_BACKOFF_S, None
     while True:
         try:
@@ -60,7 +58,7 @@ def with_db_retry(fn: Callable[[], T], what: str, wait_s: float,
                 deadline, first = now + wait_s, now
                 if say is not None and wait_s > 0:
                     say(f"{exc}; {what}: waiting up to {wait_s:g} s for the DB")
-            if now >= deadline or (stop is not None and stop.is_set()):
+            if now >= deadline:
                 raise DBOutage(f"{exc} (for {now - (first or now):.0f} s, the limit is "
                                f"{wait_s:g} s: {DB_WAIT_ENV}); {what} gave up") from exc
             time.sleep(min(backoff, max(0.0, deadline - now)))
