@@ -263,3 +263,20 @@ def test_heads_per_position_have_one_owner() -> None:
     import trainer.gates
 
     assert not hasattr(trainer.gates, "HEAD_POSITIONS")
+
+
+def test_a_validated_config_is_counted_without_being_validated_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """validate's table counted each model by re-validating its own JSON (a gate setting was
+    validated once at load, then again here); the cache now keys on the frozen config."""
+    from contract import params
+
+    cfg = ModelConfig(preset="tiny", d_ff=96, gates=[{"position": "G2"}])
+
+    def refuse(*_: object, **__: object) -> None:
+        raise AssertionError("re-validated")
+
+    monkeypatch.setattr(ModelConfig, "model_validate_json", refuse)
+    monkeypatch.setattr(ModelConfig, "model_validate", refuse)
+    assert params.count(cfg) == (params.count_params(cfg).total, params.count_params(cfg).gates)
+    assert params.count_params(cfg).gates > 0
