@@ -308,15 +308,15 @@ class DBSyncCallback(Callback):
         self.db_url, self.owner, self.retries = db_url, owner, retries
         self.outage = outage if outage is not None else OutageState(wait_s=db_wait_s())
         self.say = say
+        # One handle for the whole experiment, opened at the first death: a handle per death
+        # needed a *new* server connection exactly when trials die of a server whose
+        # connection slots are used up (fault db_connections), so that death went unrecorded.
+        self._db: Any = None
 
     def __getstate__(self) -> dict[str, Any]:
         """Tune pickles its callbacks into the experiment state: not the console (``say``
         holds its lock) nor the DB handle; the driver's live object keeps both."""
         return {**self.__dict__, "say": None, "_db": None}
-        # One handle for the whole experiment, opened at the first death: a handle per death
-        # needed a *new* server connection exactly when trials die of a server whose
-        # connection slots are used up (fault db_connections), so that death went unrecorded.
-        self._db: Any = None
 
     def setup(self, stop: Any = None, num_samples: int | None = None,
               total_num_samples: int | None = None, **info: Any) -> None:
