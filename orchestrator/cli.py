@@ -140,6 +140,13 @@ def rerun(runs: Annotated[list[str] | None, typer.Argument(help="Run ids or name
         raise UserError("rerun: give run ids/names, or --sweep S [--status failed,lost]")
     # a mistyped --db or sweep is an error, not a new empty DB (the writer open creates one)
     check_runs_readonly(db, refs, sweep)  # with ids and --sweep: each id must be in it
+    if status is not None:  # a typo must not widen what is taken (pending runs are)
+        from contract.states import parse_status
+
+        try:
+            [parse_status(s) for s in split_csv(status) or []]
+        except ValueError as exc:
+            raise UserError(str(exc).replace("status:", "--status:", 1)) from None
     if not refs and sweep is not None:  # (one of the two is given: checked above)
         from orchestrator.rerun import sweep_rerun_plan
 

@@ -160,10 +160,12 @@ def query(sql: str, db: DbOpt = None,
           out_file: Annotated[Path | None, typer.Option(
               "--out", help="Write to FILE (a new or regular file; '-' is stdout)")] = None,
           timeout: Annotated[float, typer.Option(
-              "--timeout", min=0.0, help="Seconds the statement may run (0: no limit)")] = 60.0,
-          max_rows: Annotated[int, typer.Option("--max-rows", min=1)] = 1_000_000,
+              "--timeout", min=0.0, max=1e6,
+              help="Seconds the statement may run (0: no limit)")] = 60.0,
+          max_rows: Annotated[int, typer.Option("--max-rows", min=1, max=2**62)] = 1_000_000,
           max_mb: Annotated[float, typer.Option(
-              "--max-mb", min=0.001, help="MiB of result data (and of any one value)")] = 256.0
+              "--max-mb", min=0.001, max=1e6,
+              help="MiB of result data (and of any one value)")] = 256.0
           ) -> None:
     """Run read-only SQL (writes are refused) and print or save the result. The statement
     stops at --timeout, --max-rows or --max-mb, and on Ctrl-C. On PostgreSQL, a superuser
@@ -192,11 +194,11 @@ def query(sql: str, db: DbOpt = None,
 
 
 def write_frame(frame: pl.DataFrame, fmt: str, path: Path | None) -> None:
-    from orchestrator.frame_format import csv_text
+    from orchestrator.frame_format import csv_text, write_stdout
 
     if path is None:
         if fmt == "csv":
-            sys.stdout.write(csv_text(frame))
+            write_stdout(csv_text(frame))
         elif fmt == "json":
             sys.stdout.write(_json(frame))
         elif fmt == "parquet":

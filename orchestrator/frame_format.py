@@ -52,7 +52,7 @@ def render(out: Console, frame: pl.DataFrame, fmt: str, *, title: str = "", summ
     if fmt == "csv":
         if summary:
             print(terminal(summary), file=sys.stderr)
-        sys.stdout.write(csv_text(frame))
+        write_stdout(csv_text(frame))
     elif fmt == "json":
         rows = [{k: _finite(v) for k, v in r.items()} for r in frame.to_dicts()]
         doc = {"title": title, "summary": summary, "rows": rows}
@@ -65,6 +65,12 @@ def render(out: Console, frame: pl.DataFrame, fmt: str, *, title: str = "", summ
         if summary:
             out.print(summary)
         out.print(rich_table(frame, shown, title))
+
+
+def write_stdout(text: str) -> None:
+    """Machine output (CSV) as it is into a pipe or file; on a terminal, control characters
+    shown as ``\\xNN`` (an ESC sequence in a stored name must not reach the terminal)."""
+    sys.stdout.write(terminal(text) if sys.stdout.isatty() else text)
 
 
 def rich_table(frame: pl.DataFrame, columns: list[str], title: str = "") -> Table:

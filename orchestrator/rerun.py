@@ -107,6 +107,9 @@ def place(db: ResultsDB, row: RunRow, spec: RunSpec, storage: Path | None) -> Pl
     sweep and name are single path components (contract.config)."""
     if storage is not None:
         root = storage.resolve()
+        if root.exists() and not root.is_dir():
+            raise UserError(f"--storage {storage}: is a file; expected a directory (it holds "
+                            "<sweep>/<run>/checkpoints)")
     else:
         rec = recorded_checkpoint_dir(db, row.id, spec.sweep, spec.name)
         if rec is not None:

@@ -349,3 +349,74 @@ def test_ctrl_c_ends_the_query_command(url: str) -> None:
         proc.kill()
         raise AssertionError("query kept running after SIGINT") from None
     assert proc.returncode == 130 and "Traceback" not in err, err
+
+
+# ---- (5) (8) PostgreSQL: statement_timeout, SIGTERM cancels on the server, privileged roles ---
+def _active(pg_server, role: str) -> list[str]:
+    import psycopg
+
+    with psycopg.connect(host="127.0.0.1", port=pg_server.port, user="postgres",
+                         dbname="postgres", autocommit=True) as conn:
+        return [r[0] for r in conn.execute(
+            "SELECT query FROM pg_stat_activity WHERE usename = %s AND state = 'active'",
+            (role,))]
+
+
+@pytest.mark.postgres
+def test_postgres_query_is_bounded_cancellable_and_refuses_superusers(capsys, pg_server,
+                                                                       pg_url: str) -> None:
+    import uuid
+
+    results_db.open(pg_url)
+    code, _, err = run_cli(capsys, "query", "select 1 as x", "--db", pg_url)
+    assert code == 2 and "role 'postgres' is a PostgreSQL superuser" in err, err
+    role = f"reader_{uuid.uuid4().hex[:8]}"
+    pg_server.admin(f"CREATE ROLE {role} LOGIN; GRANT pg_read_all_data TO {role}")
+    reader = pg_url.replace("postgres@", f"{role}@", 1)
+    code, out, err = run_cli(capsys, "query", "select count(*) as n from runs", "--format",
+                             "csv", "--db", reader)
+    assert code == 0 and out == "n\n0\n", err
+    db = results_db.open(reader, readonly=True)
+    t0 = time.monotonic()
+    with pytest.raises(results_db.QueryLimitError, match=r"stopped after 0.5 s \(--timeout\)"):
+        db.query("select pg_sleep(30) as x", results_db.QueryLimits(timeout_s=0.5))
+    assert time.monotonic() - t0 < 10
+    db.reader.dispose()
+    proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "query",
+                             "select pg_sleep(120) as x", "--timeout", "0", "--db", reader],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 30
+        while not any("pg_sleep(120)" in q for q in _active(pg_server, role)):
+            assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read()
+            time.sleep(0.2)
+        proc.terminate()  # SIGTERM: the old client died and left the statement running
+        proc.wait(timeout=20)
+    finally:
+        proc.kill()
+    deadline = time.monotonic() + 10
+    while any("pg_sleep(120)" in q for q in _active(pg_server, role)):
+        assert time.monotonic() < deadline, "the server kept running the query after SIGTERM"
+        time.sleep(0.2)
+
+
+# ---- the next layer (own hostile pass): each used to reach Ray or a traceback -------------------
+def test_rerun_refuses_a_file_as_storage_and_a_mistyped_status(capsys, tmp_path: Path,
+                                                               url: str) -> None:
+    db = results_db.open(url)
+    rid = add_run(db, "s", "a-s0")
+    add_run(db, "s", "b-s0", status="pending")  # what a typo in --status used to widen to
+    (tmp_path / "afile").write_text("x\n")
+    code, _, err = run_cli(capsys, "rerun", rid, "--storage", tmp_path / "afile", "--db", url)
+    assert code == 2 and "--storage" in err and "is a file; expected a directory" in err, err
+    code, _, err = run_cli(capsys, "rerun", "--sweep", "s", "--status", "faild", "--db", url)
+    assert code == 2 and "--status: 'faild' is not a run status" in err, err
+    assert {r: results_db.open(url).run(r).status for r in (rid, rid + 1)} == \
+        {rid: "failed", rid + 1: "pending"}
+
+
+def test_query_limits_refuse_infinite_values(capsys, url: str) -> None:
+    results_db.open(url)
+    for opt in ("--max-mb", "--timeout"):
+        code, _, err = run_cli(capsys, "query", "select 1 as x", opt, "inf", "--db", url)
+        assert code == 2 and "Traceback" not in err and "less than or equal" in err, err
