@@ -94,7 +94,7 @@ def test_a_stalled_attempt_stops_without_side_effects_and_the_retry_has_no_gap(
 
     monkeypatch.undo()  # the retry (Tune's, or `orchestrator rerun`)
     res = execute_job(job)
-    assert res["status"] == "succeeded" and res["first_step"] == 9, res
+    assert res.status == "succeeded" and res.first_step == 9, res
     counts = db.query(f"SELECT step, COUNT(*) AS n FROM metrics WHERE run_id = {job.run_id} "
                       "AND name = 'train/loss' GROUP BY step ORDER BY step")
     assert counts["step"].to_list() == list(range(1, TRAIN["steps"] + 1))  # no gap
@@ -118,8 +118,8 @@ def test_a_superseded_attempt_whose_run_is_held_elsewhere_reports_the_holder(
 
     _at_step(monkeypatch, another_driver_takes_over)
     res = execute_job(job)
-    assert res["status"] == "skipped" and "running under submit other on host y" in \
-        res["holder"], res
+    assert res.status == "skipped" and "running under submit other on host y" in \
+        (res.holder or ""), res
     assert _loss_steps(db, job.run_id) == list(range(1, 9))
     latest = checkpoint.latest_checkpoint(job.checkpoint_dir)
     assert latest is not None and latest[0] == 8
