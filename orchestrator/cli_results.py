@@ -120,22 +120,29 @@ def _table_metrics(t: Any) -> list[str]:
     return seen
 
 
+EFFECT_COLUMNS = ["lr", "dimension", "value", "n_variants", "n_runs", "mean_delta_pct", "ci",
+                  "df", "verdict"]
+
+
 @app.command()
 def effects(sweep: str, db: DbOpt = None, metric: MetricOpt = "val/ppl",
             min_effect: EffectOpt = 0.01, format: FormatOpt = "table") -> None:
-    """Main effect of each gate dimension: the mean change vs the baseline for each value,
-    over the other dimensions, with a 95 % CI and a verdict."""
+    """Main effect of each gate dimension at each learning rate: the change vs the baseline
+    for each value, averaged over the other dimensions by a least-squares fit over the runs
+    (estimated marginal means), with a 95 % CI and a verdict; the verdict sentence on top."""
     check_format(format)
     d = open_sweep(db, sweep)
     check_metrics(d, sweep, [metric])
     eff = d.effects(sweep, metric, min_effect=min_effect)
+    from results_db.analysis.summary import effects_sentence
+
+    summary = effects_sentence(eff, sweep, metric)
     title = f"{sweep}: main effects on {metric}"
     if format in ("csv", "json"):
-        render(out, eff, format, title=title)
+        render(out, eff, format, title=title, summary=summary)
         return
     shown = with_ci_text(eff)
-    render(out, shown, format, title=title, columns=[
-        "dimension", "value", "n_variants", "n_runs", "mean_delta_pct", "ci", "verdict"])
+    render(out, shown, format, title=title, summary=summary, columns=EFFECT_COLUMNS)
 
 
 SCALING_TRENDS = ["variant", "size", "x", "n_points", "n_seeds", "delta_pct_from",
@@ -179,6 +186,30 @@ def scaling(sweep: str, db: DbOpt = None, metric: MetricOpt = "val/ppl",
            columns=SCALING_POINTS if points else SCALING_TRENDS)
 
 
+STABILITY_SUMMARY = ["label", "best_lr", "max_stable_lr", "seeds", "seed_msls", "n_lrs",
+                     "lrs", "min_diverged_lr", "rel_at_top_lr"]
+STABILITY_CURVE = ["label", "lr", "n", "mean", "std", "diverged", "loss_spikes",
+                   "max_activation", "stable", "delta_pct", "ci", "verdict"]
+
+
+def stability_frames(st: Any) -> tuple[Any, Any]:
+    """(summary, curve) for printing: ``lrs`` as text (CSV cannot hold a list), ``seeds``
+    as 'agree/of', the label first and the lr_group_key hash last."""
+    import polars as pl
+
+    from results_db.analysis.stability import lr_text
+
+    lrs = [" ".join(lr_text(v) for v in (x or [])) for x in st.summary["lrs"].to_list()]
+    seeds = [f"{a}/{n}" if n else "" for a, n in zip(st.summary["seeds_agree"].to_list(),
+                                                      st.summary["n_seeds"].to_list())]
+    summary = st.summary.with_columns(pl.Series("lrs", lrs, dtype=pl.String),
+                                      pl.Series("seeds", seeds, dtype=pl.String))
+    first = ["label", "variant"]
+    summary = summary.select(*first, pl.exclude(*first, "lr_group_key"), "lr_group_key")
+    curve = st.curve.select(*first, pl.exclude(*first, "lr_group_key"), "lr_group_key")
+    return summary, curve
+
+
 @app.command()
 def stability(sweep: str, db: DbOpt = None,
               metric: Annotated[str, typer.Option("--metric")] = "val/loss",
@@ -187,8 +218,9 @@ def stability(sweep: str, db: DbOpt = None,
               curve: Annotated[bool, typer.Option(
                   "--curve", help="Print the loss-vs-LR curve instead of the summary")] = False,
               format: FormatOpt = "table") -> None:
-    """Learning-rate stability per variant: best LR, max stable LR (the rule is printed), and
-    with --curve the loss, spikes, divergence and max activation at each LR."""
+    """Learning-rate stability per variant: best LR, max stable LR with how many seeds agree
+    (the rule is printed), the outcome in one sentence; with --curve the loss, spikes,
+    divergence, max activation and the change vs the baseline (95 % CI) at each LR."""
     check_format(format)
     d = open_sweep(db, sweep)
     check_metrics(d, sweep, [metric])
@@ -197,6 +229,13 @@ def stability(sweep: str, db: DbOpt = None,
         out.print(f"{sweep}: every variant ran at one learning rate; stability needs an LR "
                   "axis (axes.train.lr or lr_ladder)")
         return
-    frame = st.curve if curve else st.summary
-    render(out, frame, format, title=f"{sweep}: {'loss vs LR' if curve else 'stability'} "
-                                     f"({metric})", summary=st.rule)
+    summary, points = stability_frames(st)
+    frame = points if curve else summary
+    text = f"{st.sentence}\n{st.rule}" if st.sentence else st.rule
+    title = f"{sweep}: {'loss vs LR' if curve else 'stability'} ({metric})"
+    if format in ("csv", "json"):
+        render(out, frame, format, title=title, summary=text)
+        return
+    shown = with_ci_text(points) if curve else frame
+    render(out, shown, format, title=title, summary=text,
+           columns=STABILITY_CURVE if curve else STABILITY_SUMMARY)

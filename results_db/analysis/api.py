@@ -35,7 +35,7 @@ STATS = ("n", "mean", "std", "is_baseline", "delta", "delta_pct", "ci_low", "ci_
 STABILITY_METRIC, STABILITY_TOL = "val/loss", 0.05  # the LR rule's defaults
 # What compare.py and stability.py read of each run (frames.RUN_KEYS: fewer cells, faster).
 COMPARE_KEYS = ("run_id", "group_key", "seed", "status")
-LADDER_KEYS = ("run_id", "lr_group_key", "variant", "lr", "status")
+LADDER_KEYS = ("run_id", "lr_group_key", "variant", "lr", "seed", "status")
 TAIL = ("metric", "baseline", "n_diverged", "group_key", "lr_group_key", "params_total",
         "params_gates", "seeds_observed")
 
@@ -187,10 +187,25 @@ class AnalysisMixin:
 
     def stability(self, sweep: str, metric: str = STABILITY_METRIC,
                   tol: float = STABILITY_TOL) -> Stability | None:
-        """LR stability (results_db/analysis/stability.py): ``.curve`` per (variant, lr),
-        ``.summary`` per variant (most stable first), ``.rule``; None when no variant of the
-        sweep ran at more than one learning rate."""
-        st = self._stability(sweep, metric, tol)
+        """LR stability (results_db/analysis/stability.py), None when no variant of the sweep
+        ran at more than one learning rate:
+
+        - ``.curve`` per (ladder, lr): label, variant, lr, n, mean, std, CI, rel_to_best,
+          spikes, divergence, max activation, degraded/stable, and the change vs the
+          baseline at the same LR (delta_pct, ci_low_pct, ci_high_pct, ci_method, verdict:
+          the leaderboard's numbers on ``metric``);
+        - ``.summary`` per ladder (most stable first): label, variant, best_lr,
+          max_stable_lr, ..., and the per-seed rule's n_seeds, seeds_agree, seed_msl_min/max,
+          seed_msls;
+        - ``.per_seed`` per (ladder, seed): best_lr, max_stable_lr;
+        - ``.rule`` and ``.sentence`` (the outcome in words, with seed agreement and CIs)."""
+        from results_db.frames import group_info, runs_wide
+
+        runs = runs_wide(self.reader, sweep, [metric, *EXTRA_METRICS])
+        info = group_info(self.reader, sweep)
+        base = self.baseline(sweep)
+        table = compare(runs, info, metric, base, higher=False)
+        st = analyse(runs, metric, tol, info=info, table=table, baseline=base)
         return st if _ladders(st) is not None else None
 
     def _stability(self, sweep: str, metric: str, tol: float) -> Stability:
@@ -203,7 +218,9 @@ class AnalysisMixin:
                       metric: str = STABILITY_METRIC) -> pl.DataFrame:
         """Per LR ladder (also with a single LR): the stability summary -- lr_group_key,
         variant, best_lr, best_value, max_stable_lr, n_lrs, lrs, min_diverged_lr,
-        value_at_max, top_lr, rel_at_top_lr."""
+        value_at_max, top_lr, rel_at_top_lr, label (the variant), n_seeds, seeds_agree,
+        seed_msl_min, seed_msl_max, seed_msls (db.stability has the labels by dimension,
+        the change vs the baseline and the sentence)."""
         return self._stability(sweep, metric, tolerance).summary
 
 

@@ -6,9 +6,15 @@ labelled by its variant and learning rate; its statistics are over the runs in `
 never averaged.
 
 Each group is compared with ONE baseline group (the baseline variant: baseline.py): the one
-at the same value of every dimension the baseline was swept over (its axes: ``lr``, ``steps``,
-...); failing that, the one at the same ``lr``; failing that, none ("no data": comparing
-with another learning rate's baseline would mix the LR effect into the delta).
+at the same value of every *axis* of the sweep (``match_axes``): ``lr`` always, and every
+other dimension that takes more than one value within some variant (``steps``, ``n_layer``,
+... swept by ``axes``) or among the baseline's own groups. There is no fallback: when the
+baseline has no group at that point (its runs there failed, were cancelled or were never
+declared) the row says "no data" -- a delta taken against another learning rate's (or step
+count's) baseline would mix that axis's effect into the gate's.
+
+Percentages (``*_pct``) are relative to |baseline mean| (a negative mean keeps the bounds in
+order); null when the baseline mean is 0.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from typing import TYPE_CHECKING
 from results_db.analysis.stats import seeds_needed_many, t_column
 from results_db.analysis.verdict import verdict_expr
 from contract.states import parse_status
-from results_db.vocab import DIMENSIONS, RESULT_STATES, higher_is_better
+from results_db.vocab import DIMENSIONS, GATE_DIMENSIONS, RESULT_STATES, higher_is_better
 
 if TYPE_CHECKING:
     import polars as pl
@@ -59,29 +65,44 @@ def _key(df: pl.DataFrame, cols: Sequence[str]) -> pl.Expr:
                          separator="\u001f")
 
 
+def match_axes(groups: pl.DataFrame, baseline: str | None) -> list[str]:
+    """The columns a comparison holds fixed (module docstring): ``lr``, then every other
+    DIMENSIONS column (gate columns excepted: they are what a variant changes) with more than
+    one value (null counts as a value) within some variant, and every column the baseline's
+    groups take more than one value of, in DIMENSIONS order."""
+    import polars as pl
+
+    dims = [c for c in DIMENSIONS if c in groups.columns]
+    if not dims or groups.height == 0:
+        return ["lr"] if "lr" in groups.columns else []
+    within = groups.group_by("variant").agg(pl.col(c).n_unique() for c in dims)
+    most = within.select(pl.col(dims).max()).row(0, named=True)
+    swept = {c for c in dims if c not in GATE_DIMENSIONS and (most[c] or 0) > 1}
+    if baseline is not None:
+        bases = groups.filter(pl.col("variant") == baseline)
+        swept |= {c for c in dims if bases[c].n_unique() > 1}
+    return [c for c in dims if c == "lr" or c in swept]
+
+
 def _match(groups: pl.DataFrame, baseline: str | None) -> pl.DataFrame:
     """Adds ``is_baseline`` and ``base_key``: the baseline group each group is compared with
     -- itself for the baseline's groups; else the first (declared order) baseline group at
-    the same value of every dimension the baseline was swept over; else the first at the
-    same ``lr``; else null."""
+    the same value of every match_axes column; else null (no fallback)."""
     import polars as pl
 
     is_base = pl.lit(False) if baseline is None else pl.col("variant") == baseline
     groups = groups.with_columns(is_baseline=is_base)
     bases = groups.filter(pl.col("is_baseline"))
-    axes = [c for c in DIMENSIONS if c in bases.columns and bases[c].n_unique() > 1]
-    tiers = [axes, ["lr"]] if "lr" in axes else [axes]
     out = groups.with_columns(base_key=pl.when(pl.col("is_baseline"))
                               .then(pl.col("group_key")))
     if bases.height == 0:
         return out
-    for i, cols in enumerate(tiers):
-        firsts = (bases.select(_k=_key(bases, cols), **{f"_b{i}": pl.col("group_key")})
-                  .unique("_k", keep="first", maintain_order=True))
-        out = out.with_columns(_k=_key(out, cols)).join(firsts, on="_k", how="left",
-                                                        maintain_order="left").drop("_k")
-        out = out.with_columns(base_key=pl.coalesce("base_key", f"_b{i}")).drop(f"_b{i}")
-    return out
+    cols = match_axes(groups, baseline)
+    firsts = (bases.select(_k=_key(bases, cols), _b=pl.col("group_key"))
+              .unique("_k", keep="first", maintain_order=True))
+    out = out.with_columns(_k=_key(out, cols)).join(firsts, on="_k", how="left",
+                                                    maintain_order="left").drop("_k")
+    return out.with_columns(base_key=pl.coalesce("base_key", "_b")).drop("_b")
 
 
 def _paired_diffs(values: pl.DataFrame, ok: pl.Expr, table: pl.DataFrame) -> pl.DataFrame:
@@ -168,8 +189,9 @@ def compare(runs: pl.DataFrame, info: pl.DataFrame, metric: str, baseline: str |
 
 
 def _judge(t: pl.DataFrame, higher: bool, min_effect: float) -> pl.DataFrame:
-    """seeds_needed (from the spread relative to the baseline mean), the ``_pct`` columns
-    (relative to the baseline mean; null when it is 0) and the verdict of every row."""
+    """seeds_needed (from the spread relative to |baseline mean|), the ``_pct`` columns
+    (relative to |baseline mean|, so a negative mean keeps low <= high; null when it is 0)
+    and the verdict of every row (verdict.py)."""
     import polars as pl
 
     bmean = pl.col("base_mean")
@@ -183,7 +205,7 @@ def _judge(t: pl.DataFrame, higher: bool, min_effect: float) -> pl.DataFrame:
     obs = t.select(pl.when(effect > 0).then(pl.col("_rel") / effect)).to_series()
     t = t.with_columns(seeds_observed=pl.when(obs.is_not_null()).then(
         seeds_needed_many(obs, 1.0, t["ci_method"] == "paired")))
-    pct = {f"{c}_pct": pl.when(bmean != 0).then(100.0 * pl.col(c) / bmean)
+    pct = {f"{c}_pct": pl.when(bmean != 0).then(100.0 * pl.col(c) / bmean.abs())
            for c in ("delta", "ci_low", "ci_high")}
     return t.with_columns(**pct).with_columns(
         verdict=verdict_expr(higher_is_better=higher, min_effect=min_effect))

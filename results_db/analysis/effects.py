@@ -150,12 +150,12 @@ def _effects_of(dim: str, keep: pl.DataFrame, r: pl.DataFrame, base_mean: float,
     beta, pinv, rank, sigma2 = _fit(x, y)
     df = len(y) - rank
     base = keep.filter(pl.col("is_baseline")).row(0, named=True)
-    seed_levels = design.levels["seed"] if same else [None]
+    seed_levels: list[str] = design.levels["seed"] if same else [""]
 
     def mean_row(level: str, cells: list[str]) -> np.ndarray:
         rows = [design.row(d=level, cell=c, **({"seed": s} if same else {}))
                 for c in cells for s in seed_levels]
-        return np.mean(rows, axis=0)
+        return np.asarray(np.mean(rows, axis=0))
 
     variants = keep.filter(~pl.col("is_baseline"))
     cells = list(dict.fromkeys(variants["_cell"].to_list()))

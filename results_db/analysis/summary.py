@@ -15,6 +15,7 @@ _PHRASES: tuple[tuple[str, str, str, str], ...] = (
     ("worse", "is", "are", "worse"),
     ("within noise", "is", "are", "within noise"),
     ("needs >= k seeds", "needs", "need", "more seeds"),
+    ("inconclusive", "is", "are", "inconclusive (CI too wide, seeds as the power rule asks)"),
     ("n = 1", "has", "have", "a single seed (no CI)"),
     ("no data", "has", "have", "no value to compare"),
 )
@@ -45,8 +46,46 @@ def verdict_sentence(board: pl.DataFrame, sweep: str, metric: str) -> str:
     count = {k: kinds.count(k) for k in set(kinds)}
     parts = [f"{count.get('better', 0)} of {rows.height} {unit} beat the baseline '{base}' "
              f"beyond noise on {metric} (95 % CI)"]
-    extra = {"needs >= k seeds": f" (up to {rows['seeds_needed'].max()})"}
+    extra = {"needs >= k seeds": f" (up to {rows['seeds_needed'].max()!s})"}
     for kind, one, many, what in _PHRASES:
         if n := count.get(kind, 0):
             parts.append(f"{n} {_plural(n, one, many)} {what}{extra.get(kind, '')}")
     return "; ".join(parts) + "."
+
+
+_EFFECT_COUNTS: tuple[tuple[str, str], ...] = (
+    ("within noise", "within noise"), ("inconclusive", "inconclusive"),
+    ("no CI", "without a CI (no residual df)"), ("not estimable", "not estimable"),
+    ("one variant", "seen in one variant only (not a main effect)"),
+)
+
+
+def _signed(v: float | None) -> str:
+    return "?" if v is None else f"{v:+.2f}"
+
+
+def effects_sentence(effects: pl.DataFrame, sweep: str, metric: str) -> str:
+    """The main-effects table (effects.py) in words, per context (learning rate): the
+    levels whose CI excludes 0 by name with their change and CI, the others counted:
+    "Main effects on val/ppl (OLS, 95 % CI), at lr 0.01: gate_position=G1 better -1.20 %
+    [-1.80, -0.60]; 2 levels within noise; 3 seen in one variant only (not a main effect)."
+    """
+    if effects.height == 0:
+        return (f"Sweep {sweep}: no dimension takes two values among the variants compared "
+                f"with the baseline, so there are no main effects on {metric}.")
+    parts = []
+    for ctx in dict.fromkeys(effects["context"].to_list()):
+        rows = [r for r in effects.iter_rows(named=True) if r["context"] == ctx]
+        called = [f"{r['dimension']}={r['value']} {r['verdict']} "
+                  f"{_signed(r['mean_delta_pct'])} % [{_signed(r['ci_low_pct'])}, "
+                  f"{_signed(r['ci_high_pct'])}]"
+                  for r in rows if r["verdict"] in ("better", "worse")]
+        counts = []
+        for kind, what in _EFFECT_COUNTS:
+            if n := sum(r["verdict"] == kind for r in rows):
+                counts.append(f"{n} {_plural(n, 'level', 'levels')} {what}")
+        body = "; ".join(called + counts) or "nothing to say"
+        if not called:
+            body = "no level beats or trails the baseline beyond noise; " + body
+        parts.append(f"at {ctx}: {body}" if ctx else body)
+    return f"Main effects on {metric} (OLS over the runs, 95 % CI), " + "; ".join(parts) + "."

@@ -108,12 +108,13 @@ def test_effects_and_stability(capsys: pytest.CaptureFixture[str], url: str) -> 
     code, out, _ = run_cli(capsys, "stability", "lr-stability", "--db", url, "--format", "json")
     assert code == 0
     doc = json.loads(out)
-    assert doc["summary"] == st.rule
+    assert doc["summary"] == f"{st.sentence}\n{st.rule}"  # the outcome, then the rule
+    assert "seeds agree" in st.sentence
     assert [r["max_stable_lr"] for r in doc["rows"]] == st.summary["max_stable_lr"].to_list()
     code, out, _ = run_cli(capsys, "stability", "lr-stability", "--curve", "--db", url,
                            "--format", "csv")
     assert pl.read_csv(StringIO(out)).height == st.curve.height
-    code, out, _ = run_cli(capsys, "stability", "gates-toy", "--db", url)
+    code, out, _ = run_cli(capsys, "stability", "gpu-quick", "--db", url)
     assert code == 0 and "one learning rate" in out
 
 

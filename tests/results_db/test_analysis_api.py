@@ -145,22 +145,26 @@ def test_effects_are_main_effects_over_the_other_dimension(db) -> None:
                              gate_config([{"position": pos, "granularity": gran}], seed=seed),
                              summaries={"val/ppl": p + jitter})
     eff = db.effects("fact")
-    assert eff.columns == ["dimension", "value", "n_variants", "n_runs", "mean_delta_pct",
-                           "ci_low_pct", "ci_high_pct", "verdict"]
+    assert eff.columns == ["dimension", "value", "lr", "n_variants", "n_runs",
+                           "mean_delta_pct", "ci_low_pct", "ci_high_pct", "verdict", "df",
+                           "context"]
     rows = {(r["dimension"], r["value"]): r for r in eff.iter_rows(named=True)}
     assert set(rows) == {("gate_position", "G1"), ("gate_position", "G2"),
                          ("gate_granularity", "elementwise"), ("gate_granularity", "headwise")}
     g1 = rows["gate_position", "G1"]
-    assert (g1["n_variants"], g1["n_runs"]) == (2, 4)
-    assert g1["mean_delta_pct"] == pytest.approx(-3.0)  # mean of -4 % and -2 %
-    # t-interval over the two deltas (-4, -2): sd sqrt(2), se 1, t(.975, 1) = 12.706205
-    assert (g1["ci_low_pct"], g1["ci_high_pct"]) == pytest.approx((-15.706205, 9.706205))
-    assert g1["verdict"] == "inconclusive"  # two variants cannot tell
-    # "within noise" claims no effect of min_effect or more: only when the CI rules it out
-    wide = {(r["dimension"], r["value"]): r["verdict"]
-            for r in db.effects("fact", min_effect=0.2).iter_rows(named=True)}
-    assert wide["gate_position", "G1"] == "within noise"  # [-15.7, 9.7] % within +-20 %
+    assert (g1["n_variants"], g1["n_runs"], g1["lr"], g1["context"]) == (2, 4, 3e-3,
+                                                                         "lr 0.003")
+    assert g1["mean_delta_pct"] == pytest.approx(-3.0)  # balanced: mean of -4 % and -2 %
+    # OLS over 10 runs, rank 5 (intercept, G1/G2/no gate, elementwise/headwise/the
+    # baseline's cell -- one column with "no gate" --, seed): 5 residual df, not the
+    # t-interval over two rows (1 df). The seed jitter is shared, so the fit is exact.
+    assert g1["df"] == 5.0
+    assert (g1["ci_low_pct"], g1["ci_high_pct"]) == pytest.approx((-3.0, -3.0))
+    assert g1["verdict"] == "better"
     assert rows["gate_granularity", "elementwise"]["mean_delta_pct"] == pytest.approx(-2.5)
+    assert db.effects_summary("fact").startswith(
+        "Main effects on val/ppl (OLS over the runs, 95 % CI), at lr 0.003: "
+        "gate_position=G1 better -3.00 % [-3.00, -3.00]")
 
 
 def test_ablation_table_has_ci_and_verdict_per_metric(db) -> None:
