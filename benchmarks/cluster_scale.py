@@ -77,17 +77,24 @@ class Cluster:
     temp_dir: str
 
 
-def start_cluster(nodes: int, cpus: int) -> Cluster:
-    from tests.cluster_fixtures import _free_port
+def start_cluster(nodes: int, cpus: int, tries: int = 3) -> Cluster:
+    from tests.cluster_fixtures import _free_port, _node_ports, _ray_start
 
-    tmp = tempfile.mkdtemp(prefix="gssc", dir="/tmp")
-    port = _free_port()
-    common = ["--num-cpus", str(cpus), "--num-gpus", "1", "--temp-dir", tmp,
-              "--disable-usage-stats"]
-    cluster = Cluster(f"127.0.0.1:{port}", tmp)
+    for attempt in range(tries):  # a head that timed out leaves a GCS behind: start afresh
+        tmp = tempfile.mkdtemp(prefix="gssc", dir="/tmp")
+        port = _free_port()
+        common = ["--num-cpus", str(cpus), "--num-gpus", "1", "--temp-dir", tmp,
+                  "--disable-usage-stats"]
+        cluster = Cluster(f"127.0.0.1:{port}", tmp)
+        try:
+            _ray_start("--head", "--port", str(port), "--include-dashboard", "false",
+                       "--resources", '{"node_0": 1}', *common, *_node_ports())
+            break
+        except RuntimeError:
+            stop_cluster(cluster)
+            if attempt == tries - 1:
+                raise
     try:
-        _start_node("--head", "--port", str(port), "--include-dashboard", "false",
-                    "--resources", '{"node_0": 1}', *common)
         for i in range(1, nodes):
             _start_node("--address", cluster.address, "--resources", f'{{"node_{i}": 1}}',
                         *common)
