@@ -139,3 +139,84 @@ def test_run_detail(served, tmp_path: Path) -> None:
                     "dashboard-run-detail.png")
     assert "Rerun this run" in shot.text
     _no_empty_chart(shot, 1)
+
+
+# --- issue 22: an open tab follows its sweep without a reload ------------------------------
+def _live_sweep(url: str, name: str, variants: tuple[str, ...]) -> dict[str, int]:
+    """A sweep of one seed per variant (G1 for every non-baseline): the baseline succeeded,
+    the others pending. Returns {variant: run id}."""
+    from results_db import NewRun
+
+    db = results_db.open(url)
+    sid = db.ensure_sweep(name, "# issue 22 live sweep", "live")
+    news = [NewRun(name=f"{v}-s0", fingerprint=f"{name}-{v}", variant=v, seed=0,
+                   config={**sample.config(sample.SAMPLE[0], 0), "sweep": name,
+                           "name": f"{v}-s0"} if v == "baseline" else
+                   {**sample.config(sample.SAMPLE[1], 0), "sweep": name, "name": f"{v}-s0"})
+            for v in variants]
+    ids = {r.name.removesuffix("-s0"): r.id for r in db.register_runs(sid, news).to_run}
+    _finish(db, ids[variants[0]], 10.0)
+    db.close()
+    return ids
+
+
+def _finish(db, rid: int, ppl: float) -> None:
+    att = db.start_attempt(rid, host="h")
+    db.log_summaries(rid, att.id, {"val/ppl": ppl, "val/loss": 2.3})
+    db.finish_attempt(att.id, "succeeded")
+
+
+def _open(served, page: str, sweep: str, wait_for: str):
+    base, b, _ = served
+    p = b.new_page(viewport={"width": 1600, "height": 1000})
+    p.goto(screenshot.page_url(base, page, sweep), wait_until="domcontentloaded")
+    p.get_by_text(wait_for, exact=False).first.wait_for(state="visible", timeout=60_000)
+    return p
+
+
+def _main_text(p) -> str:
+    return p.locator("section.stMain, [data-testid=stMain]").first.inner_text()
+
+
+def test_results_page_follows_its_sweep_without_a_reload(served) -> None:
+    """Issue 22.4: the open Leaderboard said "(8 pending)" after every run had finished; it
+    now re-reads when the sweep's run counts change, and always says "As of"."""
+    url = served[2]
+    ids = _live_sweep(url, "live-lb", ("baseline", "sdpa_elementwise"))
+    p = _open(served, "Leaderboard", "live-lb", "As of")
+    try:
+        assert "sdpa_elementwise (1 pending)" in _main_text(p)
+        with results_db.open(url) as db:
+            _finish(db, ids["sdpa_elementwise"], 9.0)
+        p.get_by_text("sdpa_elementwise (1 pending)").wait_for(state="detached", timeout=40_000)
+        p.get_by_text("no run active", exact=False).first.wait_for(timeout=40_000)
+        text = _main_text(p)
+        assert "As of " in text and "No result yet" not in text
+    finally:
+        p.close()
+
+
+def test_run_detail_follows_a_rerun_in_the_same_tab(served) -> None:
+    """Issue 22.2: after a rerun the same tab showed "pending, Attempts (1)" for the whole run;
+    it now follows the run (pending -> running, Attempts (2)) and the picker's label too."""
+    url = served[2]
+    ids = _live_sweep(url, "live-rd", ("baseline",))
+    p = _open(served, "Run detail", "live-rd", "Attempts (1)")
+    try:
+        assert "status succeeded" in _main_text(p)
+        with results_db.open(url) as db:  # what the rerun button's spawn_rerun writes first
+            db.set_status([ids["baseline"]], "pending", strict=True)
+        p.get_by_text("status pending", exact=False).first.wait_for(timeout=40_000)
+        with results_db.open(url) as db:  # the rerun's driver claims it
+            db.start_attempt(ids["baseline"], host="h2")
+        p.get_by_text("Attempts (2)", exact=False).first.wait_for(timeout=40_000)
+        text = _main_text(p)
+        assert "status running" in text and "Live: refreshed every 3 s" in text
+        # the run picker's label follows too (a selectbox shows it outside the main text)
+        boxes = p.eval_on_selector_all(  # a selectbox shows its value in an input or a div
+            "[data-testid=stSelectbox]", "els => els.map(e => e.innerText + ' | ' + "
+            "Array.from(e.querySelectorAll('input')).map(i => i.value + ' ' + "
+            "(i.getAttribute('aria-label') || '')).join(' '))")
+        assert any(f"{ids['baseline']} · baseline-s0 · running" in b for b in boxes), boxes
+    finally:
+        p.close()
