@@ -1,7 +1,7 @@
 """A small, deterministic results DB for CLI tests: the shipped gates and LR sweeps with two
 seeds, written through results_db's API (real SQLite file, real attempts and summaries).
 
-- ``gates-toy`` (sweeps/gates.yaml, seeds 0-2, an LR ladder for three variants): 60 runs, all
+- ``gates-toy`` (sweeps/gates.yaml, seeds 0-2, an LR ladder for three variants): 57 runs, all
   succeeded but ``sdpa_headwise``'s seeds 1 and 2 (failed: one seed per LR);
   ``sdpa_elementwise`` is 3 % better than the baseline, the others within 0.1 %.
 - ``lr-stability`` (sweeps/lr_stability.yaml, seeds 0 and 1): 20 runs over a 5-step LR ladder,
