@@ -37,11 +37,13 @@ _CASTS = {"lr": "Float64", "value": "Float64", "params_total": "Int64", "params_
 
 def _typed(df: pl.DataFrame, floats: Sequence[str] = ()) -> pl.DataFrame:
     """SQL text has no result types (and SQLite booleans are ints): cast the known columns
-    and ``floats``; every other column is text."""
+    and ``floats``; every other column is text. Not strict: SQLite stores whatever a writer
+    gave (text in a REAL column), and such a value is missing, not a crash of every table."""
     import polars as pl
 
     casts = {**{c: getattr(pl, t) for c, t in _CASTS.items()}, **{c: pl.Float64 for c in floats}}
-    return df.with_columns(pl.col(c).cast(casts.get(c, pl.String)) for c in df.columns)
+    return df.with_columns(pl.col(c).cast(casts.get(c, pl.String), strict=False)
+                           for c in df.columns)
 
 
 RUN_KEYS: tuple[str, ...] = ("run_id", "group_key", "lr_group_key", "variant", "lr", "seed",

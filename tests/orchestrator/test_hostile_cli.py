@@ -420,3 +420,25 @@ def test_query_limits_refuse_infinite_values(capsys, url: str) -> None:
     for opt in ("--max-mb", "--timeout"):
         code, _, err = run_cli(capsys, "query", "select 1 as x", opt, "inf", "--db", url)
         assert code == 2 and "Traceback" not in err and "less than or equal" in err, err
+
+
+def test_a_text_value_in_a_number_column_is_missing_not_a_crash(capsys, url: str) -> None:
+    """SQLite keeps whatever a writer stores: text in summaries.value crashed leaderboard,
+    table and effects with a polars cast traceback."""
+    db = results_db.open(url)
+    a, b = add_run(db, "s", "a-s0", status="succeeded"), add_run(db, "s", "baseline-s0",
+                                                                  status="succeeded")
+    for rid, v in ((a, 10.0), (b, 11.0)):
+        db.log_summaries(rid, db.attempts(rid)[-1].id, {"val/ppl": v})
+    db.engine.dispose()
+    with sqlite3.connect(url.removeprefix("sqlite:///")) as c:
+        c.execute("update summaries set value = 'abc' where run_id = ?", (a,))
+    for cmd in ("leaderboard", "table", "effects"):
+        code, out, err = run_cli(capsys, cmd, "s", "--db", url)
+        assert code == 0 and "Traceback" not in err, (cmd, err)
+    code, out, _ = run_cli(capsys, "query", "select value from summaries order by run_id",
+                           "--format", "csv", "--db", url)
+    assert out == "value\nabc\n11.0\n"  # the text is still there for anyone to see
+    code, out, _ = run_cli(capsys, "leaderboard", "s", "--db", url, "--format", "json")
+    means = [r["mean"] for r in __import__("json").loads(out)["rows"]]
+    assert code == 0 and means == [11.0]  # the text value counts as missing
