@@ -309,6 +309,15 @@ def scaling(series: pl.DataFrame, runs: pl.DataFrame, info: pl.DataFrame,
     contract/flops.py over the group's config. Module docstring for the rules."""
     import polars as pl
 
+    # typed up front: an empty read (no finished run, no points) comes back with Null columns
+    series = series.select(pl.col("run_id").cast(pl.Int64), pl.col("step").cast(pl.Int64),
+                           pl.col("value").cast(pl.Float64))
+    runs = runs.with_columns(pl.col("run_id").cast(pl.Int64), pl.col("seed").cast(pl.Int64),
+                             pl.col("group_key").cast(pl.String), pl.col("status").cast(pl.String))
+    costs = costs.with_columns(pl.col("group_key").cast(pl.String),
+                               pl.col("tokens_per_step").cast(pl.Int64),
+                               pl.col("params").cast(pl.Int64), pl.col("fpt").cast(pl.Float64))
+    info = info.with_columns(pl.col("group_key").cast(pl.String))
     ok = runs.filter(pl.col("status").is_in(list(states)))
     cells = _sizes(_match(info.with_row_index("_row"), baseline))
     fpt = costs.select("group_key", "fpt")

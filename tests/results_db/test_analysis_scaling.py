@@ -192,3 +192,17 @@ def test_iso_flop_interpolates_the_baseline_in_log_tokens() -> None:
                 for s in steps[:-1]]
     assert pct[:-1] == pytest.approx(expected, abs=1e-9) and pct[-1] is None
     assert _row(sc.trends, x="iso_flops")["flops_overhead_pct"] == pytest.approx(25.0)
+
+
+def test_a_sweep_whose_runs_all_diverged_is_empty(tmp_path: Path) -> None:
+    """No succeeded run and no val/ppl point: the metrics read comes back empty with Null-typed
+    columns; the answer is an empty Scaling, not a join error (the dashboard's all_diverged
+    case)."""
+    with results_db.open(f"sqlite:///{tmp_path / 'd.db'}") as db:
+        sid = db.ensure_sweep("diverged")
+        for variant, gates in (("baseline", None), ("sdpa_elementwise", G1)):
+            name = f"{variant}-s0"
+            add_finished_run(db, sid, name, variant, 0, _config(name, 0, 2, gates),
+                             status="diverged", points=[(100, "train/loss", float("inf"))])
+        sc = db.scaling("diverged")
+    assert sc.points.height == 0 and sc.trends.height == 0
