@@ -109,7 +109,7 @@ def csv_text(frame: pl.DataFrame) -> str:
     ``+``, ``-``, ``@``) get a leading ``'`` (the rule of contract.textout.csv_cell)."""
     import polars as pl
 
-    from contract.textout import FORMULA_RE
+    from contract.textout import FORMULA_RE, csv_cell
 
     fixes = []
     for name, dtype in frame.schema.items():
@@ -121,7 +121,11 @@ def csv_text(frame: pl.DataFrame) -> str:
             text = pl.col(name).cast(pl.Utf8)  # vectorised csv_cell: one regex over the column
             fixes.append(pl.when(text.str.contains(FORMULA_RE)).then(pl.lit("'") + text)
                          .otherwise(text).alias(name))
-    return (frame.with_columns(fixes) if fixes else frame).write_csv()
+    out = frame.with_columns(fixes) if fixes else frame
+    names = {c: csv_cell(c) for c in out.columns}  # a header cell is a cell too
+    if any(k != v for k, v in names.items()) and len(set(names.values())) == len(names):
+        out = out.rename(names)
+    return out.write_csv()
 
 
 def _plain(v: Any) -> Any:

@@ -201,6 +201,7 @@ def test_conclusion_csv_holds_nested_columns_and_neutralises_formulas() -> None:
     assert lines[0] == "variant,lrs,delta"
     assert lines[1] == "\"'=HYPERLINK(\"\"x\"\")\",\"[0.001, 0.002]\",-1.5"
     assert lines[2:] == ["'+1,[0.001],0.0", "'-a,[],1.0", "'@b,,2.0", "ok,[null],3.0"]
+    assert csv_text(pl.DataFrame({"=cmd()": [1], "x": ["y"]})) == "'=cmd(),x\n1,y\n"
 
 
 # ---- (5) (6) query: time limit, Ctrl-C, row and byte caps ---------------------------------------
