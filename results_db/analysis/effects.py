@@ -50,7 +50,6 @@ COLUMNS = ("dimension", "value", "lr", "n_variants", "n_runs", "mean_delta_pct",
            "ci_low_pct", "ci_high_pct", "verdict", "df", "context")
 NA = "n/a"  # the level of a dimension a group does not set (a gate field of an ungated model)
 ONE_VARIANT, NOT_ESTIMABLE, NO_CI = "one variant", "not estimable", "no CI"
-_TOL = 1e-9
 
 
 def _schema() -> dict[str, Any]:
@@ -70,12 +69,11 @@ def _dummies(labels: list[str]) -> np.ndarray:
     """Treatment-coded columns for ``labels`` (first level in order of appearance dropped)."""
     import numpy as np
 
-    levels = list(dict.fromkeys(labels))
-    out = np.zeros((len(labels), max(len(levels) - 1, 0)))
-    for i, lab in enumerate(labels):
-        j = levels.index(lab)
-        if j:
-            out[i, j - 1] = 1.0
+    index = {lab: i for i, lab in enumerate(dict.fromkeys(labels))}
+    codes = np.fromiter((index[lab] for lab in labels), np.int64, len(labels))
+    out = np.zeros((len(labels), max(len(index) - 1, 0)))
+    rows = np.nonzero(codes)[0]
+    out[rows, codes[rows] - 1] = 1.0
     return out
 
 
@@ -106,16 +104,28 @@ class _Design:
         return np.hstack([np.ones((n, 1)), *(_dummies(lab) for _, lab in self.factors)])
 
 
-def _fit(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, float | None]:
-    """OLS: (beta, pinv(X), rank, residual variance or None without residual df)."""
-    import numpy as np
+class _Fit:
+    """OLS by one SVD of X: beta (minimum norm), rank, residual df and variance, and what the
+    contrasts need -- the projection onto X's row space (estimability) and (X'X)^+."""
 
-    pinv = np.linalg.pinv(x, rcond=1e-10)
-    beta = pinv @ y
-    rank = int(np.linalg.matrix_rank(x, tol=None))
-    df = len(y) - rank
-    sigma2 = float(np.sum((y - x @ beta) ** 2) / df) if df > 0 else None
-    return beta, pinv, rank, sigma2
+    def __init__(self, x: np.ndarray, y: np.ndarray) -> None:
+        import numpy as np
+
+        u, s, vt = np.linalg.svd(x, full_matrices=False)
+        keep = s > s.max(initial=0.0) * max(x.shape) * np.finfo(float).eps
+        self.rank = int(keep.sum())
+        u, s, vt = u[:, keep], s[keep], vt[keep]
+        self.beta = vt.T @ ((u.T @ y) / s)
+        self.vt = vt
+        self.xtx_pinv = (vt.T / s ** 2) @ vt
+        self.df = len(y) - self.rank
+        self.sigma2 = float(np.sum((y - x @ self.beta) ** 2) / self.df) if self.df > 0 else None
+
+    def estimable(self, c: np.ndarray) -> bool:
+        import numpy as np
+
+        off = c - (c @ self.vt.T) @ self.vt
+        return bool(np.linalg.norm(off) <= 1e-7 * max(1.0, float(np.linalg.norm(c))))
 
 
 def _level_rows(groups: pl.DataFrame, runs: pl.DataFrame, dim: str, others: list[str],
@@ -146,9 +156,7 @@ def _effects_of(dim: str, keep: pl.DataFrame, r: pl.DataFrame, base_mean: float,
             and all(len(set(s)) == len(s) for s in seeds["seed"].to_list()))
     seed_lab = [str(s) for s in r["seed"].to_list()] if same else None
     design = _Design(r["_level"].to_list(), r["_cell"].to_list(), seed_lab)
-    x, y = design.matrix(), r["value"].to_numpy().astype(np.float64)
-    beta, pinv, rank, sigma2 = _fit(x, y)
-    df = len(y) - rank
+    fit = _Fit(design.matrix(), r["value"].to_numpy().astype(np.float64))
     base = keep.filter(pl.col("is_baseline")).row(0, named=True)
     seed_levels: list[str] = design.levels["seed"] if same else [""]
 
@@ -159,31 +167,36 @@ def _effects_of(dim: str, keep: pl.DataFrame, r: pl.DataFrame, base_mean: float,
 
     variants = keep.filter(~pl.col("is_baseline"))
     cells = list(dict.fromkeys(variants["_cell"].to_list()))
+    counts = {row["_level"]: row for row in variants.group_by("_level").agg(
+        n_groups=pl.len(), n_variants=pl.col("variant").n_unique()).iter_rows(named=True)}
+    n_runs = dict(r.filter(~pl.col("is_baseline")).group_by("_level").len().iter_rows())
     l_base = mean_row(base["_level"], [base["_cell"]])
-    t = t_quantile(0.5 + LEVEL / 2, df) if sigma2 is not None else None
-    cov = np.linalg.pinv(x.T @ x, rcond=1e-10)
+    t = t_quantile(0.5 + LEVEL / 2, fit.df) if fit.sigma2 is not None else None
+    scale = 100.0 / abs(base_mean) if base_mean else None
     out = []
-    for level in sorted(dict.fromkeys(variants["_level"].to_list())):
-        mine = variants.filter(pl.col("_level") == level)
-        runs_n = r.filter(pl.col("_level") == level, ~pl.col("is_baseline")).height
+    for level in sorted(counts):
         row: dict[str, Any] = {"dimension": dim, "value": level,
-                               "n_variants": mine["variant"].n_unique(), "n_runs": runs_n,
-                               "df": float(df)}
+                               "n_variants": counts[level]["n_variants"],
+                               "n_runs": n_runs.get(level, 0), "df": float(fit.df)}
         c = mean_row(level, cells) - l_base
-        if np.linalg.norm(c - c @ pinv @ x) > 1e-7 * max(1.0, float(np.linalg.norm(c))):
+        if not fit.estimable(c):
             out.append({**row, "verdict": NOT_ESTIMABLE})
             continue
-        est = float(c @ beta)
-        scale = 100.0 / abs(base_mean) if base_mean else None
+        est = float(c @ fit.beta)
         low = high = None
-        if t is not None and sigma2 is not None:
-            half = t * float(np.sqrt(max(float(c @ cov @ c), 0.0) * sigma2))
+        if t is not None and fit.sigma2 is not None:
+            half = t * float(np.sqrt(max(float(c @ fit.xtx_pinv @ c), 0.0) * fit.sigma2))
             low, high = est - half, est + half
-        pct = (lambda v: None if v is None or scale is None else v * scale)
-        row.update(mean_delta_pct=pct(est), ci_low_pct=pct(low), ci_high_pct=pct(high),
-                   verdict=_verdict(low, high, mine.height, higher, min_effect, scale))
+        row.update(mean_delta_pct=_scaled(est, scale), ci_low_pct=_scaled(low, scale),
+                   ci_high_pct=_scaled(high, scale),
+                   verdict=_verdict(low, high, counts[level]["n_groups"], higher, min_effect,
+                                    scale))
         out.append(row)
     return out
+
+
+def _scaled(v: float | None, scale: float | None) -> float | None:
+    return None if v is None or scale is None else v * scale
 
 
 def _verdict(low: float | None, high: float | None, n_groups: int, higher: bool,
