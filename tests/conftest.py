@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 # Set before any test module imports deepspeed / ray / lm_eval.
 os.environ.setdefault("DS_ACCELERATOR", "cpu")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
@@ -39,7 +41,7 @@ LONG_FIRST = ("tests/e2e/test_cluster_faults.py", "tests/e2e/test_eval_e2e.py",
               "tests/results_db/test_results_db_concurrency.py")
 
 
-def _group_of(item: "pytest.Item", index: int) -> tuple[int, str]:
+def _group_of(item: pytest.Item, index: int) -> tuple[int, str]:
     """(rank, xdist group): rank orders the groups, longest first."""
     path = item.nodeid.split("::", 1)[0]
     rank = LONG_FIRST.index(path) if path in LONG_FIRST else len(LONG_FIRST)
@@ -48,9 +50,8 @@ def _group_of(item: "pytest.Item", index: int) -> tuple[int, str]:
     return rank, path
 
 
-def pytest_collection_modifyitems(config: "pytest.Config", items: list["pytest.Item"]) -> None:
-    import pytest
-
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the xdist_group marks
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not hasattr(config, "workerinput"):  # not an xdist worker: collection order as written
         return
     seen: dict[str, int] = {}
@@ -60,5 +61,18 @@ def pytest_collection_modifyitems(config: "pytest.Config", items: list["pytest.I
         seen[path] = seen.get(path, -1) + 1
         rank, group = _group_of(item, seen[path])
         item.add_marker(pytest.mark.xdist_group(group))
+        _suffix_group(item, group, config)
         keyed.append(((rank, group if path in SPLIT_MODULES else "", pos), item))
     items[:] = [item for _, item in sorted(keyed, key=lambda k: k[0])]
+
+
+def _suffix_group(item: pytest.Item, group: str, config: pytest.Config) -> None:
+    """What xdist's loadgroup does (append ``@group`` to the node id, which its scheduler reads),
+    for pytest >= 9, where a node id is ``item._id`` and xdist 3.8's ``item._nodeid`` is
+    ignored: without this every test is scheduled on its own (plain ``load``)."""
+    try:
+        from _pytest.nodeid import NodeId
+    except ImportError:  # pytest < 9: xdist's own suffix works
+        return
+    if config.getvalue("loadgroup") and isinstance(getattr(item, "_id", None), NodeId):
+        item._id = NodeId.parse(f"{item.nodeid}@{group}")
