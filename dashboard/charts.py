@@ -138,7 +138,8 @@ def delta_dots(board: pl.DataFrame, metric: str, colors: dict[str, str],
     y = alt.Y("row:N", sort=order, title=None, axis=alt.Axis(labelLimit=400))
     color = alt.Color("variant:N", scale=_vscale(colors, rows), legend=None)
     shown = [k for k in VERDICT_SHAPES if k in set(kinds)]
-    shape = alt.Shape("kind:N", title="verdict", legend=LEGEND, scale=alt.Scale(
+    # no legend: each marker carries its verdict as a text label beside its CI
+    shape = alt.Shape("kind:N", title="verdict", legend=None, scale=alt.Scale(
         domain=shown, range=[VERDICT_SHAPES[k] for k in shown]))
     xq = alt.X("ci_low_pct:Q", title=f"Δ {metric} vs baseline (%), 95 % CI")
     bars = alt.Chart(pdf).mark_rule(strokeWidth=2).encode(y=y, x=xq, x2="ci_high_pct:Q",
@@ -146,9 +147,9 @@ def delta_dots(board: pl.DataFrame, metric: str, colors: dict[str, str],
     layers: list[Any] = [bars]
     if seeds is not None and seeds.height:
         pts = seeds.filter(pl.col("row").is_in(order) & pl.col("delta_pct").is_not_null())
-        layers.append(alt.Chart(pts.to_pandas()).mark_point(
-            size=22, filled=True, opacity=0.55, shape="circle").encode(
-            y=y, x="delta_pct:Q", color=color, yOffset=alt.value(7),
+        # just under the row's CI line: at the mean they would hide under its marker
+        layers.append(alt.Chart(pts.to_pandas()).mark_circle(size=30, opacity=0.8).encode(
+            y=y, x="delta_pct:Q", color=color, yOffset=alt.value(8),
             tooltip=["row", "seed", alt.Tooltip("delta_pct:Q", format="+.2f")]))
     layers.append(alt.Chart(pdf).mark_point(size=110, strokeWidth=2, opacity=1).encode(
         y=y, x="delta_pct:Q", color=color, shape=shape,

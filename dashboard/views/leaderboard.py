@@ -154,19 +154,19 @@ def cost_columns(url: str, sweep: str, states: tuple[str, ...]) -> dict[str, dic
 
 def seed_deltas(url: str, sweep: str, metric: str, board: pl.DataFrame,
                 states: tuple[str, ...]) -> pl.DataFrame:
-    """(row, seed, delta_pct): each run's value relative to its row's baseline mean (the
+    """(row, variant, seed, delta_pct): each run's value relative to its row's baseline mean (the
     row's mean - Δ), for the dots beside each mean ± CI."""
     runs = data.runs(url, sweep).filter(pl.col("status").is_in(list(states)))
     vals = data.summaries(url, sweep, (metric,)).filter(pl.col("name") == metric)
     ref = board.filter(~pl.col("is_baseline") & pl.col("delta").is_not_null()).select(
-        "group_key", "row", base=pl.col("mean") - pl.col("delta"))
+        "group_key", "row", "variant", base=pl.col("mean") - pl.col("delta"))
     # cast: an empty read has untyped (Null) columns, which do not join
     ids = runs.select(pl.col("id").cast(pl.Int64).alias("run_id"),
                       pl.col("group_key").cast(pl.String), "seed")
     joined = vals.with_columns(pl.col("run_id").cast(pl.Int64)).join(ids, on="run_id") \
         .join(ref.with_columns(pl.col("group_key").cast(pl.String)), on="group_key")
     return joined.filter(pl.col("base") != 0).select(
-        "row", "seed", delta_pct=100.0 * (pl.col("value") - pl.col("base")) / pl.col("base"))
+        "row", "variant", "seed", delta_pct=100.0 * (pl.col("value") - pl.col("base")) / pl.col("base"))
 
 
 def _table(board: pl.DataFrame, url: str, sweep: str, states: tuple[str, ...]) -> None:
