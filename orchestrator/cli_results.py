@@ -167,10 +167,14 @@ def scaling(sweep: str, db: DbOpt = None, metric: MetricOpt = "val/ppl",
     frame = sc.points if points else sc.trends
     title = f"{sweep}: {metric} vs scale" + (" (every evaluation step)" if points else "")
     summary = "\n".join(sc.sentences) or (
-        f"{sweep}: no variant has a baseline to pair with at any evaluation step "
-        f"(baseline: {sc.baseline or 'none'})")
+        f"{sweep}: no {metric} evaluation point of a variant pairs with the baseline's "
+        f"({sc.baseline or 'no baseline variant'}) at the same seed and step; the runs need "
+        f"{metric} logged during training (train.eval_every) and to have succeeded")
     if format in ("csv", "json"):
         render(out, frame, format, title=title, summary=summary)
+        return
+    if frame.is_empty():
+        out.print(summary)
         return
     shown = with_ci_text(frame)
     if points:

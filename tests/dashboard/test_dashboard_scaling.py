@@ -87,3 +87,21 @@ def test_one_evaluation_point_says_it_cannot_judge(url: str,
     at = _page(url, "one-point", monkeypatch)
     text = " ".join(m.value for m in at.markdown).replace("\\", "")  # md() escapes ':'
     assert "cannot judge: one evaluation point" in text
+
+
+def test_cli_says_why_nothing_pairs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Runs without val/ppl points (only a summary): one sentence naming the cause, no table."""
+    from orchestrator.cli import main
+    from tests.results_db.test_analysis_scaling import _config
+    from tests.support.synth import add_finished_run
+
+    url = f"sqlite:///{tmp_path / 'n.db'}"
+    with results_db.open(url) as db:
+        sid = db.ensure_sweep("summaries-only")
+        for variant in ("baseline", "gated"):
+            add_finished_run(db, sid, variant, variant, 0, _config(variant, 0, 2, None),
+                             summaries={"val/ppl": 3.0})
+    assert main(["scaling", "summaries-only", "--db", url]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "no val/ppl evaluation point of a variant pairs with the baseline's (baseline)" in text
+    assert "train.eval_every" in text and "┏" not in text
