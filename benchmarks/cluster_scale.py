@@ -361,8 +361,10 @@ def integrity(url: str, sweep: str, expected: dict[str, int]) -> dict[str, int]:
     rows = pts.height
     distinct = pts.select(["run_id", "name", "step"]).unique().height
     got = dict(pts.group_by("run_id").len().iter_rows())
+    # a run that did not succeed has no complete set to check (its rerun re-logs every step)
     lost = sum(max(0, expected.get(n, 0) - got.get(i, 0))
-               for i, n in runs.select(["id", "name"]).iter_rows())
+               for i, n, st in runs.select(["id", "name", "status"]).iter_rows()
+               if st == "succeeded")
     return {"runs": runs.height, "succeeded": int((runs["status"] == "succeeded").sum()),
             "metric_rows": rows, "expected_rows": sum(expected.values()), "lost": lost,
             "duplicated": rows - distinct}
@@ -480,7 +482,8 @@ def report(a: Any, bare: dict | None, sub: dict, s: Samples, integ: dict, reg: l
               f"{max(s.conns_driver, default=0)} / {max(s.conns_trials, default=0)} / "
               f"{s.per_trial_max} (<= {s.trial_procs_max} trial processes at once)"),
              ("metric rows (expected)", f"{integ['metric_rows']} ({integ['expected_rows']})"),
-             ("rows lost / duplicated", f"{integ['lost']} / {integ['duplicated']}"),
+             ("rows lost (succeeded runs) / duplicated",
+              f"{integ['lost']} / {integ['duplicated']}"),
              ("`status` during the sweep (process)", _stat(s.status_s)),
              ("  its DB reads (sweep_status + live_runs)", _stat(s.status_query_s)),
              ("`leaderboard` during the sweep", _stat(s.leaderboard_s)),
