@@ -12,7 +12,7 @@ import streamlit as st
 
 from dashboard import charts, data, palette
 from dashboard.mdtext import md
-from dashboard.tables import fmt_lr, fmt_num
+from dashboard.tables import fmt_delta_ci, fmt_lr, fmt_num, fmt_verdict
 from dashboard.views.common import show_chart, table_height, watch
 
 TOLERANCES = (0.02, 0.05, 0.10, 0.20)
@@ -30,11 +30,31 @@ def summary_frame(summary: pl.DataFrame) -> pl.DataFrame:
     """db.stability(...).summary as display strings; a variant that diverged at every LR has
     no best or max stable LR (null: map_elements skips it, so it is filled here, not shown as
     'None')."""
+    name = "label" if "label" in summary.columns else "variant"  # readable ladder labels
+    seeds = [pl.format("{} of {}", "seeds_agree", "n_seeds").alias("seeds agree"),
+             pl.col("seed_msls").alias("per-seed max stable LR")] \
+        if {"seeds_agree", "n_seeds", "seed_msls"} <= set(summary.columns) else []
     return summary.select(
-        "variant", pl.col("best_lr").map_elements(fmt_lr, return_dtype=pl.String),
+        pl.col(name).alias("variant"),
+        pl.col("best_lr").map_elements(fmt_lr, return_dtype=pl.String),
         pl.col("best_value").map_elements(fmt_num, return_dtype=pl.String),
-        pl.col("max_stable_lr").map_elements(fmt_lr, return_dtype=pl.String),
+        pl.col("max_stable_lr").map_elements(fmt_lr, return_dtype=pl.String), *seeds,
         pl.col("n_lrs").cast(pl.String)).with_columns(pl.exclude("variant").fill_null("–"))
+
+
+def delta_frame(curve: pl.DataFrame) -> pl.DataFrame:
+    """Per (ladder, lr): the change vs the baseline at that LR with its 95 % CI and verdict
+    (db.stability's curve, the leaderboard's numbers), as display strings."""
+    if "delta_pct" not in curve.columns:
+        return pl.DataFrame()
+    rows = curve.filter(~pl.col("is_baseline").fill_null(False) & pl.col("verdict").is_not_null())
+    name = "label" if "label" in rows.columns else "variant"
+    return pl.DataFrame([{"variant": r[name], "lr": fmt_lr(r["lr"]),
+                          "Δ% vs baseline [95% CI]": fmt_delta_ci(r["delta_pct"],
+                                                                  r["ci_low_pct"],
+                                                                  r["ci_high_pct"]),
+                          "CI": r["ci_method"] or "–", "verdict": fmt_verdict(r["verdict"])}
+                         for r in rows.sort(name, "lr").iter_rows(named=True)])
 
 
 UNDER = "below best LR"  # trained worse than the best LR, but from too small a step, not instability
@@ -63,6 +83,8 @@ def render_view(url: str, sweep: str, key: str = "st") -> bool:
     if stab is None:
         return False
     c2.info(f"**Max stable LR rule** (tolerance {tol:.0%}): {stab.rule}")
+    if getattr(stab, "sentence", ""):  # the answer and its uncertainty, in words
+        st.markdown(f"**{md(stab.sentence)}**")
     colors = palette.colors(data.variants(url, sweep), data.baseline(url, sweep))
     curve = lr_states(stab.curve.with_columns(pl.col("stable").fill_null(False)), stab.summary)
     msl = stab.summary.select("variant", "max_stable_lr").drop_nulls()
@@ -88,6 +110,12 @@ def render_view(url: str, sweep: str, key: str = "st") -> bool:
                                          log_y=True))
     st.dataframe(summary_frame(stab.summary), hide_index=True, key=f"{key}_summary",
                  height=table_height(stab.summary.height))
+    deltas = delta_frame(stab.curve)
+    if deltas.height:
+        st.markdown("**Change vs the baseline at each LR** (paired by seed where seeds match; "
+                    "95 % CI)")
+        st.dataframe(deltas, hide_index=True, key=f"{key}_deltas",
+                     height=table_height(deltas.height))
     return True
 
 

@@ -24,6 +24,7 @@ from streamlit.testing.v1 import AppTest
 
 import results_db
 from dashboard import palette
+from dashboard.mdtext import md
 from tests.support import dashboard_sample as sample
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
@@ -188,6 +189,14 @@ def test_lr_stability_page_only_for_lr_sweeps(app: AppTest, db_url: str) -> None
     assert summary.loc["baseline", "max_stable_lr"] == "2e-3"
     assert summary.loc["sdpa_elementwise", "max_stable_lr"] == "8e-3"
     assert len(chart_specs(at)) == 3 and all(chart_rows(d) > 0 for d in chart_data(at))
+    # issue 18's answer with its uncertainty, in words, and the seeds' agreement per ladder
+    assert stab.sentence and any(m.value == f"**{md(stab.sentence)}**" for m in at.markdown)
+    assert summary.loc["sdpa_elementwise", "seeds agree"].endswith("of 2")
+    # the change vs the baseline at each LR: the leaderboard's paired numbers
+    deltas = at.dataframe[1].value
+    assert set(deltas["variant"]) == {"sdpa_elementwise"} and len(deltas) >= 3
+    assert all(d.endswith("]") or "no CI" in d or d == "–"
+               for d in deltas["Δ% vs baseline [95% CI]"])
     at.select_slider(key="st_tol").set_value(0.2).run()  # a looser tolerance: stable further
     assert at.dataframe[0].value.set_index("variant").loc["baseline", "max_stable_lr"] == "4e-3"
 
