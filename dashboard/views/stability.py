@@ -31,9 +31,14 @@ def summary_frame(summary: pl.DataFrame) -> pl.DataFrame:
     no best or max stable LR (null: map_elements skips it, so it is filled here, not shown as
     'None')."""
     name = "label" if "label" in summary.columns else "variant"  # readable ladder labels
+    # the seeds' own max stable LRs as a range ('2e-3 – 8e-3'; '–' where no seed has one)
+    lo = pl.col("seed_msl_min").map_elements(fmt_lr, return_dtype=pl.String)
+    hi = pl.col("seed_msl_max").map_elements(fmt_lr, return_dtype=pl.String)
     seeds = [pl.format("{} of {}", "seeds_agree", "n_seeds").alias("seeds agree"),
-             pl.col("seed_msls").alias("per-seed max stable LR")] \
-        if {"seeds_agree", "n_seeds", "seed_msls"} <= set(summary.columns) else []
+             pl.when(lo == hi).then(lo).otherwise(pl.format("{} – {}", lo, hi))
+             .alias("per-seed max stable LR")] \
+        if {"seeds_agree", "n_seeds", "seed_msl_min", "seed_msl_max"} <= set(summary.columns) \
+        else []
     return summary.select(
         pl.col(name).alias("variant"),
         pl.col("best_lr").map_elements(fmt_lr, return_dtype=pl.String),
@@ -53,7 +58,9 @@ def delta_frame(curve: pl.DataFrame) -> pl.DataFrame:
                           "Δ% vs baseline [95% CI]": fmt_delta_ci(r["delta_pct"],
                                                                   r["ci_low_pct"],
                                                                   r["ci_high_pct"]),
-                          "CI": r["ci_method"] or "–", "verdict": fmt_verdict(r["verdict"])}
+                          # ci_method "none": no CI could be formed (one seed, no baseline)
+                          "CI": r["ci_method"] if r["ci_method"] not in (None, "none")
+                          else "–", "verdict": fmt_verdict(r["verdict"])}
                          for r in rows.sort(name, "lr").iter_rows(named=True)])
 
 
