@@ -113,7 +113,11 @@ def classify(exc: BaseException | None = None, text: str = "") -> Fault:
         seen.add(id(cur))
         for klass in type(cur).__mro__:
             if klass.__name__ in _TYPE_NAMES:
-                return _TYPE_NAMES[klass.__name__]
+                found = _TYPE_NAMES[klass.__name__]
+                # an outage waited out (dbretry.DBOutage) keeps the more specific cause
+                if found is Fault.DB_UNAVAILABLE and _caused_by(cur, "DBConnectionsExhausted"):
+                    return Fault.DB_CONNECTIONS
+                return found
         text = f"{text}\n{type(cur).__name__}: {cur}"
         cur = cur.__cause__ or cur.__context__
     low = text.lower()
@@ -121,6 +125,18 @@ def classify(exc: BaseException | None = None, text: str = "") -> Fault:
         if needle in low:
             return fault
     return Fault.CODE_ERROR
+
+
+def _caused_by(exc: BaseException, name: str) -> bool:
+    """Whether an exception class called ``name`` is in ``exc``'s cause chain."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if any(k.__name__ == name for k in type(cur).__mro__):
+            return True
+        cur = cur.__cause__ or cur.__context__
+    return False
 
 
 @dataclass(frozen=True)
