@@ -279,8 +279,12 @@ def readonly_engine(url: URL) -> Engine:
                 "SELECT name FROM sqlite_master WHERE name = 'alembic_version'").first()
     except Exception as exc:  # noqa: BLE001 -- not a database at all, or unreachable
         eng.dispose()
+        # An unreachable server arrives already translated (DBUnavailable, raised from the
+        # driver's error): say why once, in the driver's words, not wrapped twice.
+        why = exc.__cause__ if isinstance(exc, DBUnavailable) and exc.__cause__ else \
+            getattr(exc, "orig", exc)
         raise DBUnreadable(f"results DB {_show(url)} cannot be read: "
-                         f"{str(getattr(exc, 'orig', exc)).splitlines()[0]}") from None
+                           f"{(str(why).strip() or type(why).__name__).splitlines()[0]}") from None
     if found is None:
         eng.dispose()
         raise DBUnreadable(f"{_show(url)} is not a gatesweep results DB (no alembic_version "
