@@ -106,13 +106,16 @@ def test_attempt_numbering_and_state_transitions(db) -> None:
     assert db.run(run.id).status == "running"
     db.finish_attempt(a1.id, "failed", error="boom", traceback="Traceback ...")
     assert db.run(run.id).status == "failed"
-    a2 = db.start_attempt(run.id, host="h2", trial_id="t2")  # retry in place: failed -> running
+    # retry in place: failed -> running, by driver "driver"
+    a2 = db.start_attempt(run.id, host="h2", trial_id="t2", owner="driver")
     assert a2.number == 2
     # a2 is live: a second attempt is refused (never running -> running)...
     with pytest.raises(InvalidTransition, match="running under"):
         db.start_attempt(run.id, host="h3")
     assert db.claim_run(run.id, "other driver", "h3") is None
-    # ...except for the same Tune trial restarted (its old process is gone)
+    # ...not even by another driver whose Tune trial id collides (issue 20)...
+    assert db.claim_run(run.id, "another driver", "h3", trial_id="t2") is None
+    # ...except by its own driver, restarting the same Tune trial (its old process is gone)
     a3 = db.claim_run(run.id, "driver", "h3", trial_id="t2")
     assert a3 is not None and a3.number == 3
     db.finish_attempt(a3.id, "succeeded")
