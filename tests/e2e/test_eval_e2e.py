@@ -78,7 +78,9 @@ def test_evaluate_errors_name_the_run(tmp_path: Path, capsys: pytest.CaptureFixt
     empty.mkdir()
     results_db.open(url).add_artifact(run_id, None, "checkpoint_dir", path=str(empty))
     assert main(["evaluate", str(run_id), *args]) == 2
-    assert f"run done-s0: no complete checkpoint under {empty}" in capsys.readouterr().err
+    # a recorded checkpoint dir outside <storage>/<sweep>/<name>/checkpoints is refused (issue 21)
+    err = capsys.readouterr().err
+    assert f"its recorded checkpoint dir '{empty}'" in err and "refusing to use it" in err, err
     if not torch.cuda.is_available():
         assert main(["evaluate", "done-s0", *args, "--device", "cuda"]) == 2
         assert "--device cuda: CUDA is not available" in capsys.readouterr().err

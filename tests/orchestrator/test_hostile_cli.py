@@ -223,7 +223,8 @@ def test_ctrl_c_stops_a_runaway_sqlite_query(url: str) -> None:
     t0 = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
         db.query(RUNAWAY, results_db.QueryLimits(timeout_s=None))
-    assert time.monotonic() - t0 < 5
+    # the query would never end: any bound proves the stop (30 s leaves room for a loaded host)
+    assert time.monotonic() - t0 < 30
 
 
 def test_query_caps_rows_and_bytes(capsys, url: str) -> None:

@@ -66,8 +66,12 @@ def test_rerun_sweep_cli_prints_what_it_leaves_and_trains_nothing_when_all_is_li
     assert [db.run(i).status for i in ids] == ["succeeded"] + ["pending"] * 4
 
 
-def test_lease_keeper_records_its_own_silent_attempts(db_ids) -> None:
+def test_lease_keeper_records_its_own_silent_attempts(db_ids, monkeypatch) -> None:
     db, ids, _ = db_ids
+    # No Ray here, even when another module of this test process started one (xdist worker):
+    # the host's node id then names no live node and would read as node_lost.
+    import ray
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
     me, other = "submit me on h", "submit other on h"
     mine = db.claim_run(ids[0], me, "h/deadbeef0000", heartbeat_s=0.05)
     theirs = db.claim_run(ids[1], other, "h", heartbeat_s=0.05)

@@ -49,7 +49,7 @@ def test_concurrent_processes_claim_each_run_exactly_once(db_url: str, trial_ids
              for i in range(4)]
     for p in procs:
         p.start()
-    results = dict(out.get(timeout=120) for _ in procs)
+    results = dict(out.get(timeout=600) for _ in procs)  # generous: process start-up on a loaded host
     for p in procs:
         p.join(timeout=60)
         assert p.exitcode == 0
