@@ -39,6 +39,9 @@ def _pick_sweep(url: str) -> str | None:
     if not names:
         return None
     wanted = st.query_params.get("sweep")
+    if wanted and wanted not in names:  # a sweep newer than the 3-s cached list (a link that
+        data.sweeps.clear()  # `submit` just printed): read the list again, not show another
+        names = data.sweeps(url)["name"].to_list()
     index = names.index(wanted) if wanted in names else len(names) - 1  # newest by default
     return st.sidebar.selectbox("Sweep", names, index=index, key="sweep")
 

@@ -76,3 +76,16 @@ def _suffix_group(item: pytest.Item, group: str, config: pytest.Config) -> None:
         return
     if config.getvalue("loadgroup") and isinstance(getattr(item, "_id", None), NodeId):
         item._id = NodeId.parse(f"{item.nodeid}@{group}")
+
+
+@pytest.fixture(autouse=True)
+def _restore_main_module():
+    """Streamlit's AppTest runs the app as ``__main__`` and leaves it there. A later test in the
+    same worker that starts a ``spawn`` process (test_claims) would then have the child re-run
+    dashboard/app.py before its target: the child dies or blocks, and the test waits on it."""
+    import sys
+
+    main = sys.modules.get("__main__")
+    yield
+    if main is not None:
+        sys.modules["__main__"] = main

@@ -179,3 +179,19 @@ def test_metric_list_and_verdict_words() -> None:
                                    "cost/tokens", "cost/wall_s", "data/epochs"]
     assert fmt_verdict("needs >= 417 seeds") == "needs >= 417 seeds for a ±1% effect"
     assert fmt_verdict("better") == "better" and fmt_verdict(None) == "–"
+
+
+def test_a_link_to_a_sweep_newer_than_the_cached_list_opens_that_sweep(url: str) -> None:
+    """The sidebar's sweep list is cached for 3 s: a link to a sweep made within those 3 s
+    (what `submit` prints) opened the newest *cached* sweep instead, and its live watcher
+    followed that other sweep for good (found by the browser test of issue 22.2)."""
+    _page("Overview")  # caches the list: [evals]
+    with results_db.open(url) as db:
+        db.ensure_sweep("fresh", "# test", "made after the list was cached")
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["sweep"] = "fresh"
+    at.query_params["page"] = "Run detail"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.sidebar.selectbox(key="sweep").value == "fresh"
+    assert at.header[0].value == "Run detail — fresh"

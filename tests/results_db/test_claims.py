@@ -27,12 +27,25 @@ def _runs(db, n: int, sweep: str = "s") -> list[int]:
 def _claimer(url: str, run_ids: list[int], who: str, barrier, out,
              trial_id: str | None = None) -> None:
     db = results_db.open(url, migrate=False)
-    barrier.wait()  # every process starts claiming at the same moment
+    barrier.wait(timeout=300)  # every process starts claiming at the same moment
     won = [rid for rid in run_ids
            if db.claim_run(rid, f"submit {who} on host test", "h",
                            trial_id=trial_id or who) is not None]
     out.put((who, won))
     db.close()
+
+
+def _collect(out, procs, limit_s: float = 600.0):
+    """Each claimer's (who, won), failing at once (not after the limit) when one dies."""
+    got, deadline = [], time.monotonic() + limit_s  # generous: start-up on a loaded host
+    while len(got) < len(procs):
+        try:
+            got.append(out.get(timeout=1))
+        except Exception:  # queue.Empty
+            dead = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+            assert not dead, f"a claimer process died (exit codes {dead})"
+            assert time.monotonic() < deadline, f"only {len(got)} of {len(procs)} claimers answered"
+    return got
 
 
 @pytest.mark.parametrize("trial_ids", ["distinct", "colliding"])
@@ -49,7 +62,7 @@ def test_concurrent_processes_claim_each_run_exactly_once(db_url: str, trial_ids
              for i in range(4)]
     for p in procs:
         p.start()
-    results = dict(out.get(timeout=600) for _ in procs)  # generous: process start-up on a loaded host
+    results = dict(_collect(out, procs))
     for p in procs:
         p.join(timeout=60)
         assert p.exitcode == 0
