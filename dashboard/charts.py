@@ -15,6 +15,7 @@ import numpy as np
 import polars as pl
 
 from dashboard.palette import scale
+from dashboard.tables import fmt_verdict
 from results_db.vocab import verdict_kind
 
 # What a layered chart is typed as once `.properties()`/`.interactive()` ran (altair's stubs)
@@ -132,6 +133,9 @@ def delta_dots(board: pl.DataFrame, metric: str, colors: dict[str, str],
     kinds = [verdict_kind(v) or "no data" for v in rows["verdict"]]
     rows = rows.with_columns(has_ci=pl.col("ci_low_pct").is_not_null(),
                              kind=pl.Series(kinds, dtype=pl.String),
+                             # the label says what "needs >= k seeds" is for, as the table does
+                             verdict=pl.Series([fmt_verdict(v) for v in rows["verdict"]],
+                                               dtype=pl.String),
                              label_x=pl.coalesce("ci_high_pct", "delta_pct"))
     pdf = rows.to_pandas()
     order = rows["row"].to_list()
@@ -217,19 +221,33 @@ def lr_order(frame: pl.DataFrame, col: str = "lr") -> list[str]:
     return sorted((v for v in frame[col].unique().to_list() if v is not None), key=key)
 
 
+def legend_rows(n: int, columns: int) -> int:
+    """Rows a bottom legend of ``n`` entries in ``columns`` columns takes."""
+    return max(1, -(-n // max(columns, 1)))
+
+
+LEGEND_ROW_PX = 18  # one legend row; show_chart's room below the plot grows by these
+
+
 def per_layer(frame: pl.DataFrame, title: str, colors: dict[str, str],
-              log_y: bool = False) -> Layered:
+              log_y: bool = False, legend_columns: int = 2) -> Layered:
     """frame (variant, row, layer, mean, lo, hi, n): the seed mean per layer, one line per
-    row coloured by its variant, error bars mean ± std over seeds."""
+    row coloured by its variant, error bars mean ± std over seeds. ``legend_columns``: 2 for
+    the narrow side-by-side charts, more when the chart is full width (16 variants in 2
+    columns ran past the chart's bottom and were cut off)."""
     scale = alt.Scale(type="log") if log_y else alt.Scale(zero=False)
     pdf = frame.to_pandas()
     color = alt.Color("variant:N", scale=_vscale(colors, frame), legend=alt.Legend(
-        orient="bottom", columns=2, labelLimit=0, title=None))  # narrow: small multiples
+        orient="bottom", columns=legend_columns, labelLimit=0, title=None))
     x = alt.X("layer:Q", title="layer", axis=alt.Axis(tickMinStep=1, format="d"),
               scale=alt.Scale(nice=False, padding=12))
+    dash = {}  # an LR ladder: one colour per variant, its LRs told apart by dash
+    if "lr" in frame.columns and frame["lr"].n_unique() > 1:
+        dash = {"strokeDash": alt.StrokeDash("lr:N", title="lr", sort=lr_order(frame),
+                                             legend=alt.Legend(orient="bottom", title="lr"))}
     line = alt.Chart(pdf).mark_line(point=True).encode(
         x=x, y=alt.Y("mean:Q", title=title, scale=scale), color=color, detail="row:N",
-        tooltip=["row", "layer", alt.Tooltip("mean:Q", format=".4g"), "n"])
+        tooltip=["row", "layer", alt.Tooltip("mean:Q", format=".4g"), "n"], **dash)
     err = alt.Chart(pdf).mark_errorbar(ticks=alt.TickConfig(size=8)).encode(
         x=x, y=alt.Y("lo:Q", scale=scale, title=title), y2="hi:Q", color=color,
         detail="row:N")
@@ -269,7 +287,10 @@ def vs_lr(curve: pl.DataFrame, y: str, title: str, colors: dict[str, str], *, lo
     cross where some seed diverged."""
     scale = alt.Scale(type="log") if log_y else alt.Scale(zero=False)
     pdf = curve.to_pandas()
-    color = alt.Color("variant:N", scale=_vscale(colors, curve), legend=LEGEND)
+    # narrow (a third of the page): two legend columns; the state legend stayed beside it and
+    # ran off the chart's right edge, so the state is told by the marker (explained above it)
+    color = alt.Color("variant:N", scale=_vscale(colors, curve), legend=alt.Legend(
+        orient="bottom", columns=2, labelLimit=150, title=None, symbolOpacity=1))
     x = alt.X("lr:Q", scale=alt.Scale(type="log"), title="learning rate (log)")
     layers: list[Any] = [alt.Chart(pdf).mark_line().encode(
         x=x, y=alt.Y(f"{y}:Q", title=title, scale=scale), color=color)]
@@ -279,7 +300,7 @@ def vs_lr(curve: pl.DataFrame, y: str, title: str, colors: dict[str, str], *, lo
     state = {}
     if "state" in curve.columns:  # stable / unstable / below best LR (views/stability.py)
         shown = [s for s in LR_STATE_SHAPES if s in set(curve["state"].to_list())]
-        state = {"shape": alt.Shape("state:N", title=None, legend=LEGEND, scale=alt.Scale(
+        state = {"shape": alt.Shape("state:N", title=None, legend=None, scale=alt.Scale(
             domain=shown, range=[LR_STATE_SHAPES[s] for s in shown]))}
     layers.append(alt.Chart(pdf).mark_point(size=70).encode(
         x=x, y=alt.Y(f"{y}:Q", scale=scale), color=color, **state,

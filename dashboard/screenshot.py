@@ -22,7 +22,7 @@ import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from pathlib import Path
 
@@ -109,6 +109,8 @@ class Shot:
 
     text: str
     charts: list[dict]
+    detail: list[dict] = field(default_factory=list)  # per chart: _DETAIL_JS
+    tables: list[int] = field(default_factory=list)  # each dataframe's drawn height, px
 
 
 # Per chart: {w, h, ink: data marks drawn, hits: [marks of each asked-for colour]}. Streamlit's
@@ -129,6 +131,84 @@ _CHARTS_JS = """(colors) => {
     return {w: Math.round(box.width), h: Math.round(box.height), ink: marks.length, hits: hits};
   });
 }"""
+# What a chart *says*, read off its SVG (issue 22's browser checks): per chart the axis titles,
+# the legend labels and how many of them fall outside the chart (clipped), the end point of
+# each line in data units (its last vertex mapped through the y axis's tick labels; linear
+# axes only), its opacity and series, the text marks, the size of each area mark, and
+# {variant: [colours]} of the marks whose description names a variant. Vega-Lite gives every
+# mark an aria-label "field: value; ..." (the encoded fields), which is where series/variant/
+# state are read from.
+_DETAIL_JS = """() => {
+  const num = t => parseFloat((t || '').replace(/\u2212/g, '-').replace(/,/g, ''));
+  const field = (label, key) => {
+    const m = (label || '').split('; ').find(p => p.startsWith(key + ': '));
+    return m === undefined ? null : m.slice(key.length + 2);
+  };
+  const inside = (b, o) => b.left >= o.left - 1 && b.right <= o.right + 1
+    && b.top >= o.top - 1 && b.bottom <= o.bottom + 1;
+  return Array.from(document.querySelectorAll('[data-testid=stVegaLiteChart]')).map(el => {
+    const svg = el.querySelector('svg');
+    if (!svg) return null;
+    const box = svg.getBoundingClientRect();
+    const axes = Array.from(svg.querySelectorAll('g.role-axis')).map(a => {
+      const labels = Array.from(a.querySelectorAll('g.role-axis-label text')).map(t => {
+        const b = t.getBoundingClientRect();
+        return {v: num(t.textContent), x: b.left + b.width / 2, y: b.top + b.height / 2};
+      }).filter(l => isFinite(l.v));
+      const title = a.querySelector('g.role-axis-title text');
+      return {labels: labels, title: title ? title.textContent : null};
+    });
+    // the y axis: the one whose labels differ in y; value = a + b * screen y (two labels)
+    const yaxis = axes.find(a => a.labels.length >= 2
+                            && Math.abs(a.labels[0].y - a.labels[1].y) > 1);
+    const toY = sy => {
+      if (!yaxis) return null;
+      const [p, q] = [yaxis.labels[0], yaxis.labels[yaxis.labels.length - 1]];
+      return p.v + (q.v - p.v) * (sy - p.y) / (q.y - p.y);
+    };
+    const lines = Array.from(svg.querySelectorAll('g.mark-line.role-mark path')).map(p => {
+      const len = p.getTotalLength ? p.getTotalLength() : 0;
+      const pt = p.getPointAtLength(len).matrixTransform(p.getScreenCTM());
+      const label = p.getAttribute('aria-label') || '';
+      return {series: field(label, 'series') || field(label, 'row'),
+              variant: field(label, 'variant'), end: toY(pt.y),
+              opacity: parseFloat(p.getAttribute('stroke-opacity') || p.getAttribute('opacity')
+                                  || getComputedStyle(p).opacity || '1'),
+              stroke: p.getAttribute('stroke'), dash: p.getAttribute('stroke-dasharray')};
+    });
+    const legend = Array.from(svg.querySelectorAll('g.role-legend-label text'));
+    const colours = {};
+    svg.querySelectorAll('g.role-mark [aria-label]').forEach(m => {
+      const v = field(m.getAttribute('aria-label'), 'variant');
+      const c = m.getAttribute('stroke') || m.getAttribute('fill');
+      if (v && c && c !== 'white' && c !== 'transparent') {
+        colours[v] = Array.from(new Set([...(colours[v] || []), c.toLowerCase()]));
+      }
+    });
+    return {
+      w: Math.round(box.width), h: Math.round(box.height),
+      titles: axes.map(a => a.title).filter(t => t),
+      legend: legend.map(t => t.textContent),
+      legend_clipped: legend.filter(t => !inside(t.getBoundingClientRect(), box)
+                                    || t.textContent.endsWith('\u2026'))
+        .map(t => { const b = t.getBoundingClientRect();
+                    return [t.textContent, Math.round(b.left - box.left), Math.round(b.top - box.top),
+                            Math.round(b.right - box.right), Math.round(b.bottom - box.bottom)]; }),
+      lines: lines,
+      texts: Array.from(svg.querySelectorAll('g.mark-text.role-mark text'))
+        .map(t => t.textContent),
+      symbols: Array.from(svg.querySelectorAll('g.mark-symbol.role-mark path'))
+        .map(p => p.getAttribute('aria-label') || ''),
+      areas: Array.from(svg.querySelectorAll('g.mark-area.role-mark path')).map(p => {
+        const b = p.getBoundingClientRect();
+        return [Math.round(b.width), Math.round(b.height)];
+      }),
+      colours: colours,
+    };
+  });
+}"""
+_TABLES_JS = """() => Array.from(document.querySelectorAll('[data-testid=stDataFrame]'))
+  .map(el => Math.round(el.getBoundingClientRect().height))"""
 _CHARTS_DRAWN_JS = """() => Array.from(document.querySelectorAll('[data-testid=stVegaLiteChart]'))
   .every(el => el.querySelector('svg'))"""
 
@@ -154,7 +234,7 @@ def _wait_settled(page: Any, timeout_s: float, quiet_s: float = 1.5) -> None:
 def capture(b: object, url: str, wait_for: str, out: Path | None, timeout_ms: int = 45_000,
             colors: Sequence[str] = (), height: int = 1000) -> Shot:
     """Open ``url``, wait until ``wait_for`` is visible, screenshot to ``out``; returns the
-    page's visible text (the main area) and its charts' pixel counts."""
+    page's visible text (the main area), its charts' pixel counts and details (shot_of)."""
     page = b.new_page(viewport={"width": 1500, "height": height})  # type: ignore[attr-defined]
     try:
         page.goto(url, wait_until="domcontentloaded")
@@ -172,10 +252,16 @@ def capture(b: object, url: str, wait_for: str, out: Path | None, timeout_ms: in
         if out is not None:
             out.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(out), full_page=True)
-        text = page.locator("section.stMain, [data-testid=stMain]").first.inner_text()
-        return Shot(text, page.evaluate(_CHARTS_JS, list(colors)))
+        return shot_of(page, colors)
     finally:
         page.close()
+
+
+def shot_of(page: Any, colors: Sequence[str] = ()) -> Shot:
+    """What an open page shows now (text, chart pixels by colour, chart details, tables)."""
+    text = page.locator("section.stMain, [data-testid=stMain]").first.inner_text()
+    return Shot(text, page.evaluate(_CHARTS_JS, list(colors)),
+                [d or {} for d in page.evaluate(_DETAIL_JS)], page.evaluate(_TABLES_JS))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -111,7 +111,11 @@ def render(url: str, sweep: str) -> None:  # app.py: these pages need a sweep
             if frame.is_empty():
                 st.caption(f"No `{metric}/layer_i` summaries for these variants.")
                 continue
-            show_chart(charts.per_layer(frame, metric, colors,
-                                             log_y=metric in LOG_SCALE))
+            wide = len(picked) > STACK_ABOVE  # one full-width chart per probe
+            ncol = 6 if wide else 2
+            n = frame["variant"].n_unique()
+            show_chart(charts.per_layer(frame, metric, colors, log_y=metric in LOG_SCALE,
+                                        legend_columns=ncol),
+                       extra=70 + charts.LEGEND_ROW_PX * charts.legend_rows(n, ncol))
     st.subheader("Gate score histograms")
     _histograms(url, runs, picked, colors)

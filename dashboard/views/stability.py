@@ -96,16 +96,18 @@ def render_view(url: str, sweep: str, key: str = "st") -> bool:
     curve = lr_states(stab.curve.with_columns(pl.col("stable").fill_null(False)), stab.summary)
     msl = stab.summary.select("variant", "max_stable_lr").drop_nulls()
     left, mid, right = st.columns(3)
+    # room for the two-column variant legend under each narrow chart
+    extra = 70 + charts.LEGEND_ROW_PX * charts.legend_rows(curve["variant"].n_unique(), 2)
     with left:
         st.markdown("**Final val/loss vs LR** (95 % CI; ● stable, ○ unstable, ◁ below the "
                     "best LR (under-trained, not unstable); dashed = max stable LR)")
         show_chart(charts.vs_lr(curve, "mean", "final val/loss", colors, ci=True,
-                                     msl=msl))
+                                msl=msl), extra=extra)
     with mid:
         st.markdown("**Loss spikes and divergence vs LR** (✚ = a seed diverged there)")
         show_chart(charts.vs_lr(curve.with_columns(pl.col("loss_spikes").fill_null(0.0)),
                                 "loss_spikes", "loss spikes (total over seeds)", colors,
-                                diverged=True))
+                                diverged=True), extra=extra)
     with right:
         st.markdown("**Max activation vs LR** (log scale)")
         act = curve.filter(pl.col("max_activation").is_not_null()
@@ -114,7 +116,7 @@ def render_view(url: str, sweep: str, key: str = "st") -> bool:
             st.caption("No probe/max_activation summaries.")
         else:
             show_chart(charts.vs_lr(act, "max_activation", "max |activation|", colors,
-                                         log_y=True))
+                                    log_y=True), extra=extra)
     st.dataframe(summary_frame(stab.summary), hide_index=True, key=f"{key}_summary",
                  height=table_height(stab.summary.height))
     deltas = delta_frame(stab.curve)

@@ -14,6 +14,7 @@ Skipped where /usr/bin/chromium (or $CHROMIUM) or playwright is missing.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,8 @@ def served(tmp_path_factory: pytest.TempPathFactory):
     db = results_db.open(url)
     sample.fill(db)
     sample.fill_lr(db)
+    sample.fill_evals(db)  # issue 22.1: 5-point evaluation series
+    sample.fill_wide(db)  # issue 22.6/22.9: 16 variants
     db.close()
     with screenshot.serve(url) as base, screenshot.browser() as b:
         yield base, b, url
@@ -58,6 +61,12 @@ def _capture(served, tmp_path: Path, page: str, sweep: str, wait_for: str, name:
         extra.parent.mkdir(parents=True, exist_ok=True)
         extra.write_bytes(first.read_bytes())
     return shot
+
+
+def _field(label: str, key: str) -> str | None:
+    """'variant: x; lr: 1.00e-3' -> the value of ``key`` (a mark's aria-label)."""
+    return next((p.split(": ", 1)[1] for p in label.split("; ") if p.startswith(key + ": ")),
+                None)
 
 
 def _no_empty_chart(shot: screenshot.Shot, at_least: int) -> None:
@@ -102,6 +111,18 @@ def test_stability_view_for_the_lr_sweep_only(served, tmp_path: Path) -> None:
     assert "tolerance 5%" in shot.text
     _no_empty_chart(shot, 3)
     _variant_colours(shot)
+    # issue 22.7: G1 at 1e-3 trained 5.9 % above its best (2.355 vs 2.23 at 4e-3) from too
+    # small a step: drawn "below best LR", never "unstable"; the answer is a sentence; the
+    # spike axis says what it plots; no legend runs off the narrow charts
+    with results_db.open(served[2], readonly=True) as db:
+        assert db.stability("demo-lr", "val/loss", 0.05).sentence in shot.text
+    states = {(_field(m, "variant"), _field(m, "lr")): _field(m, "state")
+              for m in shot.detail[0]["symbols"] if _field(m, "state")}
+    assert states[("sdpa_elementwise", "1.00e-3")] == "below best LR"
+    assert "unstable" not in {s for (v, _), s in states.items() if v == "sdpa_elementwise"}
+    assert states[("baseline", "8.00e-3")] == "unstable"
+    assert shot.detail[1]["titles"][-1] == "loss spikes (total over seeds)"
+    assert all(d["legend_clipped"] == [] for d in shot.detail), shot.detail
     single = _capture(served, tmp_path, "LR stability", "demo", "Sweeps",
                       "dashboard-stability-single.png")
     assert "LR stability" not in single.text  # not offered: the Overview is shown instead
@@ -220,3 +241,120 @@ def test_run_detail_follows_a_rerun_in_the_same_tab(served) -> None:
         assert any(f"{ids['baseline']} · baseline-s0 · running" in b for b in boxes), boxes
     finally:
         p.close()
+
+
+# --- issue 22: each visual defect, read off the rendered page ------------------------------
+def test_curves_draw_evaluation_series_as_measured(served, tmp_path: Path) -> None:
+    """22.1: the EMA (0.6 by default) moved a 5-point val/loss series' last point far from its
+    value; the val/loss line must end at the measured seed mean and the Δ at the raw Δ."""
+    shot = _capture(served, tmp_path, "Curves", sample.EVAL_SWEEP, "validation loss",
+                    "dashboard-curves-evals.png", height=2200)
+    train, _, val, dval = shot.detail[:4]
+    assert val["titles"] == ["step", "val/loss"] and dval["titles"] == ["step", "Δ val/loss"]
+    ends = {ln["series"]: ln["end"] for ln in val["lines"]}
+    v = sample.EVAL_VAL
+    for variant in ("baseline", "sdpa_elementwise"):  # read through the y axis: ~0.01/px
+        assert ends[variant] == pytest.approx((v[(variant, 0)][-1] + v[(variant, 1)][-1]) / 2,
+                                              abs=0.02), ends
+    assert dval["lines"][0]["end"] == pytest.approx(-0.10, abs=0.02)
+    assert "Raw values (evaluation series are never smoothed)." in shot.text
+    # train/loss: the smoothed line over the raw one, drawn faintly (one of each per variant)
+    assert sorted(ln["opacity"] for ln in train["lines"]) == [0.3, 0.3, 1, 1]
+
+
+def test_probes_scale_to_16_variants(served, tmp_path: Path) -> None:
+    """22.6: every variant drawn by default (the leaderboard's top row too), legends whole,
+    per-layer charts full width, histogram panels readable (they were hairline bars)."""
+    shot = _capture(served, tmp_path, "Probes", sample.WIDE_SWEEP, "Gate score histograms",
+                    "dashboard-probes-wide.png", height=3000)
+    *layers, hist = shot.detail
+    assert len(layers) == 3
+    for d, n in zip(layers, (16, 16, 15), strict=True):  # the baseline has no gate score
+        assert d["w"] > 900 and len(d["legend"]) == n and d["legend_clipped"] == [], d
+        assert len({ln["series"] for ln in d["lines"]}) == n
+    assert len(hist["areas"]) == 15  # one panel per gated variant
+    assert all(w >= 150 and h >= 40 for w, h in hist["areas"]), hist["areas"]
+
+
+def test_leaderboard_words_colours_and_tables(served, tmp_path: Path) -> None:
+    """22.5: 'needs >= k seeds' says what k is for, the caption names the seeds for the
+    observed Δ; 22.8: each variant in its palette colour (as on every other page), never a
+    verdict hue; 22.9: 16 rows drawn without a 10-row clip, the metric list quality first."""
+    colors = palette.colors([v.name for v in sample.SAMPLE], "baseline")
+    shot = _capture(served, tmp_path, "Leaderboard", "demo", "beat the baseline",
+                    "dashboard-leaderboard-demo.png")
+    labels = shot.detail[0]["texts"]
+    needs = [t for t in labels if t.startswith("needs >=")]
+    assert needs and all(t.endswith("seeds for a ±1% effect") for t in needs), labels
+    assert '"seeds for Δ": to confirm the effect observed' in shot.text
+    drawn = shot.detail[0]["colours"]
+    assert drawn and all(c == [colors[v]] for v, c in drawn.items()), drawn
+    curves = _capture(served, tmp_path, "Curves", "demo", "training loss",
+                      "dashboard-curves-demo.png", height=1400)
+    for d in curves.detail:  # the same variant, the same colour, page to page
+        assert all(c == [colors[v]] for v, c in d["colours"].items()), d["colours"]
+    wide = _capture(served, tmp_path, "Leaderboard", sample.WIDE_SWEEP, "beat the baseline",
+                    "dashboard-leaderboard-wide.png", height=1600)
+    assert wide.tables[0] >= 38 + 35 * 16  # header + 16 rows, not 10 and a scrollbar
+    base, b, url = served
+    p = b.new_page(viewport={"width": 1600, "height": 1000})
+    try:
+        p.goto(screenshot.page_url(base, "Leaderboard", "demo"), wait_until="domcontentloaded")
+        p.get_by_text("beat the baseline", exact=False).first.wait_for(timeout=60_000)
+        p.locator("[data-testid=stSelectbox]").filter(has_text="Metric").first.click()
+        p.locator("[role=option]").first.wait_for(timeout=20_000)
+        shown = [t.strip() for t in p.locator("[role=option]").all_inner_texts()]
+    finally:
+        p.close()
+    with results_db.open(url, readonly=True) as db:
+        from dashboard.tables import metric_order
+        expected = metric_order(db.summary_names("demo"))
+    assert shown and shown == expected[:len(shown)], shown
+    assert shown[0] == "val/ppl"
+
+
+def test_overview_and_curves_follow_a_sweep_that_turns_live(
+        served, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """22.4: the Overview's refresh was off when nothing was live at load and never turned
+    on; Curves never added a run started after it opened. Its own DB and server: the shared
+    one always has live runs (the sample's running run)."""
+    from results_db import NewRun
+
+    url = f"sqlite:///{tmp_path_factory.mktemp('quiet') / 'results.db'}"
+
+    def start(db, variant: str, fingerprint: str):  # a run of "quiet" that reports a curve
+        sid = db.ensure_sweep("quiet", "# issue 22 live sweep", "live")
+        cfg = {**sample.config(sample.SAMPLE[0 if variant == "baseline" else 1], 0),
+               "sweep": "quiet", "name": f"{variant}-s0"}
+        run = db.register_runs(sid, [NewRun(name=f"{variant}-s0", fingerprint=fingerprint,
+                                            variant=variant, seed=0, config=cfg)]).to_run[0]
+        att = db.start_attempt(run.id, host="h")
+        db.log_metrics(run.id, att.id, [(s, "train/loss", 5.0 - s / 50) for s in range(1, 21)])
+        return att
+
+    with results_db.open(url) as db:  # nothing live at load: one finished run
+        db.finish_attempt(start(db, "baseline", "quiet-base").id, "succeeded")
+    b = served[1]
+    with screenshot.serve(url) as base:
+        ov = b.new_page(viewport={"width": 1600, "height": 1000})
+        cv = b.new_page(viewport={"width": 1600, "height": 1400})
+        try:
+            ov.goto(screenshot.page_url(base, "Overview"), wait_until="domcontentloaded")
+            ov.get_by_text("Live runs (0)").wait_for(timeout=60_000)
+            assert "no run active" in _main_text(ov)
+            cv.goto(screenshot.page_url(base, "Curves", "quiet"), wait_until="domcontentloaded")
+            cv.get_by_text("training loss").first.wait_for(timeout=60_000)
+            with results_db.open(url) as db:  # the sweep turns live: a run starts, reports
+                start(db, "sdpa_elementwise", "quiet-gated")
+            ov.get_by_text("Live runs (1)").wait_for(timeout=40_000)
+            ov.get_by_text("Refreshed every 3 s while runs are active").wait_for(timeout=20_000)
+            deadline = time.monotonic() + 40
+            while time.monotonic() < deadline:
+                legend = screenshot.shot_of(cv).detail[0].get("legend", [])
+                if "sdpa_elementwise" in legend:
+                    break
+                cv.wait_for_timeout(1000)
+            assert legend == ["baseline", "sdpa_elementwise"], legend
+        finally:
+            ov.close()
+            cv.close()

@@ -214,9 +214,85 @@ def _one_lr_run(db: Any, rid: int, vi: int, variant: str, li: int, seed: int,
     db.finish_attempt(att.id, "diverged" if loss is None else "succeeded")
 
 
+# Sweep "evals" (issue 22.1): evaluation series of 5 points per run, whose EMA would end far
+# from the measured value; "wide" (issue 22.6): 16 variants x 1 seed with per-layer probes and
+# 50-bin gate-score histograms (the per-layer charts, legends and histograms at 16 variants).
+EVAL_SWEEP = "evals"
+EVAL_VAL: dict[tuple[str, int], list[float]] = {
+    ("baseline", 0): [4.0, 3.0, 2.2, 1.8, 1.50], ("baseline", 1): [4.1, 3.1, 2.3, 1.9, 1.52],
+    ("sdpa_elementwise", 0): [3.9, 2.8, 2.0, 1.6, 1.40],
+    ("sdpa_elementwise", 1): [4.0, 2.9, 2.1, 1.7, 1.42]}
+WIDE_SWEEP = "wide"
+WIDE_VARIANTS: tuple[str, ...] = ("baseline", *(f"gate_variant_{i:02d}" for i in range(1, 16)))
+WIDE_LAYERS = 4
+WIDE_BINS = 50
+
+
+def _named_runs(db: Any, sweep: str, runs: list[tuple[str, int, dict[str, Any]]]) -> dict:
+    """Register (variant, seed, config) runs of ``sweep``; returns {(variant, seed): id}."""
+    from results_db import NewRun
+
+    sid = db.ensure_sweep(sweep, f"# {sweep}: written by tests.support.dashboard_sample", sweep)
+    news = [NewRun(name=f"{v}-s{s}", fingerprint=f"{sweep}-{v}-{s}", variant=v, seed=s,
+                   config={**c, "name": f"{v}-s{s}", "sweep": sweep}) for v, s, c in runs]
+    res = db.register_runs(sid, news)
+    by_name = {r.name: r.id for r in res.to_run + res.cached}
+    return {(v, s): by_name[f"{v}-s{s}"] for v, s, _ in runs}
+
+
+def fill_evals(db: Any) -> dict[tuple[str, int], int]:
+    """EVAL_SWEEP: baseline vs G1 elementwise x 2 seeds, val/loss at steps 20..100 (EVAL_VAL)."""
+    runs = [(v, s, config(SAMPLE[0 if v == "baseline" else 1], s)) for v, s in EVAL_VAL]
+    ids = _named_runs(db, EVAL_SWEEP, runs)
+    for (v, s), rid in ids.items():
+        att = db.start_attempt(rid, host="sample-host")
+        pts = [(t, "train/loss", 5.0 * math.exp(-t / 30) + 1.4 + 0.3 * (t % 2))
+               for t in range(1, STEPS + 1)]
+        pts += [(20 * (i + 1), "val/loss", x) for i, x in enumerate(EVAL_VAL[(v, s)])]
+        db.log_metrics(rid, att.id, pts)
+        final = EVAL_VAL[(v, s)][-1]
+        db.log_summaries(rid, att.id, {"val/loss": final, "val/ppl": math.exp(final)})
+        db.finish_attempt(att.id, "succeeded")
+    return ids
+
+
+def _wide_config(i: int) -> dict[str, Any]:
+    cfg = config(SAMPLE[0 if i == 0 else 1], 0)
+    if i:
+        cfg["model"] = {**cfg["model"], "d_ff": 176 + 16 * i}
+    return cfg
+
+
+def fill_wide(db: Any) -> dict[tuple[str, int], int]:
+    """WIDE_SWEEP: WIDE_VARIANTS x seed 0, per-layer probes and a WIDE_BINS-bin histogram."""
+    # distinct configs (the DB groups seeds by config, not by name): d_ff differs per variant
+    runs = [(v, 0, _wide_config(i)) for i, v in enumerate(WIDE_VARIANTS)]
+    ids = _named_runs(db, WIDE_SWEEP, runs)
+    edges = [i / WIDE_BINS for i in range(WIDE_BINS + 1)]
+    for i, v in enumerate(WIDE_VARIANTS):
+        rid = ids[(v, 0)]
+        att = db.start_attempt(rid, host="sample-host")
+        summ = {"val/ppl": 10.0 - 0.05 * i, "val/loss": math.log(10.0 - 0.05 * i)}
+        for layer in range(WIDE_LAYERS):
+            summ[f"probe/max_activation/layer_{layer}"] = (300.0 if i == 0 else 40.0 + i) * \
+                (layer + 1)
+            summ[f"probe/first_token_attention/layer_{layer}"] = 0.05 + 0.02 * i + 0.01 * layer
+            if i:
+                summ[f"probe/gate_score_mean/layer_{layer}"] = 0.1 + 0.03 * i
+        db.log_summaries(rid, att.id, summ)
+        if i:
+            center = 0.1 + 0.03 * i
+            counts = [float(round(100 * math.exp(-abs(lo + 0.01 - center) * 20)))
+                      for lo in edges[:-1]]
+            db.add_artifact(rid, att.id, "gate_histogram", data={"edges": edges,
+                                                                 "counts": counts})
+        db.finish_attempt(att.id, "succeeded")
+    return ids
+
+
 if __name__ == "__main__":
     import results_db
 
     url = sys.argv[1] if len(sys.argv) > 1 else None
     db = results_db.open(url)
-    print(fill(db), fill_lr(db))
+    print(fill(db), fill_lr(db), fill_evals(db), fill_wide(db))
