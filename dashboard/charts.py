@@ -172,12 +172,21 @@ def delta_dots(board: pl.DataFrame, metric: str, colors: dict[str, str],
 def curves(series: pl.DataFrame, y_title: str, colors: dict[str, str], *, x: str = "step",
            x_title: str = "step", log_y: bool = False, band: bool = False,
            spikes: pl.DataFrame | None = None, zero_rule: bool = False,
-           raw: pl.DataFrame | None = None) -> Layered:
+           raw: pl.DataFrame | None = None, color_by: str | None = None) -> Layered:
     """series (variant, series, x, value[, lo, hi]): a line per series coloured by its
     variant; a series with one point is drawn as a point; ``band``: lo..hi shaded; ``raw``:
-    the unsmoothed series (same columns), drawn faintly under the smoothed lines."""
+    the unsmoothed series (same columns), drawn faintly under the smoothed lines;
+    ``color_by``: colour by the frames' ``colour`` column (a config key's value, e.g. the LR)
+    instead of the variant, in the key's numeric order."""
     scale = alt.Scale(type="log") if log_y else alt.Scale(zero=False)
-    color = alt.Color("variant:N", scale=_vscale(colors, series), legend=LEGEND)
+    if color_by is not None:
+        from dashboard.curvedata import colour_order
+        color = alt.Color("colour:N", title=color_by,
+                          sort=colour_order(series["colour"].to_list()),
+                          scale=alt.Scale(scheme="viridis"),
+                          legend=alt.Legend(orient="bottom", title=color_by, labelLimit=0))
+    else:
+        color = alt.Color("variant:N", scale=_vscale(colors, series), legend=LEGEND)
     counts = series.group_by("series").len()
     single = series.join(counts.filter(pl.col("len") <= 1).drop("len"), on="series")
     enc = {"x": alt.X(f"{x}:Q", title=x_title), "color": color, "detail": "series:N",
@@ -321,3 +330,22 @@ def vs_lr(curve: pl.DataFrame, y: str, title: str, colors: dict[str, str], *, lo
             x=alt.X("max_stable_lr:Q", scale=alt.Scale(type="log")), color=color,
             tooltip=["variant", alt.Tooltip("max_stable_lr:Q", format=".2e")]))
     return alt.layer(*layers).properties(height=280)
+
+
+def parallel(frame: pl.DataFrame, colors: dict[str, str]) -> Layered:
+    """Parallel coordinates (dashboard/compare.parallel_frame): one polyline per row across
+    the axes in ``order``, in its variant's colour; each axis's values written at their
+    positions (dimension values, LRs, the metric's mean and Δ%)."""
+    pdf = frame.to_pandas()
+    axes = frame.sort("order")["axis"].unique(maintain_order=True).to_list()
+    x = alt.X("axis:N", sort=axes, title=None, axis=alt.Axis(labelAngle=0, labelLimit=200,
+                                                              orient="top"))
+    y = alt.Y("pos:Q", axis=None, scale=alt.Scale(domain=[-0.05, 1.05]))
+    color = alt.Color("variant:N", scale=_vscale(colors, frame), legend=LEGEND)
+    lines = alt.Chart(pdf).mark_line(strokeWidth=1.8, opacity=0.8).encode(
+        x=x, y=y, color=color, detail="row:N", order="order:Q",
+        tooltip=["row", "axis", "label"])
+    rules = alt.Chart(pdf).mark_rule(color="#bbb").encode(x=x)
+    ticks = alt.Chart(frame.unique(["axis", "label"]).to_pandas()).mark_text(
+        align="left", dx=4, fontSize=10, color="#333").encode(x=x, y=y, text="label:N")
+    return alt.layer(rules, lines, ticks).properties(height=260)

@@ -81,3 +81,55 @@ def delta_vs_baseline(grouped: pl.DataFrame, base_of: dict[str, str]) -> pl.Data
     lr = ["lr"] if "lr" in out.columns else []
     return out.select("variant", "series", *lr, "x",
                       (pl.col("value") - pl.col("_bv")).alias("value"))
+
+
+# Config keys Curves can colour by (run columns, dashboard/data.RUN_COLUMNS): shown where they
+# take more than one value in the sweep.
+COLOUR_KEYS: tuple[str, ...] = (
+    "lr", "params_total", "n_head", "n_kv_head", "moe_experts", "gate_position",
+    "gate_granularity", "gate_sharing", "gate_combine", "gate_activation",
+    "gate_input_dependent", "nonlinearity", "norm_style", "switch_head", "clip_residual")
+
+
+def colour_keys(runs: pl.DataFrame) -> list[str]:
+    """The COLOUR_KEYS with more than one value (null counts as one) among ``runs``."""
+    return [k for k in COLOUR_KEYS if k in runs.columns
+            and runs[k].cast(pl.String).fill_null("–").n_unique() > 1]
+
+
+def _label(key: str, v: object) -> str:
+    if v is None:
+        return "–"
+    if key == "lr":
+        from dashboard.tables import fmt_lr
+        return fmt_lr(float(cast(float, v)))
+    return str(v)
+
+
+def colour_of(runs: pl.DataFrame, key: str, *, by_run: bool) -> dict[str, str]:
+    """{series: the value of ``key`` as text}: series are row labels (variant, '@ lr=..' where
+    it has several: one config per row up to the seed) or, ``by_run``, run names."""
+    from dashboard.tables import row_labels
+
+    rows = runs.with_columns(row_labels(runs))
+    col = "name" if by_run else "row"
+    first = rows.sort("id").group_by(col, maintain_order=True).first()
+    return {s: _label(key, v) for s, v in zip(first[col].to_list(), first[key].to_list(),
+                                              strict=True)}
+
+
+def with_colour(frame: pl.DataFrame, colour: dict[str, str]) -> pl.DataFrame:
+    """``frame`` + ``colour``: its series' value of the colour key ('–' when unknown)."""
+    return frame.with_columns(colour=pl.col("series").replace_strict(
+        colour, default="–", return_dtype=pl.String))
+
+
+def colour_order(labels: list[str]) -> list[str]:
+    """Colour-key values in numeric order where they are numbers ('3e-3' < '1e-2'), else as
+    text; '–' last."""
+    def key(s: str) -> tuple[int, float, str]:
+        try:
+            return (0, float(s), s)
+        except ValueError:
+            return (1 if s != "–" else 2, 0.0, s)
+    return sorted(set(labels), key=key)

@@ -1,5 +1,5 @@
-"""Training curves: one colour per variant (the app's palette), seeds as mean ± band or one line
-per run, EMA smoothing, log y, x = step or tokens, a Δ-vs-baseline curve, loss spikes marked.
+"""Training curves: one colour per variant (the app's palette) or by any config key that varies
+(LR, model size, a gate dimension), seeds as mean ± band or one line per run, EMA smoothing, log y, x = step or tokens, a Δ-vs-baseline curve, loss spikes marked.
 
 Points are downsampled in the DB (db.curves: the metric rollup for long runs), so 100 runs x
 100k steps stay responsive. The page refreshes itself while a picked run is running.
@@ -58,7 +58,7 @@ def base_rows(runs: pl.DataFrame, base: str | None) -> dict[str, str]:
                 strict=True) if v != base}
 
 
-def _controls() -> dict:
+def _controls(runs: pl.DataFrame) -> dict:
     c1, c2, c3, c4, c5 = st.columns([3, 1, 1.4, 1, 1.6])
     names = c1.multiselect("Metrics", list(CURVES), default=list(DEFAULT_CURVES),
                            format_func=lambda n: f"{n} ({CURVES[n]})", key="cv_names")
@@ -69,10 +69,15 @@ def _controls() -> dict:
                        "smoothed")
     log_y = c4.toggle("log y", value=False, key="cv_log")
     mode = c5.radio("Seeds", ["mean ± band", "each run"], horizontal=True, key="cv_mode")
-    delta = st.toggle("Δ vs baseline curve", value=True, key="cv_delta",
+    d1, d2 = st.columns([1, 3])
+    delta = d1.toggle("Δ vs baseline curve", value=True, key="cv_delta",
                       help="each variant's seed-mean curve minus the baseline's (same LR)")
+    color_by = d2.selectbox("Colour by", ["variant", *curvedata.colour_keys(runs)],
+                            key="cv_color", help="a config key that varies in this sweep "
+                            "(learning rate, model size, a gate dimension); lines stay one "
+                            "per variant row (or run)")
     return {"names": names, "x": x, "smooth": smooth, "log_y": log_y, "mode": mode,
-            "delta": delta}
+            "delta": delta, "color_by": None if color_by == "variant" else color_by}
 
 
 def render(url: str, sweep: str) -> None:  # app.py: these pages need a sweep
@@ -83,7 +88,7 @@ def render(url: str, sweep: str) -> None:  # app.py: these pages need a sweep
     if not labels:
         st.info("This sweep has no runs.")
         return
-    opts = _controls()
+    opts = _controls(runs)
     variants = data.variants(url, sweep)
     # picks survive page runs; a variant or run that appears later joins them (the page's
     # watcher reruns it when a run starts)
@@ -152,22 +157,28 @@ def _draw(url: str, sweep: str, picked: tuple[int, ...], opts: dict, max_points:
             shown = curvedata.seed_mean(sm) if band else curvedata.per_run(sm, names)
         else:
             shown = under
+        key = opts["color_by"]
+        if key is not None:  # colour by a config key: each row's (or run's) value of it
+            of = curvedata.colour_of(runs, key, by_run=not band)
+            shown, under = curvedata.with_colour(shown, of), curvedata.with_colour(under, of)
         show_chart(charts.curves(shown, name, colors, x="x", x_title=xt,
                                  log_y=opts["log_y"], band=band, spikes=spikes,
-                                 raw=under if smoothed else None))
+                                 raw=under if smoothed else None, color_by=key))
         st.caption(f"EMA {opts['smooth']:.2f} over the raw curve (faint)." if smoothed else
                    "Raw values (evaluation series are never smoothed)."
                    if not curvedata.smoothable(name) else "Raw values.")
         if opts["delta"]:
-            _delta(runs, url, sweep, grouped, name, colors, xt)
+            _delta(runs, url, sweep, grouped, name, colors, xt, key)
 
 
 def _delta(runs: pl.DataFrame, url: str, sweep: str, grouped: pl.DataFrame, name: str,
-           colors: dict[str, str], xt: str) -> None:
+           colors: dict[str, str], xt: str, color_by: str | None = None) -> None:
     diff = curvedata.delta_vs_baseline(grouped, base_rows(runs, data.baseline(url, sweep)))
     if diff.is_empty():
         return
+    if color_by is not None:
+        diff = curvedata.with_colour(diff, curvedata.colour_of(runs, color_by, by_run=False))
     st.caption(f"Δ {name} vs baseline (seed means of the raw values at the same LR; below 0 = "
                "lower than baseline)")
     show_chart(charts.curves(diff, f"Δ {name}", colors, x="x", x_title=xt,
-                                  zero_rule=True))
+                             zero_rule=True, color_by=color_by))

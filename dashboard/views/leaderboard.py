@@ -15,8 +15,8 @@ import urllib.parse
 import polars as pl
 import streamlit as st
 
-from contract.metrics import TOKENS, WALL_S
-from dashboard import charts, data, palette
+from contract.metrics import PARAMS_TOTAL, TOKENS, WALL_S
+from dashboard import charts, compare, data, palette
 from dashboard.mdtext import code, md
 from dashboard.status import STATES, nothing_to_rank, unranked_variants
 from dashboard.tables import (VAL_PPL, apply_filters, fmt_abs_delta_ci, fmt_delta_ci, fmt_lr,
@@ -29,6 +29,7 @@ _VERDICT_ORDER = ("better", "baseline", "within noise", "needs", "n = 1", "no da
 STATIC_COLUMNS = ("rank", "variant", "runs", "mean ± std", "n", "Δ% [95% CI]", "Δ [95% CI]",
                   "verdict", "seeds for Δ")
 COST = {WALL_S: "wall s", TOKENS: "tokens"}  # shown beside Δ when the runs report them
+FLOPS = "FLOPs ≈6NT"  # 6 x params/total x tokens: training compute (forward + backward)
 
 
 def default_ascending(metric: str) -> bool:
@@ -141,14 +142,20 @@ def _unranked(url: str, sweep: str, board: pl.DataFrame, states: tuple[str, ...]
 
 
 def cost_columns(url: str, sweep: str, states: tuple[str, ...]) -> dict[str, dict[str, float]]:
-    """{"wall s": {group_key: mean}, "tokens": {...}}: the seed-group means of the runs' cost
-    summaries (db.leaderboard on that metric), for the metrics the sweep reports."""
+    """{"wall s": {group_key: mean}, "tokens": {...}, FLOPS: {...}}: the seed-group means of
+    the runs' cost summaries (db.leaderboard on that metric), for the metrics the sweep
+    reports; FLOPs ≈ 6 N T from the group's params/total and tokens where both exist."""
     names = set(data.summary_names(url, sweep))
     out = {}
     for metric, col in COST.items():
         if metric in names:
             b = data.leaderboard(url, sweep, metric, True, states)
             out[col] = dict(zip(b["group_key"].to_list(), b["mean"].to_list(), strict=True))
+    if "tokens" in out and PARAMS_TOTAL in names:  # training compute, the usual estimate
+        b = data.leaderboard(url, sweep, PARAMS_TOTAL, True, states)
+        params = dict(zip(b["group_key"].to_list(), b["mean"].to_list(), strict=True))
+        out[FLOPS] = {g: 6.0 * params[g] * t for g, t in out["tokens"].items()
+                      if t is not None and params.get(g) is not None}
     return out
 
 
@@ -213,10 +220,12 @@ def render(url: str, sweep: str) -> None:  # app.py: these pages need a sweep
     _unranked(url, sweep, board, key)
     with st.expander("Filter by dimension"):
         board = apply_filters(board, _filters(board))
-    if board["lr"].n_unique() > 1 and st.toggle(
-            "Each variant at its best LR", value=False, key="lb_best_lr",
-            help="one row per variant: the LR with its best mean (its Δ stays the one vs the "
-                 "baseline at that same LR)"):
+    best_lr = board["lr"].n_unique() > 1 and st.toggle(
+        "Each variant at its best LR", value=False, key="lb_best_lr",
+        help="one row per variant: the LR with its best mean (its Δ stays the one vs the "
+             "baseline at that same LR); below the table, best vs best: each variant at its "
+             "own best LR against the baseline at its own best LR")
+    if best_lr:
         board = best_lr_rows(board)
     if order == "verdict":
         board = board.with_columns(_v=pl.col("verdict").map_elements(
@@ -226,7 +235,40 @@ def render(url: str, sweep: str) -> None:  # app.py: these pages need a sweep
                                  seed_deltas(url, sweep, metric, board, key)))
     st.caption(_caption(metric, data.baseline(url, sweep)))
     _table(board, url, sweep, key)
+    if best_lr:
+        _best_vs_best(url, sweep, metric, ascending, key)
+    _parallel(board, metric, colors)
     _effects(url, sweep, metric)
+
+
+def _best_vs_best(url: str, sweep: str, metric: str, ascending: bool,
+                  states: tuple[str, ...]) -> None:
+    """Each variant at its own best LR against the baseline at *its* best LR (the table's Δ
+    is at the same LR): what "does the gate win once both are tuned" asks."""
+    full = data.leaderboard(url, sweep, metric, ascending, states)
+    runs = data.runs(url, sweep).filter(pl.col("status").is_in(list(states)))
+    vals = data.summaries(url, sweep, (metric,)).filter(pl.col("name") == metric).join(
+        runs.select(pl.col("id").cast(pl.Int64).alias("run_id"), "group_key", "seed"),
+        on="run_id").select("group_key", "seed", "value")
+    frame = compare.best_vs_best(full, vals, ascending, data.baseline(url, sweep))
+    if frame.is_empty():
+        return
+    st.subheader("Best vs best")
+    st.caption(f"Each variant at its own best LR vs the baseline at its own best LR "
+               f"({metric}; 95 % CI, paired by seed where the seeds match, else Welch).")
+    shown = compare.best_vs_best_display(frame)
+    st.dataframe(shown, hide_index=True, key="lb_best_vs_best",
+                 height=table_height(shown.height))
+
+
+def _parallel(board: pl.DataFrame, metric: str, colors: dict[str, str]) -> None:
+    """Parallel coordinates over the swept dimensions that vary, then the metric and Δ%."""
+    if not compare.dimension_columns(board) or board.height < 2:
+        return
+    st.subheader("Parallel coordinates over the swept dimensions")
+    st.caption(f"One line per row above (same filters), across each dimension that varies, "
+               f"then its mean {metric} and Δ% vs baseline; hover a line for its row.")
+    show_chart(charts.parallel(compare.parallel_frame(board, metric), colors))
 
 
 def _caption(metric: str, baseline: str | None) -> str:

@@ -47,7 +47,8 @@ def _run(db: Any, rid: int, variant: str, seed: int) -> None:
     db.log_metrics(rid, att.id, pts)
     final = VAL[(variant, seed)][-1]
     db.log_summaries(rid, att.id, {"val/loss": final, "val/ppl": math.exp(final),
-                                   "cost/wall_s": 10.0 + seed, "cost/tokens": 1000.0})
+                                   "cost/wall_s": 10.0 + seed, "cost/tokens": 1000.0,
+                                   "params/total": 1e5})
     db.finish_attempt(att.id, "succeeded")
 
 
@@ -154,6 +155,7 @@ def test_leaderboard_cost_beside_delta_and_best_lr_rows(url: str) -> None:
     at = _page("Leaderboard")
     table = at.dataframe[0].value.set_index("variant")
     assert table.loc["gated", "wall s"] == "10.500" and table.loc["gated", "tokens"] == "1000"
+    assert table.loc["gated", "FLOPs ≈6NT"] == "6.00e+08"  # 6 x 1e5 params x 1000 tokens
     api = results_db.open(url, readonly=True).leaderboard(SWEEP).filter(variant="gated")
     lo, hi = api["ci_low"][0], api["ci_high"][0]
     assert table.loc["gated", "Δ [95% CI]"] == \
