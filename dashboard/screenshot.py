@@ -2,8 +2,8 @@
 
 Used by tests/e2e/test_dashboard_browser.py and for the README screenshot of a real sweep:
 
-    python -m dashboard.screenshot --db sqlite:///results.db --page "Ablation tables" \
-        --out docs/img/ablation.png [--sweep gates-toy] [--wait-for "Paper PPL"]
+    python -m dashboard.screenshot --db sqlite:///results.db --sweep gates-toy \
+        --page Leaderboard --out docs/img/leaderboard.png --page Curves --out docs/img/curves.png
 
 Never runs `playwright install`: it drives the system browser at CHROMIUM (default
 /usr/bin/chromium) with flags that keep it off the network.
@@ -264,19 +264,34 @@ def shot_of(page: Any, colors: Sequence[str] = ()) -> Shot:
                 [d or {} for d in page.evaluate(_DETAIL_JS)], page.evaluate(_TABLES_JS))
 
 
+# Text that shows a page is drawn (its first screen), for --wait-for's default
+WAIT_FOR = {"Overview": "Live runs", "Leaderboard": "beat the baseline",
+            "LR stability": "Max stable LR rule", "Ablation tables": "Method",
+            "Scaling": "Scaling", "Curves": "training loss", "Probes": "Gate score histograms",
+            "Run detail": "Attempts"}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--db", default=None, help="[default: $GATESWEEP_DB or sqlite:///results.db]")
-    ap.add_argument("--page", default="Ablation tables")
+    ap.add_argument("--page", action="append", help="repeat with --out for several pages "
+                    "(one server) [default: Ablation tables]")
     ap.add_argument("--sweep", default=None)
-    ap.add_argument("--wait-for", default="Method", help="text that shows the page is drawn")
-    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--wait-for", default=None, help="text that shows the page is drawn "
+                    "[default: per page, WAIT_FOR]")
+    ap.add_argument("--out", type=Path, action="append", required=True)
+    ap.add_argument("--height", type=int, default=1000, help="viewport height, px")
     args = ap.parse_args(argv)
+    pages = args.page or ["Ablation tables"]
+    if len(pages) != len(args.out):
+        ap.error(f"{len(pages)} --page for {len(args.out)} --out: give one --out per page")
     import results_db
 
     with serve(args.db or results_db.default_url()) as base, browser() as b:
-        capture(b, page_url(base, args.page, args.sweep), args.wait_for, args.out)
-    print(f"wrote {args.out}")
+        for page, out in zip(pages, args.out, strict=True):
+            capture(b, page_url(base, page, args.sweep),
+                    args.wait_for or WAIT_FOR.get(page, page), out, height=args.height)
+            print(f"wrote {out}")
     return 0
 
 
