@@ -12,7 +12,7 @@ import math
 
 import polars as pl
 
-from dashboard.tables import fmt_delta_ci, fmt_lr, fmt_num
+from dashboard.tables import fmt_delta_ci, fmt_lr, fmt_num, fmt_pct
 from results_db.analysis.stats import delta_ci
 
 
@@ -34,8 +34,8 @@ def _positions(col: pl.Series, name: str) -> tuple[list[float], list[str]]:
         lo, hi = (min(known), max(known)) if known else (0.0, 1.0)
         span = hi - lo or 1.0
         pos = [0.5 if v is None or hi == lo else (v - lo) / span for v in scaled]
-        labels = [("–" if v is None else fmt_lr(v) if name == "lr" else fmt_num(v))
-                  for v in vals]
+        labels = [("–" if v is None else fmt_lr(v) if name == "lr" else
+                   fmt_pct(v) if name == "delta_pct" else fmt_num(v)) for v in vals]
         return pos, labels
     text = col.cast(pl.String).fill_null("–").to_list()
     levels = sorted(set(text), key=lambda s: (s == "–", s))
