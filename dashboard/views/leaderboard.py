@@ -29,6 +29,7 @@ _VERDICT_ORDER = ("better", "baseline", "within noise", "needs", "n = 1", "no da
 STATIC_COLUMNS = ("rank", "variant", "runs", "mean ± std", "n", "Δ% [95% CI]", "Δ [95% CI]",
                   "verdict", "seeds for Δ")
 COST = {WALL_S: "wall s", TOKENS: "tokens"}  # shown beside Δ when the runs report them
+MAX_PARALLEL = 60  # rows drawn as parallel-coordinate lines (as charts.delta_dots' max_rows)
 FLOPS = "FLOPs ≈6NT"  # 6 x params/total x tokens: training compute (forward + backward)
 
 
@@ -266,9 +267,12 @@ def _parallel(board: pl.DataFrame, metric: str, colors: dict[str, str]) -> None:
     if not compare.dimension_columns(board) or board.height < 2:
         return
     st.subheader("Parallel coordinates over the swept dimensions")
-    st.caption(f"One line per row above (same filters), across each dimension that varies, "
-               f"then its mean {metric} and Δ% vs baseline; hover a line for its row.")
-    show_chart(charts.parallel(compare.parallel_frame(board, metric), colors))
+    shown = board.head(MAX_PARALLEL)  # a 3,000-group sweep: its first rows, as the dot plot
+    more = f" (the first {MAX_PARALLEL} of {board.height}; filter to see others)" \
+        if board.height > MAX_PARALLEL else ""
+    st.caption(f"One line per row above{more}, across each dimension that varies, then its "
+               f"mean {metric} and Δ% vs baseline; hover a line for its row.")
+    show_chart(charts.parallel(compare.parallel_frame(shown, metric), colors))
 
 
 def _caption(metric: str, baseline: str | None) -> str:
