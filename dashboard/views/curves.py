@@ -69,7 +69,7 @@ def _controls(runs: pl.DataFrame) -> dict:
                        "smoothed")
     log_y = c4.toggle("log y", value=False, key="cv_log")
     mode = c5.radio("Seeds", ["mean ± band", "each run"], horizontal=True, key="cv_mode")
-    d1, d2 = st.columns([1, 3])
+    d1, d2, _ = st.columns([1, 1.5, 1.5])
     delta = d1.toggle("Δ vs baseline curve", value=True, key="cv_delta",
                       help="each variant's seed-mean curve minus the baseline's (same LR)")
     color_by = d2.selectbox("Colour by", ["variant", *curvedata.colour_keys(runs)],
