@@ -235,7 +235,7 @@ def legend_rows(n: int, columns: int) -> int:
     return max(1, -(-n // max(columns, 1)))
 
 
-LEGEND_ROW_PX = 18  # one legend row; show_chart's room below the plot grows by these
+LEGEND_ROW_PX = 30  # one bottom-legend row as drawn (measured: ~30 px); show_chart adds these
 
 
 def per_layer(frame: pl.DataFrame, title: str, colors: dict[str, str],
@@ -284,6 +284,7 @@ def histograms(rows: list[dict[str, Any]], colors: dict[str, str]) -> alt.FacetC
                                      columns=4)
 
 
+VS_LR_LEGEND_COLUMNS = 1
 LR_STATE_SHAPES = {"stable": "circle", "unstable": "circle", "below best LR": "triangle-left"}
 
 
@@ -296,10 +297,12 @@ def vs_lr(curve: pl.DataFrame, y: str, title: str, colors: dict[str, str], *, lo
     cross where some seed diverged."""
     scale = alt.Scale(type="log") if log_y else alt.Scale(zero=False)
     pdf = curve.to_pandas()
-    # narrow (a third of the page): two legend columns; the state legend stayed beside it and
-    # ran off the chart's right edge, so the state is told by the marker (explained above it)
+    # narrow (a third of the page): one legend column (two cut names off at the chart's
+    # right edge on the 10-variant gates-toy sweep); the state legend stayed beside it and
+    # ran off the edge too, so the state is told by the marker (explained above the chart)
     color = alt.Color("variant:N", scale=_vscale(colors, curve), legend=alt.Legend(
-        orient="bottom", columns=2, labelLimit=150, title=None, symbolOpacity=1))
+        orient="bottom", columns=VS_LR_LEGEND_COLUMNS, labelLimit=0, title=None,
+        symbolOpacity=1))
     x = alt.X("lr:Q", scale=alt.Scale(type="log"), title="learning rate (log)")
     layers: list[Any] = [alt.Chart(pdf).mark_line().encode(
         x=x, y=alt.Y(f"{y}:Q", title=title, scale=scale), color=color)]

@@ -167,11 +167,14 @@ _DETAIL_JS = """() => {
       return p.v + (q.v - p.v) * (sy - p.y) / (q.y - p.y);
     };
     const lines = Array.from(svg.querySelectorAll('g.mark-line.role-mark path')).map(p => {
-      const len = p.getTotalLength ? p.getTotalLength() : 0;
-      const pt = p.getPointAtLength(len).matrixTransform(p.getScreenCTM());
+      let end = null;  // a path with no segment (one point, nothing in view) has no end
+      try {
+        const pt = p.getPointAtLength(p.getTotalLength()).matrixTransform(p.getScreenCTM());
+        end = toY(pt.y);
+      } catch (e) { end = null; }
       const label = p.getAttribute('aria-label') || '';
       return {series: field(label, 'series') || field(label, 'row'),
-              variant: field(label, 'variant'), end: toY(pt.y),
+              variant: field(label, 'variant'), end: end,
               opacity: parseFloat(p.getAttribute('stroke-opacity') || p.getAttribute('opacity')
                                   || getComputedStyle(p).opacity || '1'),
               stroke: p.getAttribute('stroke'), dash: p.getAttribute('stroke-dasharray')};
@@ -266,7 +269,7 @@ def shot_of(page: Any, colors: Sequence[str] = ()) -> Shot:
 
 # Text that shows a page is drawn (its first screen), for --wait-for's default
 WAIT_FOR = {"Overview": "Live runs", "Leaderboard": "beat the baseline",
-            "LR stability": "Max stable LR rule", "Ablation tables": "Method",
+            "LR stability": "Max stable LR rule", "Ablation tables": "Different scale",
             "Scaling": "Scaling", "Curves": "training loss", "Probes": "Gate score histograms",
             "Run detail": "Attempts"}
 

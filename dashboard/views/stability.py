@@ -96,8 +96,9 @@ def render_view(url: str, sweep: str, key: str = "st") -> bool:
     curve = lr_states(stab.curve.with_columns(pl.col("stable").fill_null(False)), stab.summary)
     msl = stab.summary.select("variant", "max_stable_lr").drop_nulls()
     left, mid, right = st.columns(3)
-    # room for the two-column variant legend under each narrow chart
-    extra = 70 + charts.LEGEND_ROW_PX * charts.legend_rows(curve["variant"].n_unique(), 2)
+    # room for the variant legend under each narrow chart
+    extra = 70 + charts.LEGEND_ROW_PX * charts.legend_rows(curve["variant"].n_unique(),
+                                                           charts.VS_LR_LEGEND_COLUMNS)
     with left:
         st.markdown("**Final val/loss vs LR** (95 % CI; ● stable, ○ unstable, ◁ below the "
                     "best LR (under-trained, not unstable); dashed = max stable LR)")
