@@ -55,15 +55,6 @@ def dispatch_trial(config: dict[str, Any], jobs: Mapping[int, TrialJob]) -> None
     run_multiworker_trial(job)
 
 
-def trial_placement(job: TrialJob) -> Any:
-    """Tune's PlacementGroupFactory for ``job`` (the scheduler's resources hook)."""
-    from ray.tune import PlacementGroupFactory
-
-    from orchestrator.cluster import trial_bundles
-
-    return PlacementGroupFactory(trial_bundles(job.spec.resources))
-
-
 def run_multiworker_trial(job: TrialJob) -> None:
     prepare_trial_env()
     from ray import tune

@@ -191,3 +191,32 @@ def test_the_callback_and_stopper_survive_tunes_pickling(db_and_runs: tuple) -> 
     assert (back.db_url, back.owner, back.outage.wait_s, back.say) == (url, "d", 5, None)
     assert cb.say is not None and cb._db is not None  # the live one keeps them
     assert pickle.loads(pickle.dumps(OutageStopper(state))).stop_all() is False
+
+
+def test_trial_hooks_pickle_small_whatever_the_number_of_runs(tmp_path: Path) -> None:
+    """Tune pickles the name creator into every trial it creates and unpickles the resources
+    hook per trial: they must not carry the jobs (1,000 runs: O(runs^2) in the driver, which
+    kept 2 of 8 slots busy; issue 23). Placements are looked up by run id."""
+    import cloudpickle
+
+    from contract.config import RunSpec
+    from orchestrator.scheduler import trial_hooks
+    from orchestrator.trial_job import TrialJob
+
+    def jobs(n: int) -> list[TrialJob]:
+        out = []
+        for i in range(1, n + 1):
+            res = {"cpus": 1, "gpus": 0} if i % 2 else {"cpus": 2, "gpus": 1}
+            spec = RunSpec(name=f"r{i}", sweep="s", model={"preset": "tiny"},
+                           resources=res)
+            out.append(TrialJob.of(i, f"r{i}", spec, tmp_path / f"r{i}", "sqlite:///x.db"))
+        return out
+
+    small, large = trial_hooks(jobs(10)), trial_hooks(jobs(1000))
+    resources, name = large
+    assert name(SimpleNamespace(config={"run_id": 7})) == "r7"
+    assert resources({"run_id": 7}).bundles == [{"CPU": 1.0}]
+    assert resources({"run_id": 8}).bundles == [{"CPU": 2.0, "GPU": 1.0}]
+    for hook_small, hook_large in zip(small, large, strict=True):
+        per_run = (len(cloudpickle.dumps(hook_large)) - len(cloudpickle.dumps(hook_small))) / 990
+        assert per_run < 40, per_run  # bytes per run: an id and a name, never a RunSpec (~2 KB)
