@@ -8,7 +8,16 @@ and checked for what a researcher needs on its first screen: the verdict sentenc
 leaderboard, the stability view for the LR sweep (absent for the single-LR one), no empty chart
 (every chart canvas has ink), and one colour per variant across charts (read off the canvas
 pixels: the palette's colours for the sweep's variants are there, no other variant colour is).
-Skipped where /usr/bin/chromium (or $CHROMIUM) or playwright is missing.
+
+Issue 22's visual defects are read off the rendered SVG (dashboard/screenshot.shot_of: line
+ends through the y axis, legend labels outside the chart, each mark's variant and colour, area
+sizes, table heights): 22.1 evaluation curves end at the measured value (sweep ``evals``),
+22.2 Run detail follows a rerun, 22.4 Leaderboard/Overview/Curves follow a sweep that turns
+live, 22.5 the seeds wording, 22.6 Probes at 16 variants (``wide``), 22.7 LR stability's states
+and sentence, 22.8 one colour per variant page to page, 22.9 16 table rows and the metric
+order. 22.3 (SIGTERM stops the server) runs the real command in
+tests/dashboard/test_dashboard_process.py. Skipped where /usr/bin/chromium (or $CHROMIUM) or
+playwright is missing.
 """
 
 from __future__ import annotations
