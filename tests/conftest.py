@@ -16,6 +16,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+# As the orchestrator's drivers have it (orchestrator/env.py): otherwise a test that runs Tune
+# in-process leaves Tune's SIGINT handler (it sets an event, never raises) in its worker, and
+# a later test's Ctrl-C does nothing (test_hostile_cli's runaway query ran to the timeout).
+os.environ.setdefault("TUNE_DISABLE_SIGINT_HANDLER", "1")
 
 # Session-wide fixtures: results DB URLs over SQLite and a throwaway PostgreSQL server.
 pytest_plugins = ["tests.db_fixtures", "tests.cluster_fixtures", "tests.eval_fixtures"]
