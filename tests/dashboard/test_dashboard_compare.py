@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import polars as pl
 import pytest
@@ -17,35 +16,19 @@ from streamlit.testing.v1 import AppTest
 import results_db
 from dashboard import compare, curvedata
 from tests.support import dashboard_sample as sample
+from tests.support.apppage import chart_datasets, open_page
 
-APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
 
 
 @pytest.fixture(scope="module")
 def db_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    url = f"sqlite:///{tmp_path_factory.mktemp('compare') / 'results.db'}"
-    with results_db.open(url) as db:
-        sample.fill(db)
-        sample.fill_lr(db)
-    return url
+    return sample.write_db(tmp_path_factory.mktemp("compare") / "results.db")
 
 
 def _page(url: str, monkeypatch: pytest.MonkeyPatch, page: str, sweep: str) -> AppTest:
     monkeypatch.setenv("GATESWEEP_DB", url)
     st.cache_data.clear()
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.query_params["sweep"] = sweep
-    at.query_params["page"] = page
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def _datasets(at: AppTest, i: int) -> list:
-    from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
-
-    return [convert_arrow_bytes_to_pandas_df(d.data.data)
-            for d in at.get("vega_lite_chart")[i].proto.datasets]
+    return open_page(page, sweep)
 
 
 def test_curves_colour_by_a_config_key(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -58,7 +41,7 @@ def test_curves_colour_by_a_config_key(db_url: str, monkeypatch: pytest.MonkeyPa
     assert not at.exception
     spec = json.dumps(json.loads(at.get("vega_lite_chart")[0].proto.spec))
     assert '"field": "colour"' in spec and '"title": "lr"' in spec
-    frames = [f for f in _datasets(at, 0) if "colour" in f.columns]
+    frames = [f for f in chart_datasets(at, 0) if "colour" in f.columns]
     assert frames
     for f in frames:  # every line is coloured by its row's LR, in numeric order
         assert sorted(set(f["colour"])) == ["1e-3", "2e-3", "4e-3", "8e-3"]
@@ -84,7 +67,7 @@ def test_parallel_coordinates_over_swept_dimensions(db_url: str,
     gp = frame.filter((pl.col("axis") == "position") & (pl.col("row") == "value_elementwise"))
     assert gp["label"].to_list() == ["G2"]
     # the chart on the page draws exactly these rows
-    drawn = [f for f in _datasets(at, len(at.get("vega_lite_chart")) - 1) if "pos" in f.columns]
+    drawn = [f for f in chart_datasets(at, len(at.get("vega_lite_chart")) - 1) if "pos" in f.columns]
     assert set(drawn[0]["row"]) == set(board["variant"])  # one LR: rows are the variants
 
 

@@ -23,8 +23,8 @@ from dashboard import curvedata
 from dashboard.tables import fmt_num, fmt_verdict, metric_order
 from dashboard.views.leaderboard import best_lr_rows
 from dashboard.views.stability import UNDER, lr_states
+from tests.support.apppage import APP, chart_datasets, open_page
 
-APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
 SWEEP = "evals"
 # val/loss at steps 20..100 per (variant, seed): the EMA (0.6) over these 5 points would end
 # far above the last one (issue 22: 1.465 read ~2.2)
@@ -71,19 +71,7 @@ def url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 def _page(page: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.query_params["sweep"] = SWEEP
-    at.query_params["page"] = page
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def _datasets(at: AppTest, i: int) -> list[Any]:
-    from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
-
-    chart = at.get("vega_lite_chart")[i]
-    return [convert_arrow_bytes_to_pandas_df(d.data.data) for d in chart.proto.datasets]
+    return open_page(page, SWEEP)
 
 
 def test_eval_curves_are_drawn_as_measured_and_delta_is_raw(url: str) -> None:
@@ -92,16 +80,16 @@ def test_eval_curves_are_drawn_as_measured_and_delta_is_raw(url: str) -> None:
     assert titles == ["training loss", "validation loss"]
     assert at.slider(key="cv_smooth").value == 0.6  # the default EMA is on ...
     # ... yet the val/loss line ends at the measured seed mean (1.51 / 1.41), not an EMA
-    val = max(_datasets(at, 2), key=len)
+    val = max(chart_datasets(at, 2), key=len)
     last = val[val["x"] == val["x"].max()].set_index("series")["value"]
     assert last["baseline"] == pytest.approx(1.51) and last["gated"] == pytest.approx(1.41)
     # the Δ val/loss curve is the raw seed means' difference at every evaluation
-    delta = max(_datasets(at, 3), key=len)
+    delta = max(chart_datasets(at, 3), key=len)
     assert sorted(delta["value"].round(6)) == [-0.2, -0.2, -0.2, -0.1, -0.1]
     # train/loss: smoothed line over the raw one (a faint layer), both in the chart
     spec = json.dumps(json.loads(at.get("vega_lite_chart")[0].proto.spec))
     assert '"opacity": 0.3' in spec
-    sizes = sorted(len(d) for d in _datasets(at, 0))
+    sizes = sorted(len(d) for d in chart_datasets(at, 0))
     assert sizes.count(sizes[-1]) >= 2  # the raw and the smoothed series, same points
     captions = [c.value for c in at.caption]
     assert "EMA 0.60 over the raw curve (faint)." in captions

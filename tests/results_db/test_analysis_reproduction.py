@@ -27,11 +27,7 @@ def _module():
 def url(tmp_path_factory: pytest.TempPathFactory) -> str:
     from tests.support import dashboard_sample as sample
 
-    url = f"sqlite:///{tmp_path_factory.mktemp('repro') / 'r.db'}"
-    with results_db.open(url) as db:
-        sample.fill(db)
-        sample.fill_lr(db)
-    return url
+    return sample.write_db(tmp_path_factory.mktemp("repro") / "r.db")
 
 
 def _table(md: str, first_header: str) -> list[dict[str, str]]:

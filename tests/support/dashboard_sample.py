@@ -14,7 +14,11 @@ import json
 import math
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from results_db import ResultsDB
 
 SWEEP = "demo"
 STEPS = 100
@@ -117,6 +121,18 @@ def _histogram(gate: float) -> dict[str, Any]:
     edges = [i / 10 for i in range(11)]
     counts = [float(round(100 * math.exp(-abs((lo + 0.05) - gate) * 10))) for lo in edges[:-1]]
     return {"edges": edges, "counts": counts}
+
+
+def write_db(path: Path) -> str:
+    """A new SQLite DB at ``path`` holding the single-LR sample (SWEEP) and the LR ladder
+    (LR_SWEEP); returns its URL."""
+    import results_db
+
+    url = f"sqlite:///{path}"
+    with results_db.open(url) as db:
+        fill(db)
+        fill_lr(db)
+    return url
 
 
 def fill(db: Any, sweep: str = SWEEP) -> dict[str, int]:
@@ -228,7 +244,7 @@ WIDE_LAYERS = 4
 WIDE_BINS = 50
 
 
-def _named_runs(db: Any, sweep: str, runs: list[tuple[str, int, dict[str, Any]]]) -> dict:
+def _named_runs(db: ResultsDB, sweep: str, runs: list[tuple[str, int, dict[str, Any]]]) -> dict:
     """Register (variant, seed, config) runs of ``sweep``; returns {(variant, seed): id}."""
     from results_db import NewRun
 
@@ -240,7 +256,7 @@ def _named_runs(db: Any, sweep: str, runs: list[tuple[str, int, dict[str, Any]]]
     return {(v, s): by_name[f"{v}-s{s}"] for v, s, _ in runs}
 
 
-def fill_evals(db: Any) -> dict[tuple[str, int], int]:
+def fill_evals(db: ResultsDB) -> dict[tuple[str, int], int]:
     """EVAL_SWEEP: baseline vs G1 elementwise x 2 seeds, val/loss at steps 20..100 (EVAL_VAL)."""
     runs = [(v, s, config(SAMPLE[0 if v == "baseline" else 1], s)) for v, s in EVAL_VAL]
     ids = _named_runs(db, EVAL_SWEEP, runs)
@@ -263,7 +279,7 @@ def _wide_config(i: int) -> dict[str, Any]:
     return cfg
 
 
-def fill_wide(db: Any) -> dict[tuple[str, int], int]:
+def fill_wide(db: ResultsDB) -> dict[tuple[str, int], int]:
     """WIDE_SWEEP: WIDE_VARIANTS x seed 0, per-layer probes and a WIDE_BINS-bin histogram."""
     # distinct configs (the DB groups seeds by config, not by name): d_ff differs per variant
     runs = [(v, 0, _wide_config(i)) for i, v in enumerate(WIDE_VARIANTS)]
