@@ -22,6 +22,7 @@ from dashboard.status import STATES, nothing_to_rank, unranked_variants
 from dashboard.tables import (VAL_PPL, apply_filters, fmt_abs_delta_ci, fmt_delta_ci, fmt_lr,
                               fmt_mean_std, fmt_num, fmt_verdict, metric_order, row_labels)
 from dashboard.views.common import show_chart, show_rows, table_height, watch
+from results_db.analysis.bestlr import best_vs_best
 from results_db.vocab import higher_is_better, verdict_kind
 
 # verdict order of the "by verdict" sort: the conclusions first, the reference, then the rest
@@ -251,7 +252,7 @@ def _best_vs_best(url: str, sweep: str, metric: str, ascending: bool,
     vals = data.summaries(url, sweep, (metric,)).filter(pl.col("name") == metric).join(
         runs.select(pl.col("id").cast(pl.Int64).alias("run_id"), "group_key", "seed"),
         on="run_id").select("group_key", "seed", "value")
-    frame = compare.best_vs_best(full, vals, ascending, data.baseline(url, sweep))
+    frame = best_vs_best(full, vals, ascending, data.baseline(url, sweep))
     if frame.is_empty():
         return
     st.subheader("Best vs best")
