@@ -36,11 +36,11 @@ system-deps:
 run: setup
 	$(VENV)/bin/orchestrator submit $(SWEEP)
 
-# Test workers (pytest-xdist): each test module runs whole on one worker (its module fixtures
-# are built once), the fault matrix is split over two (tests/conftest.py). PYTEST_WORKERS=0
-# runs everything in one process (for a debugger).
+# Test workers (pytest-xdist; the rest of the options are pyproject's addopts): each test
+# module runs whole on one worker (its module fixtures are built once), the fault matrix is
+# split over two (tests/conftest.py). PYTEST_WORKERS=0 runs everything in one process.
 PYTEST_WORKERS ?= 2
-PYTEST_PAR := $(if $(filter 0,$(PYTEST_WORKERS)),-p no:xdist,-n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder)
+PYTEST_PAR := -n $(PYTEST_WORKERS)
 
 # (2) the whole test suite, slow end-to-end tests included.
 test: setup system-deps

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ray.tune import Callback, Stopper
 
@@ -168,14 +168,20 @@ def execute(jobs: list[TrialJob], opts: Options) -> dict[int, str]:
     outage = OutageState(wait_s=wait_s)
     progress = opts.progress(db, ids) if opts.progress else contextlib.nullcontext()
     try:
-        with ray_session(opts.address, opts.extra_env), _sigterm_as_interrupt(), \
-                LeaseKeeper(db, ids, opts.owner, hb, opts.say, outage), progress:
-            skipped = _fit(jobs, opts, outage)
-            if not outage.expired:
-                wait_for_holders(db, list(skipped), opts.say, wait_s)
-    except KeyboardInterrupt:
-        cancelled = _cancel_unfinished(db, ids)
-        raise Interrupted(f"interrupted: {len(cancelled)} run(s) marked cancelled") from None
+        with ray_session(opts.address, opts.extra_env):
+            try:
+                with _sigterm_as_interrupt(), \
+                        LeaseKeeper(db, ids, opts.owner, hb, opts.say, outage), progress:
+                    skipped = _fit(jobs, opts, outage)
+                    if not outage.expired:
+                        wait_for_holders(db, list(skipped), opts.say, wait_s)
+            except KeyboardInterrupt:
+                # Before Ray stops: stopping it SIGTERMs the trials, which checkpoint and
+                # record themselves `preempted` (the run `lost`, not `cancelled`: seen in a
+                # loaded test run). Cancelled first, their late reports are refused.
+                _interrupted(db, ids)
+    except KeyboardInterrupt:  # while Ray starts or stops
+        _interrupted(db, ids)
     except DBOutage as exc:
         outage.give_up(exc)
     if not outage.expired:
@@ -245,9 +251,11 @@ def trial_hooks(jobs: list[TrialJob]
     return resources, trial_name
 
 
-def _cancel_unfinished(db: ResultsDB, ids: list[int]) -> list[int]:
+def _interrupted(db: ResultsDB, ids: list[int]) -> NoReturn:
+    """The user stopped the sweep: its pending and running runs become ``cancelled``."""
     active = [i for i in ids if (r := db.run(i)) is not None and r.status in ACTIVE]
-    return db.set_status(active, "cancelled")
+    cancelled = db.set_status(active, "cancelled")
+    raise Interrupted(f"interrupted: {len(cancelled)} run(s) marked cancelled") from None
 
 
 def _fit(jobs: list[TrialJob], opts: Options, outage: OutageState | None = None

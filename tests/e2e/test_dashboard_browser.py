@@ -32,7 +32,7 @@ import results_db
 from dashboard import palette, screenshot
 from tests.support import dashboard_sample as sample
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 if not Path(screenshot.CHROMIUM).exists():
     pytest.skip(f"no Chromium at {screenshot.CHROMIUM}: apt-get install chromium "
