@@ -24,6 +24,9 @@ _SQLITE_OPEN = ("SQLITE_CANTOPEN", "SQLITE_NOTADB", "SQLITE_CORRUPT", "SQLITE_PE
 # (a standby).
 _PG_WRITE = ("53", "58", "25006")
 _PG_OPEN = ("08", "57P")
+# 25P03: the server ended a session left idle inside a transaction (engine.py's writer
+# timeout: a frozen process). Its connection is gone; a retry gets a new one.
+_PG_SESSION_ENDED = ("25P03",)
 
 
 class DBUnavailable(OSError):
@@ -58,7 +61,8 @@ def classify(orig: BaseException, connecting: bool) -> str | None:
     state = getattr(orig, "sqlstate", None)
     if state is not None:
         return "written" if state.startswith(_PG_WRITE) else \
-            "opened" if state.startswith(_PG_OPEN) else None
+            "opened" if state.startswith(_PG_OPEN) else \
+            "used" if state.startswith(_PG_SESSION_ENDED) else None
     # psycopg raises OperationalError without a SQLSTATE when the server cannot be reached
     if any(k.__name__ == "OperationalError" for k in type(orig).__mro__):  # + ConnectionTimeout
         return "opened" if connecting else "used"

@@ -66,6 +66,13 @@ PG_CONNECT_TIMEOUT_S = 5
 # Bound: connections <= 4 per process holding a ResultsDB (2 for a read-only one).
 PG_POOL_SIZE = 2
 PG_POOL_TIMEOUT_S = 60
+# A writer session that sits inside a transaction this long without sending a statement is
+# ended by the server, which frees its row locks. Our transactions send their statements
+# back to back (milliseconds); a session idle in one belongs to a frozen process (SIGSTOP,
+# swap storm) that holds the lock every heartbeat takes on its run row -- the driver's lease
+# renewal then waited on it for good and never recorded the frozen trial dead (the fault
+# matrix's stall case, PostgreSQL, under load). Below the default staleness window (17 s).
+PG_IDLE_IN_TX_TIMEOUT_S = 10
 __all__ = ["DBNotFound", "DBOutdated", "DBUnavailable", "DBUnreadable"]
 
 
@@ -169,11 +176,20 @@ def _translating(eng: Engine, url: URL, reads_only: bool = False) -> Engine:
     return eng
 
 
+def _pg_options(url: URL, *settings: str) -> str:
+    """libpq ``options``: the URL's own (e.g. -csearch_path=...) plus ``-c`` settings."""
+    own = url.query.get("options", "")
+    own = " ".join(own) if isinstance(own, tuple) else own  # given twice in the URL
+    return " ".join([own, *(f"-c {s}" for s in settings)]).strip()
+
+
 def writer_engine(url: URL) -> Engine:
     """The read-write engine; a DB that cannot be opened or written raises DBUnavailable
     (results_db/dbfaults.py) naming it, from any statement."""
     if not is_sqlite(url):
-        return _translating(_pg_engine(url), url)
+        idle_ms = int(PG_IDLE_IN_TX_TIMEOUT_S * 1000)
+        opts = _pg_options(url, f"idle_in_transaction_session_timeout={idle_ms}")
+        return _translating(_pg_engine(url, options=opts), url)
     parent = Path(url.database or "").parent
     if Path(url.database or "").is_dir():
         raise DBUnavailable(f"results DB {url.database} could not be opened: it is a "
@@ -225,8 +241,7 @@ def _read_only_authorizer(action: int, arg1: str | None, arg2: str | None,
 
 def reader_engine(url: URL) -> Engine:
     if not is_sqlite(url):
-        # keep the URL's own libpq options (e.g. -csearch_path=...) and add read-only
-        opts = f"{url.query.get('options', '')} -c default_transaction_read_only=on".strip()
+        opts = _pg_options(url, "default_transaction_read_only=on")
         # a stopped server is DBUnavailable for readers too (issue 20: it was a raw
         # OperationalError that killed the driver mid-sweep)
         return _translating(_pg_engine(url, options=opts), url, reads_only=True)

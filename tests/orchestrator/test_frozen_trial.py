@@ -1,0 +1,90 @@
+"""A trial frozen inside its heartbeat transaction (SIGSTOP, a swap storm) on PostgreSQL.
+
+The heartbeat locks its run row. Frozen there, it held the lock for good: the driver's lease
+renewal (an UPDATE of the same row) waited on it forever, so the driver never recorded the
+frozen attempt dead (the fault matrix's stall case failed so under load). The writer's
+sessions now carry ``idle_in_transaction_session_timeout`` (results_db/engine.py): the server
+ends the frozen session and frees the lock, the driver records the attempt ``worker_died``,
+and the woken trial's transaction fails as ``DBUnavailable`` (its retry gets a new
+connection) instead of writing.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import results_db
+from contract.config import RunSpec
+from orchestrator.leases import LeaseKeeper
+
+pytestmark = pytest.mark.postgres
+
+# The trial: the real DB.heartbeat, stopped by SIGSTOP right after its row locks.
+TRIAL = """
+import os, signal, sys
+import results_db.engine as engine
+engine.PG_IDLE_IN_TX_TIMEOUT_S = 1  # the test's bound (10 s in the product)
+import results_db, results_db.claims as claims
+real = claims._is_latest
+def frozen(s, att):
+    os.kill(os.getpid(), signal.SIGSTOP)  # inside heartbeat(): its run row is locked
+    return real(s, att)
+claims._is_latest = frozen
+db = results_db.open(sys.argv[1], migrate=False)
+try:
+    print("heartbeat ->", db.heartbeat(int(sys.argv[2])))
+except Exception as exc:
+    print("heartbeat raised", type(exc).__name__, exc)
+"""
+
+
+def _stopped(pid: int) -> bool:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
+
+
+def test_a_trial_frozen_holding_its_row_lock_is_recorded_dead(pg_url: str) -> None:
+    db = results_db.open(pg_url)
+    spec = RunSpec(name="r", sweep="frozen", model={"preset": "tiny"})
+    sid = db.ensure_sweep("frozen")
+    rid = db.register_runs(sid, [results_db.NewRun(
+        name="r", fingerprint=spec.fingerprint(), variant="baseline", seed=0,
+        config=spec.model_dump(mode="json"))]).to_run[0].id
+    att = db.claim_run(rid, "driver", "host", heartbeat_s=1.0)
+    assert att is not None
+    trial = subprocess.Popen([sys.executable, "-c", TRIAL, pg_url, str(att.id)],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not _stopped(trial.pid):
+            assert trial.poll() is None and time.monotonic() < deadline, trial.stdout
+            time.sleep(0.05)
+        keeper = LeaseKeeper(db, [rid], "driver", heartbeat_s=1.0)
+        ended: list[int] = []
+
+        def ticks() -> None:  # what the driver's lease thread does every interval
+            while not ended:
+                ended.extend(keeper.tick())
+                time.sleep(0.5)
+
+        t0 = time.monotonic()
+        driver = threading.Thread(target=ticks, daemon=True)
+        driver.start()
+        driver.join(timeout=30)
+        assert not driver.is_alive(), "the driver's lease renewal still waits on the frozen lock"
+        # dead once its heartbeat is stale (3 x 1 s + 2 s after the claim), not minutes later
+        assert ended == [att.id] and time.monotonic() - t0 < 15
+        (done,) = db.attempts(rid)
+        assert (done.status, done.fault) == ("failed", "worker_died")
+    finally:
+        os.kill(trial.pid, signal.SIGCONT)
+        out, _ = trial.communicate(timeout=60)
+    assert "heartbeat raised DBUnavailable" in out, out  # the woken trial writes nothing
+    assert db.attempts(rid)[0].heartbeat == att.heartbeat
