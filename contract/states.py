@@ -32,6 +32,9 @@ ATTEMPT_END: frozenset[RunStatus] = frozenset({S.SUCCEEDED, S.FAILED, S.DIVERGED
 # What claim_run may take (compare-and-set to running): never started, or ended resumably.
 CLAIMABLE: frozenset[RunStatus] = frozenset({S.PENDING, S.FAILED, S.LOST})
 
+# What a cancel stops (`cancel --sweep`, a driver the user interrupts): queued or executing.
+CANCELLABLE: frozenset[RunStatus] = frozenset({S.PENDING, S.RUNNING})
+
 # The groupings `status` and the dashboard show (one owner: here).
 DONE_OK: frozenset[RunStatus] = CACHED  # a result: succeeded or diverged
 DONE_BAD: frozenset[RunStatus] = frozenset({S.FAILED, S.CANCELLED})  # ended without a result

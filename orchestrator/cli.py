@@ -20,6 +20,7 @@ from orchestrator import cli_read, cli_results, evaluate  # noqa: F401
 from orchestrator.cli_app import (DbOpt, StaleOpt, StorageOpt, app, db_app, db_url, err,
                                   open_read, out, split_csv, stale_after)
 from contract.errors import SpecError, UserError
+from contract.states import CANCELLABLE
 
 if TYPE_CHECKING:
     import polars as pl
@@ -181,7 +182,7 @@ def cancel(runs: Annotated[list[str] | None, typer.Argument()] = None, db: DbOpt
     if runs:
         ids = [r.id for r in resolve_runs(d, list(runs), sweep)]  # all in --sweep when given
     else:
-        frame = d.runs(sweep=sweep, status=["pending", "running"])
+        frame = d.runs(sweep=sweep, status=sorted(s.value for s in CANCELLABLE))
         ids = [int(i) for i in frame["id"].to_list()] if frame.height else []
     changed = results_db.open(db_url(db)).set_status(ids, "cancelled")
     out.print(f"cancelled {len(changed)} run(s)" + (f" ({len(ids) - len(changed)} were "

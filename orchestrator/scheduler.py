@@ -36,6 +36,7 @@ from ray.tune import Callback, Stopper
 from orchestrator.dbretry import DBOutage, OutageState, db_wait_s, with_db_retry
 from orchestrator.env import absolute_db_url, driver_defaults, worker_env_vars
 from contract.errors import UserError
+from contract.states import CANCELLABLE
 from orchestrator.faults import Fault, RetryPolicy, classify, describe
 from orchestrator.trial_job import PackedJobs, TrialJob, driver_owner, heartbeat_interval
 from orchestrator.trial_result import TrialResult
@@ -43,7 +44,6 @@ from orchestrator.trial_result import TrialResult
 if TYPE_CHECKING:
     from results_db import AttemptRow, ResultsDB
 
-ACTIVE = ("pending", "running")
 WAIT_POLL_S = 1.0
 # How long a worker death waits for the GCS to declare its node dead (health checks trail the
 # raylet's death by a few seconds) before calling it worker_died rather than node_lost.
@@ -253,7 +253,7 @@ def trial_hooks(jobs: list[TrialJob]
 
 def _interrupted(db: ResultsDB, ids: list[int]) -> NoReturn:
     """The user stopped the sweep: its pending and running runs become ``cancelled``."""
-    active = [i for i in ids if (r := db.run(i)) is not None and r.status in ACTIVE]
+    active = [i for i in ids if (r := db.run(i)) is not None and r.status in CANCELLABLE]
     cancelled = db.set_status(active, "cancelled")
     raise Interrupted(f"interrupted: {len(cancelled)} run(s) marked cancelled") from None
 
