@@ -8,12 +8,15 @@ format them (orchestrator/frame_format.py). The DB is opened read-only.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from orchestrator.cli_app import DbOpt, app, check_metrics, open_sweep, out
 from orchestrator.frame_format import check_format, render
+
+if TYPE_CHECKING:
+    import polars as pl
 
 FormatOpt = Annotated[str, typer.Option("--format", help="table|csv|json|markdown|latex")]
 MetricOpt = Annotated[str, typer.Option("--metric", help="Summary metric, e.g. val/ppl")]
@@ -26,8 +29,8 @@ BOARD_COLUMNS = ["rank", "variant", "lr", "n", "mean", "std", "delta_pct", "ci",
                  "seeds_needed"]
 
 
-def with_ci_text(frame: Any, low: str = "ci_low_pct", high: str = "ci_high_pct",
-                 name: str = "ci") -> Any:
+def with_ci_text(frame: pl.DataFrame, low: str = "ci_low_pct", high: str = "ci_high_pct",
+                 name: str = "ci") -> pl.DataFrame:
     """'[-1.2, +0.3] %' from the CI bounds results_db computed (formatting only)."""
     import polars as pl
 

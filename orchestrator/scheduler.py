@@ -42,6 +42,10 @@ from orchestrator.trial_job import PackedJobs, TrialJob, driver_owner, heartbeat
 from orchestrator.trial_result import TrialResult
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from ray.tune.experiment import Trial
+
     from results_db import AttemptRow, ResultsDB
 
 WAIT_POLL_S = 1.0
@@ -58,7 +62,8 @@ class Options:
     retries: int = 0
     max_concurrent: int | None = None
     address: str | None = None
-    progress: Any = None  # a callable(db, run_ids) -> context manager, or None
+    # shows the runs' progress while the sweep runs (the CLI's live table), or None
+    progress: Callable[[ResultsDB, list[int]], AbstractContextManager[Any]] | None = None
     owner: str = field(default_factory=driver_owner)  # this driver's lease id
     say: Callable[[str], None] = print  # one line to the user (skips, deaths, waits)
     # Reusing trial processes skips worker start + torch/DeepSpeed import per trial (smoke
@@ -220,7 +225,7 @@ def _gave_up(db: ResultsDB, jobs: list[TrialJob], owner: str, outage: OutageStat
 
 
 def trial_hooks(jobs: list[TrialJob]
-                ) -> tuple[Callable[[dict[str, Any]], Any], Callable[[Any], str]]:
+                ) -> tuple[Callable[[dict[str, Any]], Any], Callable[[Trial], str]]:
     """(resources hook, trial name creator) for the Tuner.
 
     Tune cloudpickles the name creators into every trial it creates and unpickles the
@@ -245,7 +250,7 @@ def trial_hooks(jobs: list[TrialJob]
     def resources(config: dict[str, Any]) -> PlacementGroupFactory:
         return PlacementGroupFactory(shapes[shape_of[config["run_id"]]])
 
-    def trial_name(trial: Any) -> str:
+    def trial_name(trial: Trial) -> str:
         return names[trial.config["run_id"]]
 
     return resources, trial_name
@@ -253,8 +258,7 @@ def trial_hooks(jobs: list[TrialJob]
 
 def _interrupted(db: ResultsDB, ids: list[int]) -> NoReturn:
     """The user stopped the sweep: its pending and running runs become ``cancelled``."""
-    active = [i for i in ids if (r := db.run(i)) is not None and r.status in CANCELLABLE]
-    cancelled = db.set_status(active, "cancelled")
+    cancelled = db.set_status(ids, "cancelled", only_from=CANCELLABLE)
     raise Interrupted(f"interrupted: {len(cancelled)} run(s) marked cancelled") from None
 
 
@@ -345,7 +349,7 @@ class DBSyncCallback(Callback):
         # One handle for the whole experiment, opened at the first death: a handle per death
         # needed a *new* server connection exactly when trials die of a server whose
         # connection slots are used up (fault db_connections), so that death went unrecorded.
-        self._db: Any = None
+        self._db: ResultsDB | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         """Tune pickles its callbacks into the experiment state: not the console (``say``
@@ -365,19 +369,20 @@ class DBSyncCallback(Callback):
         except results_db.DBUnavailable:  # opened again at the first death, when it is back
             self._db = None
 
-    def on_experiment_end(self, trials: list[Any], **info: Any) -> None:
+    def on_experiment_end(self, trials: list[Trial], **info: Any) -> None:
         if self._db is not None:
             self._db.close()
             self._db = None
 
-    def on_trial_recover(self, iteration: int, trials: list[Any], trial: Any,
+    def on_trial_recover(self, iteration: int, trials: list[Trial], trial: Trial,
                          **info: Any) -> None:
         self._safely(trial, retried=True)
 
-    def on_trial_error(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+    def on_trial_error(self, iteration: int, trials: list[Trial], trial: Trial,
+                       **info: Any) -> None:
         self._safely(trial, retried=False)
 
-    def _safely(self, trial: Any, retried: bool) -> None:
+    def _safely(self, trial: Trial, retried: bool) -> None:
         """Never let the DB kill the driver from inside Tune: wait out an outage (this
         pauses Tune's loop, so nothing new is scheduled), and past the bound tell the
         stopper to end the sweep (the driver then exits 2 with one line)."""
@@ -390,7 +395,7 @@ class DBSyncCallback(Callback):
         except DBOutage as exc:
             self.outage.give_up(exc)
 
-    def _record(self, trial: Any, retried: bool) -> None:
+    def _record(self, trial: Trial, retried: bool) -> None:
         import results_db
 
         from orchestrator.leases import node_fault
@@ -439,7 +444,7 @@ class OutageStopper(Stopper):
         return self.outage is not None and self.outage.expired
 
 
-def _trial_error_text(trial: Any) -> str:
+def _trial_error_text(trial: Trial) -> str:
     try:
         path = trial.error_file
         if path and Path(path).exists():

@@ -8,7 +8,7 @@ go through states.check_transition. Metric and summary writes are idempotent ups
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -103,17 +103,21 @@ class WriterMixin(ClaimMixin):
                                   running=[RunRow.of(r) for r in running])
 
     def set_status(self, run_ids: Iterable[int], status: str | RunStatus,
-                   strict: bool = False) -> list[int]:
+                   strict: bool = False,
+                   only_from: Collection[RunStatus] | None = None) -> list[int]:
         """Cancel / rerun: set each run's status where the state machine allows it.
 
         Returns the ids changed; disallowed ones are skipped (``strict=True`` raises instead).
+        ``only_from``: change only runs now in one of these states (read under the same lock).
         Cancelling or re-queueing also closes the run's still-running attempts as cancelled.
         """
         dst = parse_status(status)
         changed: list[int] = []
+        q = select(Run).where(Run.id.in_(list(run_ids)))
+        if only_from is not None:
+            q = q.where(Run.status.in_([st.value for st in only_from]))
         with self._tx() as s:
-            for run in s.scalars(select(Run).where(Run.id.in_(list(run_ids)))
-                                 .with_for_update()):
+            for run in s.scalars(q.with_for_update()):
                 if not allowed(run.status, dst):
                     if strict:
                         check_transition(run.id, run.status, dst)

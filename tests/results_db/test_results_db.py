@@ -159,6 +159,21 @@ def test_set_status_cancel_and_rerun(db) -> None:
         db.set_status(ids, "done")
 
 
+def test_set_status_only_from_leaves_runs_in_other_states(db) -> None:
+    """What an interrupted driver does: cancel its pending and running runs only. A `lost`
+    run may be cancelled by the state machine, but only_from keeps it resumable."""
+    from contract.states import CANCELLABLE
+
+    sid = db.ensure_sweep("s")
+    ids = [r.id for r in db.register_runs(sid, [_new("a"), _new("b"), _new("c")]).to_run]
+    db.start_attempt(ids[0], host="h")
+    lost = db.start_attempt(ids[1], host="h")
+    db.finish_attempt(lost.id, "failed", fault="preempted")  # -> run lost
+    assert db.run(ids[1]).status == "lost"
+    assert db.set_status(ids, "cancelled", only_from=CANCELLABLE) == [ids[0], ids[2]]
+    assert [db.run(i).status for i in ids] == ["cancelled", "lost", "cancelled"]
+
+
 def test_metrics_upsert_is_idempotent_per_run_name_step(db) -> None:
     sid = db.ensure_sweep("s")
     run = db.register_runs(sid, [_new("a")]).to_run[0]
