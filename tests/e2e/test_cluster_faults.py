@@ -151,11 +151,19 @@ def test_killed_or_terminated_worker_is_recorded_then_resumed(
     _assert_integrity(db, rid)
 
 
+# How the training attempt of a SIGKILLed driver ends depends on how Ray stops the dead job's
+# trial process, and that races: killed outright, it writes nothing and its lease runs out
+# (lost/no_heartbeat); sent SIGTERM first (the raylet waits kill_worker_timeout_milliseconds,
+# 5 s in Ray 2.60, before SIGKILL), it checkpoints at its next step and records itself
+# failed/preempted (orchestrator/sigterm.py). Both are resumable ends; CI has seen each.
+DEAD_DRIVER_ENDS = {("lost", "no_heartbeat"), ("failed", "preempted")}
+
+
 def test_kill9_driver_then_resubmit_resumes_everything(ray_two_nodes: TwoNodes, db_url: str,
                                                        tmp_path: Path) -> None:
-    """One run training, one never started; the driver dies. Its attempt goes lost
-    (no_heartbeat), its queued run's lease runs out; `rerun --sweep` would take both, and a
-    resubmit of the same file resumes both: the lost one from its checkpoint."""
+    """One run training, one never started; the driver dies. Its attempt ends lost or
+    preempted (DEAD_DRIVER_ENDS), its queued run's lease runs out; `rerun --sweep` would take
+    both, and a resubmit of the same file resumes both: the stopped one from its checkpoint."""
     from orchestrator.rerun import sweep_rerun_plan
 
     spec = _sweep(tmp_path, "f-driver", ["first", "second"])
@@ -178,9 +186,11 @@ def test_kill9_driver_then_resubmit_resumes_everything(ray_two_nodes: TwoNodes, 
     for r in db.runs().iter_rows(named=True):
         rid = int(r["id"])
         assert r["status"] == "succeeded"
-        expected = ([("lost", "no_heartbeat"), ("succeeded", None)] if rid == att.run_id
-                    else [("succeeded", None)])
-        assert _faults(db, rid) == expected, r["name"]
+        faults = _faults(db, rid)
+        if rid == att.run_id:
+            assert faults[0] in DEAD_DRIVER_ENDS and faults[1:] == [("succeeded", None)], faults
+        else:
+            assert faults == [("succeeded", None)], r["name"]
         _assert_integrity(db, rid)
     resumed = db.summaries(run_ids=[att.run_id], names=["train/resumed_from_step"])
     assert resumed["value"][0] >= 10
