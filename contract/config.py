@@ -275,8 +275,6 @@ class TrainConfig(StrictModel):
     eval_batches: int = Field(default=8, ge=1)
     log_every: int = Field(default=10, ge=1)
     checkpoint_every: int = Field(default=100, ge=0)  # 0 = only the final checkpoint
-    # test-only fault: raise before update N, only in an attempt that did not resume from a checkpoint
-    fail_at_step: int | None = Field(default=None, ge=1)
 
     @model_validator(mode="after")
     def _check(self) -> TrainConfig:

@@ -13,8 +13,12 @@ Both sides read the same document, so two runs the fingerprint tells apart by an
 seed, sweep or LR are never pooled as seeds of one group (they used to be when only
 ``resources.workers`` differed).
 
+A field a RunSpec no longer has (``RETIRED``) is put back into the document at the one value
+every stored run had, so the fingerprints of older runs -- in the DB and in their checkpoints'
+markers -- stay what they were: their cache hits and resumes keep working.
+
 Configs may be partial (hand-built in tests, older specs): every field is optional here, an
-absent ``resources.workers`` is ``DEFAULTDEFAULT_WORKERS`` (owned here, the default of
+absent ``resources.workers`` is ``DEFAULT_WORKERS`` (owned here, the default of
 contract.config.Resources). No import of contract.config: RunSpec.fingerprint calls this.
 """
 
@@ -29,15 +33,24 @@ from typing import Any
 REPLICATE_KEYS = ("seed", "sweep")
 LR_KEYS = ("lr", "min_lr")  # under train
 DEFAULT_WORKERS = 1  # data-parallel workers of a run (contract.config.Resources.workers)
+# block -> {field: the value every run had}. train.fail_at_step was a test-only fault hook in
+# the RunSpec; tests inject faults from outside now (tests/support/stepfault.py, issue 19), and
+# migration 0005 took the field out of the stored configs.
+RETIRED: dict[str, dict[str, Any]] = {"train": {"fail_at_step": None}}
 
 
 def canonical_doc(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The config minus ``name`` and the scheduling-only resources (a deep copy)."""
+    """The config minus ``name`` and the scheduling-only resources, plus the RETIRED fields
+    (a deep copy)."""
     doc: dict[str, Any] = json.loads(json.dumps(dict(config), default=str))
     doc.pop("name", None)
     resources = doc.get("resources")
     given = resources if isinstance(resources, dict) else {}
     doc["resources"] = {"workers": given.get("workers", DEFAULT_WORKERS)}
+    for block, fields in RETIRED.items():
+        if isinstance(doc.get(block), dict):
+            for key, value in fields.items():
+                doc[block].setdefault(key, value)
     return doc
 
 

@@ -62,7 +62,6 @@ class FaultClass(StrEnum):
     PREEMPTED = "preempted"  # SIGTERM / lost lease: checkpointed at a step boundary and stopped
     NO_HEARTBEAT = "no_heartbeat"  # silent: the reconciler saw no heartbeat (driver gone too)
     SUPERSEDED = "superseded"  # another attempt took the run over (stale lease)
-    INJECTED = "injected"  # train.fail_at_step (tests)
     DB_UNAVAILABLE = "db_unavailable"  # the results DB could not be written (disk full, ...)
     DB_CONNECTIONS = "db_connections"  # PostgreSQL refused a connection: max_connections used up
     CODE_ERROR = "code_error"  # any other exception

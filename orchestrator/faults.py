@@ -11,7 +11,6 @@ The retry policy of issue 6:
 | node_lost     | Ray node died / unreachable                          | yes                 |
 | preempted     | SIGTERM: checkpointed at a step boundary, stopped     | yes (resumes)       |
 | no_heartbeat  | silent attempt (reconciler)                           | yes                 |
-| injected      | ``train.fail_at_step`` (test-only transient fault)   | yes                 |
 | db_unavailable| the results DB could not be written (disk full, ...) | no: rerun once fixed|
 | db_connections| PostgreSQL's connection slots are used up            | yes (slots free up) |
 | code_error    | any other exception (bad data path, a bug)           | only when asked     |
@@ -38,7 +37,7 @@ RETRY_CODE_ERRORS_ENV = "GATESWEEP_RETRY_CODE_ERRORS"
 Fault = FaultClass
 
 TRANSIENT: frozenset[Fault] = frozenset({Fault.OOM, Fault.WORKER_DIED, Fault.NODE_LOST,
-                                         Fault.INJECTED, Fault.PREEMPTED, Fault.NO_HEARTBEAT,
+                                         Fault.PREEMPTED, Fault.NO_HEARTBEAT,
                                          Fault.DB_CONNECTIONS})
 
 # Exception class names (matched along the MRO, so subclasses count) -> fault. Names, not
@@ -68,7 +67,6 @@ _TYPE_NAMES: dict[str, Fault] = {
 # Lower-case substrings of an error text -> fault; the first match wins (order matters:
 # "node ... died" must beat the generic "died").
 _TEXT_RULES: tuple[tuple[str, Fault], ...] = (
-    ("injected failure", Fault.INJECTED),
     ("dbconnectionsexhausted", Fault.DB_CONNECTIONS),  # before dbunavailable: its subclass
     ("has no free connection", Fault.DB_CONNECTIONS),
     ("too many clients", Fault.DB_CONNECTIONS),

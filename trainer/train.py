@@ -26,10 +26,6 @@ the run at the next step boundary (with several ranks: the next read point, deci
 collectively); it writes a checkpoint, flushes the reporter and raises ``Preempted(step,
 checkpoint, reason)``. A heartbeat that *raises* (e.g. the orchestrator's RunCancelled) does the
 same but re-raises that exception after the checkpoint, so a cancel stays a cancel.
-
-``train.fail_at_step: N`` (test-only fault) raises ``RuntimeError("injected failure at step
-N")`` just before update N, but only in an attempt that started from scratch: an attempt that
-resumed from a checkpoint never fires it, so a retry/rerun after the failure succeeds.
 """
 
 from __future__ import annotations
@@ -329,8 +325,6 @@ class _Run:
         self.window.restart()
         while self.step < self.t.steps:
             s = self.step
-            if self.t.fail_at_step == s + 1 and self.resumed_from == 0:
-                raise RuntimeError(f"injected failure at step {s + 1}")
             self.stats.add(s + 1, self._train_step(s))
             self.step, self.last_eval = s + 1, None
             self.window.steps += 1

@@ -30,7 +30,7 @@ def _wrapped(inner: BaseException) -> RuntimeError:
     (RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"), "", Fault.OOM),
     (NodeDiedError("node abc"), "", Fault.NODE_LOST),
     (RuntimeError("[gloo] Connection closed by peer [127.0.0.1]:1234"), "", Fault.WORKER_DIED),
-    (RuntimeError("injected failure at step 25"), "", Fault.INJECTED),
+    (RuntimeError("injected failure at step 25"), "", Fault.CODE_ERROR),  # a test's fault
     (ValueError("data.path 'x.txt': no such file"), "", Fault.CODE_ERROR),
     (KeyError("model"), "", Fault.CODE_ERROR),
     (KeyboardInterrupt(), "", Fault.CANCELLED),
@@ -64,7 +64,7 @@ def test_ray_error_types_are_recognised() -> None:
 
 def test_policy_matrix() -> None:
     strict, lenient = RetryPolicy(2), RetryPolicy(2, retry_code_errors=True)
-    for f in (Fault.OOM, Fault.WORKER_DIED, Fault.NODE_LOST, Fault.INJECTED):
+    for f in (Fault.OOM, Fault.WORKER_DIED, Fault.NODE_LOST, Fault.PREEMPTED):
         assert strict.should_retry(f) and lenient.should_retry(f), f
     for f in (Fault.DIVERGED, Fault.CANCELLED):
         assert not strict.should_retry(f) and not lenient.should_retry(f), f

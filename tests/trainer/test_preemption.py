@@ -25,6 +25,7 @@ from trainer.train import train
 from trainer.checkpoint import complete_checkpoints
 from contract.config import RunSpec
 from contract.reporter import MemoryReporter
+from tests.support.stepfault import failing_at
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAIN = dict(steps=24, batch_size=4, seq_len=32, warmup=4, log_every=1, eval_every=12,
@@ -103,6 +104,7 @@ from trainer.preempt import Preempted
 from trainer.train import train
 from contract.config import RunSpec
 from contract.reporter import MemoryReporter
+from tests.support.stepfault import failing_at
 
 class Slow(MemoryReporter):  # ~40 ms a step, so the parent can signal mid-run
     def heartbeat(self):
@@ -151,11 +153,10 @@ def test_sigterm_to_a_training_process_checkpoints_and_resumes_exactly(tmp_path:
     assert got["checkpoint"] == str(ckpt / f"step_{step:08d}")
 
     # the resumed run continues the uninterrupted trajectory (compared over 10 more steps)
-    short = make_spec(steps=300, warmup=10, eval_every=0, checkpoint_every=0,
-                      fail_at_step=step + 11)  # stops the reference after step + 10
     uninterrupted, resumed = MemoryReporter(), MemoryReporter()
-    with pytest.raises(RuntimeError, match="injected failure"):
-        train(short, uninterrupted, tmp_path / "ref")
+    # the same spec from scratch; the fault stops this reference after step + 10
+    with failing_at(step + 11), pytest.raises(RuntimeError, match="injected failure"):
+        train(spec, uninterrupted, tmp_path / "ref")
 
     class StopAfter10(MemoryReporter):
         def heartbeat(self) -> bool:

@@ -18,6 +18,7 @@ from contract.config import RunSpec
 from contract.reporter import MemoryReporter
 from trainer.schedule import lr_at
 from trainer.stability import SpikeDetector
+from tests.support.stepfault import failing_at
 
 ROOT = Path(__file__).resolve().parents[2]
 DIST_VARS = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"}
@@ -43,18 +44,20 @@ def losses(rep: MemoryReporter) -> dict[int, float]:
 
 def test_resume_reproduces_the_uninterrupted_loss_trajectory(reference, tmp_path: Path) -> None:
     ref_result, ref_rep, _ = reference
-    spec = make_spec(fail_at_step=20)  # checkpoints at 8 and 16, then the fault before 20
+    spec = make_spec()
     ckpt = tmp_path / "ckpt"
     first = MemoryReporter()
-    with pytest.raises(RuntimeError, match="injected failure at step 20"):
+    # checkpoints at 8 and 16, then the fault before 20
+    with failing_at(20), pytest.raises(RuntimeError, match="injected failure at step 20"):
         train(spec, first, ckpt)
     assert [s for s, _ in complete_checkpoints(ckpt)] == [8, 16]
     assert sorted(losses(first)) == list(range(1, 20))
-    # same spec (but for the fault) => same trajectory, bit for bit
+    # same spec => same trajectory, bit for bit
     assert all(losses(first)[s] == losses(ref_rep)[s] for s in range(1, 20))
 
     second = MemoryReporter()
-    result = train(spec, second, ckpt)  # resumes from step 16; the fault does not fire again
+    with failing_at(20):  # resumes from step 16: the fault does not fire again
+        result = train(spec, second, ckpt)
     assert result.status == "succeeded" and result.steps == 24
     assert result.summary["train/resumed_from_step"] == 16
     resumed = losses(second)
@@ -184,8 +187,8 @@ def test_zero_stages_train_and_resume_exactly(stage: int, tmp_path: Path) -> Non
     kw = dict(steps=10, checkpoint_every=5, eval_every=0, zero_stage=stage)
     ref = MemoryReporter()
     train(make_spec(**kw), ref, tmp_path / "ref")
-    spec = make_spec(**kw, fail_at_step=8)
-    with pytest.raises(RuntimeError, match="injected failure"):
+    spec = make_spec(**kw)
+    with failing_at(8), pytest.raises(RuntimeError, match="injected failure"):
         train(spec, MemoryReporter(), tmp_path / "run")
     rep = MemoryReporter()
     result = train(spec, rep, tmp_path / "run")
