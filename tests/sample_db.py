@@ -16,10 +16,10 @@ import math
 from pathlib import Path
 
 import results_db
-from orchestrator.plan import make_plan
-from orchestrator.submit import register
+from tests.support import synthdb
 
 SWEEPS = Path(__file__).resolve().parents[1] / "sweeps"
+FAILURE = "RuntimeError: sample failure"
 
 
 def _values(variant: str, seed: int, lr: float) -> dict[str, float]:
@@ -36,23 +36,15 @@ def build(tmp: Path) -> str:
     db = results_db.open(url)
     for name in ("gates.yaml", "lr_stability.yaml", "gpu/quick.yaml", "gpu/table2_lr.yaml"):
         text = (SWEEPS / name).read_text().replace("seeds: [0]", "seeds: [0, 1]")
-        local = tmp / Path(name).name
-        local.write_text(text)
-        plan = make_plan(local)
-        res = register(db, plan, force=False)
-        by_fp = {r.fingerprint: r for r in plan.runs}
-        for row in res.to_run:
-            run = by_fp[row.fingerprint]
-            att = db.start_attempt(row.id, host="sample")
+        for r in synthdb.register(db, text, workdir=tmp):
+            run = r.run
             if run.variant == "sdpa_headwise" and run.seed >= 1:
-                db.finish_attempt(att.id, "failed", error="RuntimeError: sample failure",
-                                  traceback="Traceback (most recent call last):\nRuntimeError")
+                synthdb.play(db, r.id, "failed", host="sample", error=FAILURE,
+                             traceback="Traceback (most recent call last):\nRuntimeError")
                 continue
             vals = _values(run.variant, run.seed, run.spec.train.lr)
-            db.log_metrics(row.id, att.id, [(s, "train/loss", vals["val/loss"] + 1 / s)
-                                            for s in (10, 20, 30)])
-            db.log_summaries(row.id, att.id, vals)
-            db.finish_attempt(att.id, "succeeded")
+            synthdb.play(db, r.id, host="sample", summaries=vals,
+                         points=[(s, "train/loss", vals["val/loss"] + 1 / s) for s in (10, 20, 30)])
     db.close()
     return url
 

@@ -350,8 +350,11 @@ def test_run_detail_shows_failed_attempt_traceback_and_config_diff(app: AppTest)
     assert "injected failure" in attempts["error"][0]
     assert any("RuntimeError" in c.value for c in at.code)
     diff = next(t.value for t in at.table if "key" in t.value.columns)
-    assert list(diff["key"]) == ["model.gates.0.position"]
-    assert list(diff["this run"]) == ['"G2"']
+    # a registered RunSpec's gate spells all six GateSpec fields; the baseline has no gate
+    assert list(diff["key"]) == [f"model.gates.0.{f}" for f in (
+        "activation", "combine", "granularity", "input_dependent", "position", "sharing")]
+    assert list(diff["this run"]) == ['"sigmoid"', '"multiplicative"', '"elementwise"', "true",
+                                      '"G2"', '"head_specific"']
     # its curve (train/loss up to the failure) is drawn, and its checkpoint directory
     assert len(chart_specs(at)) == 1 and chart_rows(chart_data(at)[0]) == sample.STEPS
     ckpt = next(t.value for t in at.table if "kind" in t.value.columns)

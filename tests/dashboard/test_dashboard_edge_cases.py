@@ -204,7 +204,7 @@ def test_user_names_show_as_typed(pages_of: Any, db_of: Any,
     at.selectbox(key="rd_variant").set_value(variant).run()
     at.button(key="rd_rerun").click().run()
     texts = snapshot(at).texts
-    run_name = f"{variant}-lr0.003-s0"
+    run_name = f"{variant}-s0"  # expand's name: the one LR of the sweep is not in it
     assert any(t.startswith(f"{run_name} — variant {variant}, seed 0") for t in texts), texts
     assert any(t.startswith(f"Start a new attempt of {run_name}") for t in texts), texts
 
@@ -244,8 +244,10 @@ def test_pages_render_while_the_db_is_written(tmp_path: Path,
             w = edge.Writer(db)
             i = 0
             while not stop.is_set():
+                # a run is its config (the fingerprint): rope_base makes each one new
                 w.run(f"live{i}", gates=edge.G1, ppl=9.0, status="running" if i % 2 else
-                      "succeeded", points=[(s, "train/loss", 3.0) for s in range(1, 200)])
+                      "succeeded", points=[(s, "train/loss", 3.0) for s in range(1, 200)],
+                      rope_base=20000.0 + i)
                 i += 1
         except BaseException as exc:  # noqa: BLE001 - reported by the test
             errors.append(exc)

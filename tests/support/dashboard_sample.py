@@ -1,4 +1,5 @@
-"""A small, fully known sweep written through results_db's REAL writer API.
+"""A small, fully known sweep: registered by the real submit path (tests.support.synthdb),
+played through results_db's writer API.
 
 Used by the dashboard tests (their expected numbers are computed by hand from ``SAMPLE``), the
 browser test and the render benchmark, and handy to look at the app without training:
@@ -9,16 +10,17 @@ browser test and the render benchmark, and handy to look at the app without trai
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tests.support import synthdb
+
 if TYPE_CHECKING:
     from results_db import ResultsDB
+    from tests.support.synthdb import Registered
 
 SWEEP = "demo"
 STEPS = 100
@@ -32,40 +34,49 @@ class Variant:
     ppl: tuple[float | None, ...]  # final val/ppl per seed; None = the run did not succeed
     ends: tuple[str, ...]  # final state per seed
     probes: tuple[float, float, float]  # gate score, max activation, first-token attention
-    params_gates: int
-    nonlinearity: str = "none"
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
+# Parameter counts are the real ones of each model (8192 gate parameters for G1
+# elementwise: 2 layers x 64 x 64), stored by register and logged as params/* summaries.
 SAMPLE: tuple[Variant, ...] = (
-    Variant("baseline", (), (10.0, 10.2, 10.4), ("succeeded",) * 3, (math.nan, 300.0, 0.45), 0),
+    Variant("baseline", (), (10.0, 10.2, 10.4), ("succeeded",) * 3, (math.nan, 300.0, 0.45)),
     Variant("sdpa_elementwise", ({"position": "G1"},), (9.0, 9.1, 9.2), ("succeeded",) * 3,
-            (0.12, 40.0, 0.05), 8192),
+            (0.12, 40.0, 0.05)),
     Variant("sdpa_headwise", ({"position": "G1", "granularity": "headwise"},), (9.5, 9.7, 9.9),
-            ("succeeded",) * 3, (0.18, 60.0, 0.08), 512),
+            ("succeeded",) * 3, (0.18, 60.0, 0.08)),
     Variant("value_elementwise", ({"position": "G2"},), (9.8, 10.0, None),
-            ("succeeded", "succeeded", "failed"), (0.22, 120.0, 0.30), 4096),
+            ("succeeded", "succeeded", "failed"), (0.22, 120.0, 0.30)),
     Variant("sdpa_ns_sigmoid", ({"position": "G1", "activation": "ns_sigmoid"},),
-            (None, 11.0, 11.4), ("diverged", "succeeded", "succeeded"), (0.65, 250.0, 0.44), 8192),
+            (None, 11.0, 11.4), ("diverged", "succeeded", "succeeded"), (0.65, 250.0, 0.44)),
     Variant("key_elementwise", ({"position": "G3"},), (None, None), ("running", "pending"),
-            (0.3, 200.0, 0.4), 4096),
+            (0.3, 200.0, 0.4)),
 )
 N_LAYER = 2
 LONGCTX_FACTORS = (1, 2, 4)
+MODEL: dict[str, Any] = {"vocab_size": 256, "n_layer": N_LAYER, "d_model": 64, "n_head": 4,
+                         "n_kv_head": 2, "head_dim": 16, "d_ff": 176, "nonlinearity": "none"}
+TRAIN: dict[str, Any] = {"steps": STEPS, "lr": 3e-3, "batch_size": 16}
+HOST = "sample-host"
+FAILURE = "RuntimeError: injected failure at step 40"
 
 
 def config(v: Variant, seed: int) -> dict[str, Any]:
-    """The RunSpec JSON of one run (the fields the DB derives its dimension columns from)."""
+    """A RunSpec-shaped config of one run (hand-built runs of the browser test)."""
     return {"name": f"{v.name}-s{seed}", "sweep": SWEEP, "seed": seed,
-            "model": {"vocab_size": 256, "n_layer": N_LAYER, "d_model": 64, "n_head": 4,
-                      "n_kv_head": 2, "head_dim": 16, "d_ff": 176, "gates": list(v.gates),
-                      "nonlinearity": v.nonlinearity},
-            "train": {"steps": STEPS, "lr": 3e-3, "batch_size": 16}}
+            "model": {**MODEL, "gates": list(v.gates)}, "train": dict(TRAIN)}
 
 
-def _fingerprint(cfg: dict[str, Any]) -> str:
-    doc = {k: v for k, v in cfg.items() if k != "name"}
-    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+def sweep_spec(name: str, variants: dict[str, dict[str, Any]], seeds: int,
+               **more: Any) -> dict[str, Any]:
+    """A sweep file over MODEL/TRAIN: ``variants`` are sweep-file deltas, ``more`` adds top-level
+    keys (axes, exclude)."""
+    return {"name": name, "description": f"{name}: written by tests.support.dashboard_sample",
+            "base": {"model": MODEL, "train": TRAIN}, "variants": variants,
+            "seeds": list(range(seeds)), **more}
+
+
+def _gated(gates: Any) -> dict[str, Any]:
+    return {"model.gates": [dict(g) for g in gates]} if gates else {}
 
 
 def loss_curve(v_index: int, seed: int) -> list[tuple[int, str, float]]:
@@ -80,13 +91,14 @@ def loss_curve(v_index: int, seed: int) -> list[tuple[int, str, float]]:
     return pts
 
 
-def summaries(v: Variant, ppl: float, seed: int) -> dict[str, float]:
+def summaries(v: Variant, ppl: float, seed: int, params: tuple[int, int]) -> dict[str, float]:
+    """The final summaries of a finished run; ``params``: its (total, gates) counts."""
     gate, mact, fattn = v.probes
     out = {"val/ppl": ppl, "val/loss": math.log(ppl), "bench/hellaswag": 30.0 - ppl + seed,
            "probe/max_activation": mact, "probe/first_token_attention": fattn,
            "stability/loss_spikes": 1.0 if v.name == "baseline" and seed == 0 else 0.0,
-           "stability/max_grad_norm": 1.5, "params/total": 100_000.0 + v.params_gates,
-           "params/gates": float(v.params_gates)}
+           "stability/max_grad_norm": 1.5, "params/total": float(params[0]),
+           "params/gates": float(params[1])}
     for layer in range(N_LAYER):
         out[f"probe/max_activation/layer_{layer}"] = mact * (layer + 1) / N_LAYER
         out[f"probe/first_token_attention/layer_{layer}"] = fattn * (layer + 1) / N_LAYER
@@ -135,41 +147,33 @@ def write_db(path: Path) -> str:
     return url
 
 
-def fill(db: Any, sweep: str = SWEEP) -> dict[str, int]:
-    """Write SAMPLE into ``db`` (a results_db.ResultsDB); returns {run name: run id}."""
-    from results_db import NewRun
-
-    sweep_id = db.ensure_sweep(sweep, "# demo sweep written by tests.support.dashboard_sample",
-                               "dashboard sample")
-    news = [NewRun(name=f"{v.name}-s{seed}", fingerprint=_fingerprint(config(v, seed)),
-                   variant=v.name, seed=seed, config=config(v, seed))
-            for v in SAMPLE for seed in range(len(v.ends))]
-    res = db.register_runs(sweep_id, news)
-    ids = {r.name: r.id for r in res.to_run + res.cached}
-    for vi, v in enumerate(SAMPLE):
-        for seed, (ppl, end) in enumerate(zip(v.ppl, v.ends, strict=True)):
-            _one_run(db, ids[f"{v.name}-s{seed}"], vi, v, seed, ppl, end)
-    return ids
+def fill(db: ResultsDB, sweep: str = SWEEP) -> dict[str, int]:
+    """Write SAMPLE as sweep ``sweep``; returns {run name: run id}."""
+    n = max(len(v.ends) for v in SAMPLE)
+    cut = [{"variant": v.name, "seed": list(range(len(v.ends), n))}
+           for v in SAMPLE if len(v.ends) < n]  # fewer seeds: key_elementwise has 2
+    regs = synthdb.register(db, sweep_spec(sweep, {v.name: _gated(v.gates) for v in SAMPLE}, n,
+                                           exclude=cut))
+    by_variant = {v.name: (vi, v) for vi, v in enumerate(SAMPLE)}
+    for r in regs:
+        vi, v = by_variant[r.run.variant]
+        _one_run(db, r, vi, v, r.run.seed, v.ppl[r.run.seed], v.ends[r.run.seed])
+    return {r.run.name: r.id for r in regs}
 
 
-def _one_run(db: Any, rid: int, vi: int, v: Variant, seed: int, ppl: float | None,
+def _one_run(db: ResultsDB, r: Registered, vi: int, v: Variant, seed: int, ppl: float | None,
              end: str) -> None:
-    if end == "pending":
-        return
-    att = db.start_attempt(rid, host="sample-host")
-    db.add_artifact(rid, att.id, "checkpoint_dir", path=f"runs/{SWEEP}/{v.name}-s{seed}/ckpt")
-    db.log_metrics(rid, att.id, loss_curve(vi, seed))
-    if end == "running":
-        return
-    if end == "failed":
-        db.finish_attempt(att.id, "failed", error="RuntimeError: injected failure at step 40",
-                          traceback="Traceback (most recent call last):\n  File \"train.py\", "
-                                    "line 1\nRuntimeError: injected failure at step 40")
-        return
-    db.log_summaries(rid, att.id, summaries(v, math.inf if ppl is None else ppl, seed))
-    if v.gates:
-        db.add_artifact(rid, att.id, "gate_histogram", data=_histogram(v.probes[0]))
-    db.finish_attempt(att.id, end)
+    done = end not in ("pending", "running", "failed")
+    arts: list[tuple[str, dict[str, Any]]] = [
+        ("checkpoint_dir", {"path": f"runs/{SWEEP}/{v.name}-s{seed}/ckpt"})]
+    if done and v.gates:
+        arts.append(("gate_histogram", {"data": _histogram(v.probes[0])}))
+    params = (r.row.params_total or 0, r.row.params_gates or 0)
+    synthdb.play(db, r.id, end, host=HOST, points=loss_curve(vi, seed), artifacts=arts,
+                 summaries=summaries(v, math.inf if ppl is None else ppl, seed, params)
+                 if done else None, error=FAILURE,
+                 traceback="Traceback (most recent call last):\n  File \"train.py\", "
+                           f"line 1\n{FAILURE}")
 
 
 # The LR ladder (sweep "demo-lr"): baseline vs G1 elementwise, 4 learning rates x 2 seeds.
@@ -186,48 +190,31 @@ LR_MAX_ACT: dict[str, tuple[float, ...]] = {"baseline": (300.0, 900.0, 4000.0, 1
                                             "sdpa_elementwise": (40.0, 60.0, 90.0, 150.0)}
 
 
-def lr_config(variant: str, lr: float, seed: int) -> dict[str, Any]:
-    v = next(x for x in SAMPLE if x.name == variant)
-    cfg = config(v, seed)
-    cfg.update(name=f"{variant}-lr{lr:g}-s{seed}", sweep=LR_SWEEP)
-    cfg["train"] = {**cfg["train"], "lr": lr}
-    return cfg
+def fill_lr(db: ResultsDB) -> dict[str, int]:
+    """Write the LR ladder (LR_SWEEP); returns {run name: run id}."""
+    variants = {v: _gated(next(x.gates for x in SAMPLE if x.name == v)) for v in LR_LOSS}
+    regs = synthdb.register(db, sweep_spec(LR_SWEEP, variants, 2,
+                                           axes={"train.lr": list(LRS)}))
+    for r in regs:
+        v, li = r.run.variant, LRS.index(r.run.spec.train.lr)
+        _one_lr_run(db, r.id, list(LR_LOSS).index(v), v, li, r.run.seed,
+                    LR_LOSS[v][li][r.run.seed])
+    return {r.run.name: r.id for r in regs}
 
 
-def fill_lr(db: Any) -> dict[str, int]:
-    """Write the LR ladder (LR_SWEEP) through the writer API; returns {run name: run id}."""
-    from results_db import NewRun
-
-    sweep_id = db.ensure_sweep(LR_SWEEP, "# LR ladder written by tests.support.dashboard_sample",
-                               "LR ladder")
-    news = [NewRun(name=c["name"], fingerprint=_fingerprint(c), variant=v, seed=seed, config=c)
-            for v in LR_LOSS for lr in LRS for seed in (0, 1)
-            for c in (lr_config(v, lr, seed),)]
-    res = db.register_runs(sweep_id, news)
-    ids = {r.name: r.id for r in res.to_run + res.cached}
-    for vi, (v, losses) in enumerate(LR_LOSS.items()):
-        for li, lr in enumerate(LRS):
-            for seed in (0, 1):
-                rid = ids[f"{v}-lr{lr:g}-s{seed}"]
-                _one_lr_run(db, rid, vi, v, li, seed, losses[li][seed])
-    return ids
-
-
-def _one_lr_run(db: Any, rid: int, vi: int, variant: str, li: int, seed: int,
+def _one_lr_run(db: ResultsDB, rid: int, vi: int, variant: str, li: int, seed: int,
                 loss: float | None) -> None:
-    att = db.start_attempt(rid, host="sample-host")
     final = math.inf if loss is None else loss
     pts = [(step, "train/loss", (5.0 - final) * math.exp(-step / 30) + final + 0.01 * seed)
            for step in range(1, STEPS + 1)]
-    db.log_metrics(rid, att.id, pts + [(STEPS, "val/loss", final)])
     mact = LR_MAX_ACT[variant][li] * (1 + 0.1 * seed)
     summ = {"val/loss": final, "val/ppl": math.exp(final) if loss is not None else math.inf,
             "probe/max_activation": mact, "stability/loss_spikes": float(li >= 2 and vi == 0),
             "stability/max_grad_norm": 1.0 + li, "stability/diverged": float(loss is None)}
     for layer in range(N_LAYER):
         summ[f"probe/max_activation/layer_{layer}"] = mact * (layer + 1) / N_LAYER
-    db.log_summaries(rid, att.id, summ)
-    db.finish_attempt(att.id, "diverged" if loss is None else "succeeded")
+    synthdb.play(db, rid, "diverged" if loss is None else "succeeded", host=HOST,
+                 points=pts + [(STEPS, "val/loss", final)], summaries=summ)
 
 
 # Sweep "evals" (issue 22.1): evaluation series of 5 points per run, whose EMA would end far
@@ -244,50 +231,30 @@ WIDE_LAYERS = 4
 WIDE_BINS = 50
 
 
-def _named_runs(db: ResultsDB, sweep: str, runs: list[tuple[str, int, dict[str, Any]]]) -> dict:
-    """Register (variant, seed, config) runs of ``sweep``; returns {(variant, seed): id}."""
-    from results_db import NewRun
-
-    sid = db.ensure_sweep(sweep, f"# {sweep}: written by tests.support.dashboard_sample", sweep)
-    news = [NewRun(name=f"{v}-s{s}", fingerprint=f"{sweep}-{v}-{s}", variant=v, seed=s,
-                   config={**c, "name": f"{v}-s{s}", "sweep": sweep}) for v, s, c in runs]
-    res = db.register_runs(sid, news)
-    by_name = {r.name: r.id for r in res.to_run + res.cached}
-    return {(v, s): by_name[f"{v}-s{s}"] for v, s, _ in runs}
-
-
 def fill_evals(db: ResultsDB) -> dict[tuple[str, int], int]:
     """EVAL_SWEEP: baseline vs G1 elementwise x 2 seeds, val/loss at steps 20..100 (EVAL_VAL)."""
-    runs = [(v, s, config(SAMPLE[0 if v == "baseline" else 1], s)) for v, s in EVAL_VAL]
-    ids = _named_runs(db, EVAL_SWEEP, runs)
-    for (v, s), rid in ids.items():
-        att = db.start_attempt(rid, host="sample-host")
+    variants = {v: _gated(SAMPLE[0 if v == "baseline" else 1].gates)
+                for v in dict.fromkeys(v for v, _ in EVAL_VAL)}
+    regs = synthdb.register(db, sweep_spec(EVAL_SWEEP, variants, 2))
+    for r in regs:
+        vals = EVAL_VAL[(r.run.variant, r.run.seed)]
         pts = [(t, "train/loss", 5.0 * math.exp(-t / 30) + 1.4 + 0.3 * (t % 2))
                for t in range(1, STEPS + 1)]
-        pts += [(20 * (i + 1), "val/loss", x) for i, x in enumerate(EVAL_VAL[(v, s)])]
-        db.log_metrics(rid, att.id, pts)
-        final = EVAL_VAL[(v, s)][-1]
-        db.log_summaries(rid, att.id, {"val/loss": final, "val/ppl": math.exp(final)})
-        db.finish_attempt(att.id, "succeeded")
-    return ids
-
-
-def _wide_config(i: int) -> dict[str, Any]:
-    cfg = config(SAMPLE[0 if i == 0 else 1], 0)
-    if i:
-        cfg["model"] = {**cfg["model"], "d_ff": 176 + 16 * i}
-    return cfg
+        pts += [(20 * (i + 1), "val/loss", x) for i, x in enumerate(vals)]
+        synthdb.play(db, r.id, host=HOST, points=pts,
+                     summaries={"val/loss": vals[-1], "val/ppl": math.exp(vals[-1])})
+    return {(r.run.variant, r.run.seed): r.id for r in regs}
 
 
 def fill_wide(db: ResultsDB) -> dict[tuple[str, int], int]:
     """WIDE_SWEEP: WIDE_VARIANTS x seed 0, per-layer probes and a WIDE_BINS-bin histogram."""
-    # distinct configs (the DB groups seeds by config, not by name): d_ff differs per variant
-    runs = [(v, 0, _wide_config(i)) for i, v in enumerate(WIDE_VARIANTS)]
-    ids = _named_runs(db, WIDE_SWEEP, runs)
+    # distinct configs (one config is one run: a fingerprint may not repeat): d_ff per variant
+    variants = {v: {**_gated(SAMPLE[1].gates), "model.d_ff": 176 + 16 * i} if i else {}
+                for i, v in enumerate(WIDE_VARIANTS)}
+    regs = synthdb.register(db, sweep_spec(WIDE_SWEEP, variants, 1))
     edges = [i / WIDE_BINS for i in range(WIDE_BINS + 1)]
-    for i, v in enumerate(WIDE_VARIANTS):
-        rid = ids[(v, 0)]
-        att = db.start_attempt(rid, host="sample-host")
+    for r in regs:
+        i = WIDE_VARIANTS.index(r.run.variant)
         summ = {"val/ppl": 10.0 - 0.05 * i, "val/loss": math.log(10.0 - 0.05 * i)}
         for layer in range(WIDE_LAYERS):
             summ[f"probe/max_activation/layer_{layer}"] = (300.0 if i == 0 else 40.0 + i) * \
@@ -295,15 +262,14 @@ def fill_wide(db: ResultsDB) -> dict[tuple[str, int], int]:
             summ[f"probe/first_token_attention/layer_{layer}"] = 0.05 + 0.02 * i + 0.01 * layer
             if i:
                 summ[f"probe/gate_score_mean/layer_{layer}"] = 0.1 + 0.03 * i
-        db.log_summaries(rid, att.id, summ)
+        arts: list[tuple[str, dict[str, Any]]] = []
         if i:
             center = 0.1 + 0.03 * i
             counts = [float(round(100 * math.exp(-abs(lo + 0.01 - center) * 20)))
                       for lo in edges[:-1]]
-            db.add_artifact(rid, att.id, "gate_histogram", data={"edges": edges,
-                                                                 "counts": counts})
-        db.finish_attempt(att.id, "succeeded")
-    return ids
+            arts.append(("gate_histogram", {"data": {"edges": edges, "counts": counts}}))
+        synthdb.play(db, r.id, host=HOST, summaries=summ, artifacts=arts)
+    return {(r.run.variant, r.run.seed): r.id for r in regs}
 
 
 if __name__ == "__main__":

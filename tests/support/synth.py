@@ -1,12 +1,13 @@
-"""Synthetic sweeps written THROUGH the real writer API (benchmarks, dashboard fixtures).
+"""Synthetic sweeps of any size, registered by the real submit path (tests.support.synthdb).
 
     python -m tests.support.synth --db sqlite:///big.db --runs 10000 --points 1000
 
 ``fill(db, runs=N, points=M)`` registers N runs over a set of gate variants x seeds (x an
 optional LR ladder), and for each: start_attempt, log_metrics (M points per run spread over
 ``train/loss``, ``train/lr``, ``train/grad_norm``), log_summaries (val/loss, val/ppl, probes,
-stability, params), finish_attempt. Loss curves are deterministic (``rng_seed``) with an
-occasional spike; a few high-LR runs diverge. Nothing here is real training data.
+stability, the run's real parameter counts), finish_attempt. Loss curves are deterministic
+(``rng_seed``) with an occasional spike; a few high-LR runs diverge. Nothing here is real
+training data.
 """
 
 from __future__ import annotations
@@ -14,14 +15,18 @@ from __future__ import annotations
 import argparse
 import math
 import random
+import re
 import time
-from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import Any
 
+from orchestrator.expand import MAX_RUNS
 from results_db.db import ResultsDB
 from results_db.rows import NewRun
+from tests.support import synthdb
+from tests.support.synthdb import Registered
 
-# (variant, gates): the study's variants as RunSpec-shaped gate lists.
+# (variant, gates): the study's variants as RunSpec gate lists.
 VARIANTS: tuple[tuple[str, list[dict[str, Any]]], ...] = (
     ("baseline", []),
     ("sdpa_elementwise", [{"position": "G1", "granularity": "elementwise"}]),
@@ -40,37 +45,67 @@ _EFFECT = {"baseline": 0.0, "sdpa_elementwise": -0.04, "sdpa_headwise": -0.035,
            "key_elementwise": 0.0, "query_elementwise": 0.0, "dense_elementwise": -0.005,
            "sdpa_const": 0.005}
 METRIC_NAMES = ("train/loss", "train/lr", "train/grad_norm")
+BASE: dict[str, Any] = {"model": {"n_layer": 2, "d_model": 64, "n_head": 4, "n_kv_head": 4,
+                                  "d_ff": 172, "nonlinearity": "none"},
+                        "train": {"steps": 1000}}
+ROPE_BASE = 10000.0
 
 
-@dataclass(frozen=True)
-class Planned:
-    new: NewRun
-    variant: str
-    lr: float
+def specs(runs: int, seeds: int = 3, lrs: tuple[float, ...] = (3e-3,), sweep: str = "synth",
+          steps: int = 1000) -> Iterator[dict[str, Any]]:
+    """The sweep files of ``runs`` runs: VARIANTS x lrs x seeds, repeated. Repeat ``rep`` > 0
+    of the grid is a distinct variant (``<variant>_r<rep>``) whose configs differ by
+    ``model.rope_base`` (a fingerprint may not repeat, and the repeats must not pool as seeds);
+    a file holds at most MAX_RUNS runs (expand's cap), so a big sweep is several files of one
+    name, and the last variant of the grid may be cut by exclude rules."""
+    unit = len(lrs) * seeds
+    per_file = max(1, MAX_RUNS // unit)
+    n_units = -(-runs // unit)
+    for first in range(0, n_units, per_file):
+        variants: dict[str, dict[str, Any]] = {}
+        exclude: list[dict[str, Any]] = []
+        for u in range(first, min(first + per_file, n_units)):
+            rep, v_idx = divmod(u, len(VARIANTS))
+            variant, gates = VARIANTS[v_idx]
+            name = variant + (f"_r{rep}" if rep else "")
+            delta: dict[str, Any] = {"model.gates": gates} if gates else {}
+            if rep:
+                delta["model.rope_base"] = ROPE_BASE + rep
+            variants[name] = delta
+            exclude += _cut(name, runs - u * unit, lrs, seeds)
+        spec: dict[str, Any] = {
+            "name": sweep, "description": f"synthetic sweep: {runs} runs",
+            "base": {**BASE, "train": {**BASE["train"], "steps": steps}},
+            "variants": variants, "axes": {"train.lr": list(lrs)},
+            "seeds": list(range(seeds))}
+        if exclude:
+            spec["exclude"] = exclude
+        yield spec
 
 
-def plan(runs: int, seeds: int = 3, lrs: tuple[float, ...] = (3e-3,),
-         sweep: str = "synth") -> list[Planned]:
-    """``runs`` runs cycling variants x lrs x seeds (the grid repeats with a ``rep`` index)."""
-    out: list[Planned] = []
-    i = 0
-    while len(out) < runs:
-        rep, k = divmod(i, len(VARIANTS) * len(lrs) * seeds)
-        v_idx, rest = divmod(k, len(lrs) * seeds)
-        lr_idx, seed = divmod(rest, seeds)
-        variant, gates = VARIANTS[v_idx]
-        lr = lrs[lr_idx]
-        name = f"{variant}-lr{lr:g}-s{seed}" + (f"-r{rep}" if rep else "")
-        cfg = {"name": name, "sweep": sweep, "seed": seed,
-               "model": {"n_layer": 2, "d_model": 64, "n_head": 4, "n_kv_head": 4,
-                         "gates": gates, "nonlinearity": "none", "d_ff": 172,
-                         "rep": rep},  # rep keeps repeated grids distinct configs
-               "train": {"lr": lr, "steps": 1000}}
-        label = variant + (f"-r{rep}" if rep else "")  # repeated grids: distinct variants
-        out.append(Planned(NewRun(name=name, fingerprint=f"{sweep}:{name}", variant=label,
-                                  seed=seed, config=cfg), variant, lr))
-        i += 1
-    return out
+def _cut(variant: str, left: int, lrs: tuple[float, ...], seeds: int) -> list[dict[str, Any]]:
+    """Exclude rules that keep the first ``left`` runs (LR-major, seed-minor) of a variant."""
+    if left >= len(lrs) * seeds:
+        return []
+    q, r = divmod(left, seeds)
+    rules: list[dict[str, Any]] = []
+    if r:
+        rules.append({"variant": variant, "train.lr": lrs[q], "seed": list(range(r, seeds))})
+        q += 1
+    if q < len(lrs):
+        rules.append({"variant": variant, "train.lr": list(lrs[q:])})
+    return rules
+
+
+def register(db: ResultsDB, runs: int, seeds: int = 3, lrs: tuple[float, ...] = (3e-3,),
+             sweep: str = "synth", steps: int = 1000) -> list[Registered]:
+    """Register the ``runs`` runs of ``specs`` (pending), in grid order."""
+    return [r for spec in specs(runs, seeds, lrs, sweep, steps)
+            for r in synthdb.register(db, spec)]
+
+
+def _base_variant(r: Registered) -> str:
+    return re.sub(r"_r\d+$", "", r.run.variant)  # a repeat behaves as its variant
 
 
 def _curve(rng: random.Random, n_steps: int, final: float, diverge: bool) -> list[float]:
@@ -85,20 +120,21 @@ def _curve(rng: random.Random, n_steps: int, final: float, diverge: bool) -> lis
     return loss
 
 
-def _points(rng: random.Random, p: Planned, points: int, final: float,
+def _points(rng: random.Random, lr0: float, points: int, final: float,
             diverge: bool) -> list[tuple[int, str, float]]:
     n_steps = max(1, -(-points // len(METRIC_NAMES)))  # ceil: exactly `points` after the cut
     loss = _curve(rng, n_steps, final, diverge)
     out: list[tuple[int, str, float]] = []
     for t in range(n_steps):
-        lr = p.lr * min(1.0, (t + 1) / 20) * (0.5 + 0.5 * math.cos(math.pi * t / n_steps))
+        lr = lr0 * min(1.0, (t + 1) / 20) * (0.5 + 0.5 * math.cos(math.pi * t / n_steps))
         out += [(t, "train/loss", loss[t]), (t, "train/lr", lr),
                 (t, "train/grad_norm", abs(rng.gauss(1.0, 0.3)))]
     return out[:points]
 
 
-def _summaries(rng: random.Random, p: Planned, final: float, diverge: bool) -> dict[str, float]:
-    gated = p.variant != "baseline"
+def _summaries(rng: random.Random, r: Registered, final: float,
+               diverge: bool) -> dict[str, float]:
+    gated = bool(r.run.spec.model.gates)
     val_loss = float("nan") if diverge else final + rng.gauss(0, 0.01)
     return {"val/loss": val_loss, "val/ppl": math.exp(val_loss),
             "probe/first_token_attention": rng.uniform(0.02, 0.1) if gated else
@@ -107,36 +143,33 @@ def _summaries(rng: random.Random, p: Planned, final: float, diverge: bool) -> d
             "probe/gate_score_mean": rng.uniform(0.1, 0.3) if gated else float("nan"),
             "stability/loss_spikes": float(rng.randint(0, 3)),
             "stability/diverged": 1.0 if diverge else 0.0,
-            "params/total": 120_000.0, "params/gates": 4096.0 if gated else 0.0}
+            # what the trainer logs: the model's real counts (register stored the same)
+            "params/total": float(r.row.params_total or 0),
+            "params/gates": float(r.row.params_gates or 0)}
 
 
 def fill(db: ResultsDB, runs: int = 100, points: int = 1000, seeds: int = 3,
-         lrs: tuple[float, ...] = (3e-3,), sweep: str = "synth", rng_seed: int = 0,
-         register_batch: int = 1000) -> dict[str, float]:
+         lrs: tuple[float, ...] = (3e-3,), sweep: str = "synth",
+         rng_seed: int = 0) -> dict[str, float]:
     """Write ``runs`` finished runs with ``points`` metric points each; returns counts/timings."""
     rng = random.Random(rng_seed)
-    sweep_id = db.ensure_sweep(sweep, f"# synthetic sweep: {runs} runs x {points} points",
-                               "generated by tests.support.synth")
-    planned = plan(runs, seeds, lrs, sweep)
     t0 = time.perf_counter()
-    ids: list[int] = []
-    for i in range(0, len(planned), register_batch):
-        res = db.register_runs(sweep_id, [p.new for p in planned[i:i + register_batch]])
-        by_fp = {r.fingerprint: r.id for r in res.to_run + res.cached}
-        ids += [by_fp[p.new.fingerprint] for p in planned[i:i + register_batch]]
+    registered = register(db, runs, seeds, lrs, sweep)
     metric_s = 0.0
-    for run_id, p in zip(ids, planned, strict=True):
-        final = 3.0 * (1 + _EFFECT[p.variant]) + 0.05 * abs(math.log10(p.lr / 3e-3))
-        diverge = p.lr >= 2e-2 and p.variant == "baseline"
-        att = db.start_attempt(run_id, host="synth")
+    for r in registered:
+        variant, lr = _base_variant(r), r.run.spec.train.lr
+        final = 3.0 * (1 + _EFFECT[variant]) + 0.05 * abs(math.log10(lr / 3e-3))
+        diverge = lr >= 2e-2 and variant == "baseline"
+        att = db.start_attempt(r.id, host="synth")
         t = time.perf_counter()
-        db.log_metrics(run_id, att.id, _points(rng, p, points, final, diverge))
+        db.log_metrics(r.id, att.id, _points(rng, lr, points, final, diverge))
         metric_s += time.perf_counter() - t
-        db.log_summaries(run_id, att.id, _summaries(rng, p, final, diverge))
+        db.log_summaries(r.id, att.id, _summaries(rng, r, final, diverge))
         db.finish_attempt(att.id, "diverged" if diverge else "succeeded")
     total = time.perf_counter() - t0
-    return {"runs": len(ids), "metric_rows": len(ids) * points, "total_s": total,
-            "metric_s": metric_s, "metric_rows_per_s": len(ids) * points / max(metric_s, 1e-9)}
+    n = len(registered)
+    return {"runs": n, "metric_rows": n * points, "total_s": total,
+            "metric_s": metric_s, "metric_rows_per_s": n * points / max(metric_s, 1e-9)}
 
 
 def fill_curves(db: ResultsDB, runs: int = 100, steps: int = 100_000,
@@ -145,14 +178,10 @@ def fill_curves(db: ResultsDB, runs: int = 100, steps: int = 100_000,
     """``runs`` finished runs with ``steps`` points of each of ``names`` (long curves for the
     downsampling benchmark: 100 x 100k = 10M rows), logged in ``batch``-point calls."""
     rng = random.Random(rng_seed)
-    sweep_id = db.ensure_sweep(sweep, f"# synthetic curves: {runs} runs x {steps} steps",
-                               "generated by tests.support.synth.fill_curves")
-    planned = plan(runs, sweep=sweep)
-    res = db.register_runs(sweep_id, [p.new for p in planned])
-    by_fp = {r.fingerprint: r.id for r in res.to_run + res.cached}
+    planned = register(db, runs, sweep=sweep)
     t0 = time.perf_counter()
-    for i, p in enumerate(planned):
-        run_id = by_fp[p.new.fingerprint]
+    for i, r in enumerate(planned):
+        run_id = r.id
         diverge = i % 10 == 9  # every tenth run ends in NaN (NULL) losses
         att = db.start_attempt(run_id, host="synth")
         for name in names:

@@ -1,0 +1,104 @@
+"""The one builder core of synthetic results DBs: runs registered by the real submit path.
+
+A scenario hands ``register`` a sweep spec (a dict, rendered to YAML, or YAML text); it goes
+through ``orchestrator.plan.make_plan`` and ``orchestrator.submit.register`` as ``orchestrator
+submit`` would, so every run's config is a validated RunSpec, and its fingerprint, group keys
+and parameter counts are the real ones. ``play`` then writes one attempt of a run through the
+writer API up to the end state the scenario asks for. The scenario modules (synth.py,
+dashboard_sample.py, tests/dashboard_edge_dbs.py, tests/sample_db.py) only hold data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from orchestrator.plan import make_plan
+from orchestrator.submit import register as submit_register
+
+if TYPE_CHECKING:
+    from orchestrator.expand import ExpandedRun
+    from results_db import ResultsDB, RunRow
+
+ENDS = ("pending", "running", "failed", "succeeded", "diverged")
+FAILURE = "RuntimeError: synthetic failure"
+
+
+@dataclass(frozen=True)
+class Registered:
+    """One run of the plan with the row the DB gave it."""
+
+    run: ExpandedRun
+    row: RunRow
+
+    @property
+    def id(self) -> int:
+        return self.row.id
+
+
+def sweep_yaml(spec: Mapping[str, Any]) -> str:
+    # safe_dump writes floats as 3.0e-05, which YAML 1.1 reads back as a float (JSON's 3e-05
+    # would come back as a string)
+    return yaml.safe_dump(dict(spec), sort_keys=False, allow_unicode=True, width=100)
+
+
+def register(db: ResultsDB, spec: Mapping[str, Any] | str, workdir: Path | None = None,
+             labels: Mapping[str, str] | None = None) -> list[Registered]:
+    """Register the sweep ``spec`` as ``orchestrator submit`` does (force=False); returns its
+    runs in plan order. The YAML goes to a file because make_plan reads (and the sweep row
+    stores) the file's text.
+
+    ``labels``: {variant in the file: variant to register}, for names the writer API takes
+    (free text: markdown, spaces, unicode) but a sweep file's variant names do not; the run
+    name's variant part follows. Config and fingerprint are the planned ones either way."""
+    text = spec if isinstance(spec, str) else sweep_yaml(spec)
+    with tempfile.TemporaryDirectory(prefix="synthdb-", dir=workdir) as tmp:
+        path = Path(tmp) / "sweep.yaml"
+        path.write_text(text, encoding="utf-8")
+        plan = make_plan(path)
+        if labels:
+            plan.runs = [dataclasses.replace(r, variant=labels[r.variant],
+                                             name=labels[r.variant] + r.name[len(r.variant):])
+                         if r.variant in labels else r for r in plan.runs]
+        res = submit_register(db, plan, force=False)
+    rows = {r.fingerprint: r for r in (*res.to_run, *res.cached, *res.running)}
+    return [Registered(r, rows[r.fingerprint]) for r in plan.runs]
+
+
+def play(db: ResultsDB, run_id: int, end: str = "succeeded", *, host: str = "synth",
+         points: Iterable[tuple[int, str, float]] = (),
+         summaries: Mapping[str, float] | None = None,
+         artifacts: Iterable[tuple[str, dict[str, Any]]] = (),
+         error: str = FAILURE, traceback: str | None = None) -> int | None:
+    """One attempt of run ``run_id`` up to ``end``; returns the attempt id (None: pending).
+
+    Points are logged before the end (a running run shows its curve, a failed one the curve
+    up to the failure); summaries only for an attempt that finished without failing, as the
+    trainer writes them after its final evaluation. ``artifacts``: (kind, kwargs of
+    add_artifact), logged right after the start."""
+    if end not in ENDS:
+        raise ValueError(f"play: end {end!r} is not one of {ENDS}")
+    if end == "pending":
+        return None
+    att = db.start_attempt(run_id, host=host)
+    for kind, kw in artifacts:
+        db.add_artifact(run_id, att.id, kind, **kw)
+    pts = list(points)
+    if pts:
+        db.log_metrics(run_id, att.id, pts)
+    if end == "running":
+        return att.id
+    if end == "failed":
+        db.finish_attempt(att.id, "failed", error=error,
+                          traceback=traceback or f"Traceback (most recent call last):\n{error}")
+        return att.id
+    if summaries:
+        db.log_summaries(run_id, att.id, dict(summaries))
+    db.finish_attempt(att.id, end)
+    return att.id
