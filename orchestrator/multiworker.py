@@ -28,12 +28,15 @@ import traceback
 import uuid
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from orchestrator.env import prepare_trial_env
 from orchestrator.faults import Fault, RetryPolicy, classify, describe
 from orchestrator.trial_job import TrialJob
 from orchestrator.trial_result import TrialResult, TrialStatus
+
+if TYPE_CHECKING:
+    from ray.train import TrainContext
 
 TRAIN_DIR = "_train"  # Ray Train's own run state, under the sweep's storage
 
@@ -139,7 +142,7 @@ def _status(run_status: str) -> TrialStatus:
 
 
 # ---- inside every Ray Train worker ------------------------------------------------------------
-def _launcher_env(ctx: Any) -> None:
+def _launcher_env(ctx: TrainContext) -> None:
     """DeepSpeed reads the launcher variables even when the process group exists."""
     os.environ["RANK"] = str(ctx.get_world_rank())
     os.environ["WORLD_SIZE"] = str(ctx.get_world_size())

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contract.errors import SpecError, SpecIssue
 from orchestrator.expand import ExpandedRun, expand
 from orchestrator.spec import SweepSpec, load_spec
 from contract.yamlsrc import Source
+
+if TYPE_CHECKING:
+    import polars as pl
 
 
 @dataclass
@@ -25,7 +28,7 @@ class Plan:
     runs: list[ExpandedRun]
 
 
-def not_in_file_note(plan: Plan, sweep_runs: Any) -> str | None:
+def not_in_file_note(plan: Plan, sweep_runs: pl.DataFrame | None) -> str | None:
     """A note when the DB's sweep of this name holds runs this file does not list (an earlier
     version of the file, another file with the same ``name``): their results stay in the
     sweep's leaderboard and tables, which a user who edited the file would not expect.

@@ -11,9 +11,10 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
@@ -122,7 +123,8 @@ def place(db: ResultsDB, row: RunRow, spec: RunSpec, storage: Path | None) -> Pl
     return Placement(ckpt, root)
 
 
-def remove_checkpoints(p: Placement, storage: Path | None, say: Any) -> None:
+def remove_checkpoints(p: Placement, storage: Path | None, say: Callable[[str], object]
+                       ) -> None:
     """``--fresh``: delete the run's checkpoint dir, only inside --storage (default ./runs),
     saying what is removed. A recorded dir elsewhere is left alone (one line, exit 2)."""
     ckpt = p.checkpoint_dir
