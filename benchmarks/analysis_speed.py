@@ -8,7 +8,8 @@ leaderboard, effects, stability <= 0.3 s and a 6-metric ablation table <= 1 s on
 
 The DB is a tests.support.synth.fill sweep (10 variants x 3 LRs x 3 seeds, repeated: 10k runs =
 3,334 seed groups, 1,112 LR ladders; a few metric points per run, which the analysis never
-reads), filled through the writer API when it has fewer runs than asked.
+reads), filled when it has fewer runs than asked: runs registered by the submit path
+(make_plan + register, real RunSpecs and fingerprints), attempts through the writer API.
 
 "before" is the analysis package and its reads (results_db/frames.py) as of ``--before``
 (default: the last commit with the per-group Python path), extracted with ``git show`` into

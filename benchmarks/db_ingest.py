@@ -5,8 +5,8 @@
     python benchmarks/db_ingest.py --db sqlite:///big.db --reuse   # re-time an existing DB
 
 Prints (1) metric rows/s of batched ``log_metrics`` (target >= 100k rows/s) at several batch
-sizes, (2) the time to fill a DB with N runs x M points through the writer API
-(tests.support.synth.fill), (3) leaderboard / ablation_table / view query times over that DB
+sizes, (2) the time to fill a DB with N runs x M points (tests.support.synth.fill: runs
+registered by the submit path, attempts through the writer API), (3) leaderboard / ablation_table / view query times over that DB
 (target: leaderboard < 1 s over 10k runs x 1k metric points). Everything goes through the
 real API; the DB file lives in a temp dir unless --db is given.
 """
@@ -33,7 +33,7 @@ def ingest_rate(url: str, batch: int, total: int = 200_000) -> float:
     """Rows/s of log_metrics into one run, ``batch`` points per call (idempotent upsert)."""
     with results_db.open(url) as db:
         sid = db.ensure_sweep("ingest")
-        rid = add_finished_run(db, sid, f"ingest-{batch}", "baseline")
+        rid = add_finished_run(db, sid, "baseline")
         att = None  # points may come without an attempt (backfill)
         names = ("train/loss", "train/lr", "train/grad_norm", "train/tokens_per_s")
         pts = [(i // 4, names[i % 4], 1.0 / (i + 1)) for i in range(total)]

@@ -10,7 +10,6 @@ them. Every sweep is called ``SWEEP``.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import product
@@ -28,7 +27,6 @@ G2: list[dict[str, Any]] = [{"position": "G2"}]
 ODD_NAME = "gate | *bold* _it_ `tick` [link](x) <b>ü→ 门</b> # h"
 MODEL: dict[str, Any] = {"n_layer": 2, "d_model": 64, "n_head": 4, "n_kv_head": 4, "d_ff": 172,
                          "nonlinearity": "none"}
-_VARIANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.]*")  # what a sweep file accepts
 
 
 def _curve(final: float, n: int = 20) -> list[tuple[int, str, float]]:
@@ -64,7 +62,7 @@ def sweep_spec(runs: Sequence[Run]) -> tuple[dict[str, Any], dict[str, str]]:
     keys: dict[str, str] = {}  # variant -> its name in the file (free text gets a stand-in)
     deltas: dict[str, dict[str, Any]] = {}
     for r in runs:
-        key = keys.setdefault(r.variant, r.variant if _VARIANT_NAME.fullmatch(r.variant)
+        key = keys.setdefault(r.variant, r.variant if synthdb.VARIANT_NAME.fullmatch(r.variant)
                               else f"v{len(keys)}")
         delta = {**({"model.gates": [dict(g) for g in r.gates]} if r.gates else {}),
                  **{f"model.{k}": v for k, v in r.model.items()}}
@@ -110,7 +108,8 @@ class Writer:
 
     def _play(self, r: Run, rid: int) -> None:
         final = math.log(r.ppl) if r.ppl and math.isfinite(r.ppl) and r.ppl > 0 else math.nan
-        summaries = r.summaries if r.summaries is not None else \
+        summaries = None if r.status in ("pending", "running", "failed") else \
+            r.summaries if r.summaries is not None else \
             _summ(r.ppl) if r.ppl is not None else None
         synthdb.play(self.db, rid, r.status, host="edge-host",
                      points=_curve(final) if r.points is None else r.points,

@@ -39,8 +39,8 @@ def test_no_product_module_reads_a_test_switch() -> None:
 # The synthetic-DB builders (issue 19): one core, tests.support.synthdb, registers every run by
 # the submit path; the scenario modules only hold data. A builder that called register_runs
 # itself would store made-up fingerprints and configs no sweep file can produce.
-BUILDERS = ("tests/support/dashboard_sample.py", "tests/dashboard_edge_dbs.py",
-            "tests/sample_db.py")
+BUILDERS = ("tests/support/synth.py", "tests/support/dashboard_sample.py",
+            "tests/dashboard_edge_dbs.py", "tests/sample_db.py")
 
 
 def test_builders_register_only_through_synthdb() -> None:
@@ -76,13 +76,13 @@ def test_synthdb_registers_real_runspecs_and_plays_each_end(tmp_path: Path) -> N
     ends = ("failed", "running", "succeeded")
     for r, end in zip(regs, ends, strict=True):
         att = synthdb.play(db, r.id, end, points=[(1, "train/loss", 2.0)],
-                           summaries={"val/ppl": 5.0})
+                           summaries=None if end == "running" else {"val/ppl": 5.0})
         assert att is not None
     runs = db.runs(sweep="t", with_config=False)
     assert dict(zip(runs["name"], runs["status"], strict=True)) == {
         r.run.name: end for r, end in zip(regs, ends, strict=True)}
-    # summaries only where the attempt finished without failing; points wherever it ran
-    assert db.summaries(sweep="t")["run_id"].to_list() == [regs[2].id]
+    # summaries where given (a run may fail after its final evaluation); points everywhere
+    assert db.summaries(sweep="t")["run_id"].to_list() == [regs[0].id, regs[2].id]
     assert sorted(set(db.metrics([r.id for r in regs])["run_id"])) == sorted(r.id for r in regs)
     # registering the same file again is submit's dedupe: the finished run is cached
     again = synthdb.register(db, spec, labels={"g1": "G1 *gate*"})
@@ -114,4 +114,23 @@ def test_synth_splits_big_sweeps_into_files_and_cuts_the_grid(
     big = synth.register(db, 45, seeds=2, lrs=(1e-3, 2e-2))
     assert big[40].run.variant == "baseline_r1"
     assert big[40].run.spec.model.rope_base != big[0].run.spec.model.rope_base
+    db.close()
+
+
+def test_add_finished_run_is_one_new_run_of_its_sweep(tmp_path: Path) -> None:
+    import results_db
+    from contract.config import RunSpec
+    from tests.support.synth import add_finished_run, gate_config
+
+    db = results_db.open(f"sqlite:///{tmp_path / 's.db'}")
+    sid = db.ensure_sweep("one")
+    rid = add_finished_run(db, sid, "odd | name", 1, gate_config([{"position": "G2"}], seed=1),
+                           status="failed", summaries={"val/ppl": 4.0})
+    row = db.run(rid)
+    assert row is not None and (row.name, row.variant, row.status) == (
+        "odd | name-s1", "odd | name", "failed")
+    assert RunSpec.model_validate(row.config).model.gates[0].position == "G2"
+    assert db.summaries([rid])["value"].to_list() == [4.0]
+    with pytest.raises(ValueError, match="registered already"):  # an equal config: same run
+        add_finished_run(db, sid, "other", 1, gate_config([{"position": "G2"}], seed=1))
     db.close()

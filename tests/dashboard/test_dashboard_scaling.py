@@ -98,8 +98,8 @@ def test_cli_says_why_nothing_pairs(tmp_path: Path, capsys: pytest.CaptureFixtur
     url = f"sqlite:///{tmp_path / 'n.db'}"
     with results_db.open(url) as db:
         sid = db.ensure_sweep("summaries-only")
-        for variant in ("baseline", "gated"):
-            add_finished_run(db, sid, variant, variant, 0, _config(variant, 0, 2, None),
+        for variant, gates in (("baseline", None), ("gated", [{"position": "G1"}])):
+            add_finished_run(db, sid, variant, 0, _config(variant, 0, 2, gates),
                              summaries={"val/ppl": 3.0})
     assert main(["scaling", "summaries-only", "--db", url]) == 0
     text = " ".join(capsys.readouterr().out.split())

@@ -175,19 +175,20 @@ def test_run_detail(served, tmp_path: Path) -> None:
 def _live_sweep(url: str, name: str, variants: tuple[str, ...]) -> dict[str, int]:
     """A sweep of one seed per variant (G1 for every non-baseline): the baseline succeeded,
     the others pending. Returns {variant: run id}."""
-    from results_db import NewRun
+    from tests.support import synthdb
 
     db = results_db.open(url)
-    sid = db.ensure_sweep(name, "# issue 22 live sweep", "live")
-    news = [NewRun(name=f"{v}-s0", fingerprint=f"{name}-{v}", variant=v, seed=0,
-                   config={**sample.config(sample.SAMPLE[0], 0), "sweep": name,
-                           "name": f"{v}-s0"} if v == "baseline" else
-                   {**sample.config(sample.SAMPLE[1], 0), "sweep": name, "name": f"{v}-s0"})
-            for v in variants]
-    ids = {r.name.removesuffix("-s0"): r.id for r in db.register_runs(sid, news).to_run}
+    regs = synthdb.register(db, sample.sweep_spec(name, {v: _delta(v) for v in variants}, 1))
+    ids = {r.run.variant: r.id for r in regs}
     _finish(db, ids[variants[0]], 10.0)
     db.close()
     return ids
+
+
+def _delta(variant: str) -> dict:
+    """The sweep-file delta of a live-sweep variant: the baseline, or G1 elementwise."""
+    gates = [dict(g) for g in sample.SAMPLE[1].gates]
+    return {} if variant == "baseline" else {"model.gates": gates}
 
 
 def _finish(db, rid: int, ppl: float) -> None:
@@ -327,22 +328,18 @@ def test_overview_and_curves_follow_a_sweep_that_turns_live(
     """22.4: the Overview's refresh was off when nothing was live at load and never turned
     on; Curves never added a run started after it opened. Its own DB and server: the shared
     one always has live runs (the sample's running run)."""
-    from results_db import NewRun
+    from tests.support import synthdb
 
     url = f"sqlite:///{tmp_path_factory.mktemp('quiet') / 'results.db'}"
 
-    def start(db, variant: str, fingerprint: str):  # a run of "quiet" that reports a curve
-        sid = db.ensure_sweep("quiet", "# issue 22 live sweep", "live")
-        cfg = {**sample.config(sample.SAMPLE[0 if variant == "baseline" else 1], 0),
-               "sweep": "quiet", "name": f"{variant}-s0"}
-        run = db.register_runs(sid, [NewRun(name=f"{variant}-s0", fingerprint=fingerprint,
-                                            variant=variant, seed=0, config=cfg)]).to_run[0]
+    def start(db, variant: str):  # a run of "quiet" that reports a curve
+        (run,) = synthdb.register(db, sample.sweep_spec("quiet", {variant: _delta(variant)}, 1))
         att = db.start_attempt(run.id, host="h")
         db.log_metrics(run.id, att.id, [(s, "train/loss", 5.0 - s / 50) for s in range(1, 21)])
         return att
 
     with results_db.open(url) as db:  # nothing live at load: one finished run
-        db.finish_attempt(start(db, "baseline", "quiet-base").id, "succeeded")
+        db.finish_attempt(start(db, "baseline").id, "succeeded")
     b = served[1]
     with screenshot.serve(url) as base:
         ov = b.new_page(viewport={"width": 1600, "height": 1000})
@@ -354,7 +351,7 @@ def test_overview_and_curves_follow_a_sweep_that_turns_live(
             cv.goto(screenshot.page_url(base, "Curves", "quiet"), wait_until="domcontentloaded")
             cv.get_by_text("training loss").first.wait_for(timeout=60_000)
             with results_db.open(url) as db:  # the sweep turns live: a run starts, reports
-                start(db, "sdpa_elementwise", "quiet-gated")
+                start(db, "sdpa_elementwise")
             ov.get_by_text("Live runs (1)").wait_for(timeout=40_000)
             ov.get_by_text("Refreshed every 3 s while runs are active").wait_for(timeout=20_000)
             deadline = time.monotonic() + 40

@@ -36,10 +36,10 @@ def _fill(db, sweep: str = "tbl") -> None:
     sid = db.ensure_sweep(sweep)
     for variant, (gates, ppls) in PPL.items():
         for seed, ppl in enumerate(ppls):
-            add_finished_run(db, sid, f"{variant}-s{seed}", variant, seed,
+            add_finished_run(db, sid, variant, seed,
                              gate_config(gates, seed=seed),
                              summaries={"val/ppl": ppl, "val/loss": math.log(ppl)})
-    add_finished_run(db, sid, "sdpa_headwise-s9", "sdpa_headwise", 9,
+    add_finished_run(db, sid, "sdpa_headwise", 9,
                      gate_config(G1_HEAD, seed=9), status="diverged",
                      summaries={"val/ppl": float("nan"), "stability/diverged": 1.0})
 
@@ -84,7 +84,7 @@ def test_verdict_summary_says_it_in_words(db) -> None:
     assert "1 has a single seed" in text
     only = db.ensure_sweep("only-baseline")
     for seed in (0, 1):
-        add_finished_run(db, only, f"b-{seed}", "baseline", seed, gate_config(seed=seed),
+        add_finished_run(db, only, "baseline", seed, gate_config(seed=seed),
                          summaries={"val/ppl": 10.0 + seed})
     assert db.verdict_summary("only-baseline") == (
         "Sweep only-baseline: only the baseline 'baseline' has a val/ppl value so far; "
@@ -105,7 +105,7 @@ def test_baseline_rule_through_the_db_with_alternatives_declared_first(db) -> No
                 ("sdpa_elementwise", gate_config(G1)), ("plain", gate_config())]
     # n_kv_head 2 vs the others' 4: an alternative, not the reference
     for name, cfg in variants:
-        add_finished_run(db, sid, name, name, 0, cfg, summaries={"val/ppl": 10.0})
+        add_finished_run(db, sid, name, 0, cfg, summaries={"val/ppl": 10.0})
     assert db.baseline("nobase") == "plain"
     lb = db.leaderboard("nobase")
     assert lb.filter(is_baseline=True)["variant"].to_list() == ["plain"]
@@ -119,7 +119,7 @@ def test_lr_axis_compares_at_the_same_lr(db) -> None:
             ("gated", 1e-2): (2.6, 2.7)}  # the baseline never ran 1e-2
     for (v, lr), vals in loss.items():
         for seed, x in enumerate(vals):
-            add_finished_run(db, sid, f"{v}-{lr:g}-{seed}", v, seed,
+            add_finished_run(db, sid, v, seed,
                              gate_config([] if v == "baseline" else G1, lr=lr, seed=seed),
                              summaries={"val/loss": x})
     lb = db.leaderboard("lrs", "val/loss")
@@ -138,10 +138,10 @@ def test_effects_are_main_effects_over_the_other_dimension(db) -> None:
     ppl = {("G1", "elementwise"): 9.6, ("G1", "headwise"): 9.8,
            ("G2", "elementwise"): 9.9, ("G2", "headwise"): 10.1}
     for seed, jitter in enumerate((-0.01, 0.01)):
-        add_finished_run(db, sid, f"baseline-{seed}", "baseline", seed,
+        add_finished_run(db, sid, "baseline", seed,
                          gate_config(seed=seed), summaries={"val/ppl": 10.0 + jitter})
         for (pos, gran), p in ppl.items():
-            add_finished_run(db, sid, f"{pos}{gran}-{seed}", f"{pos}_{gran}", seed,
+            add_finished_run(db, sid, f"{pos}_{gran}", seed,
                              gate_config([{"position": pos, "granularity": gran}], seed=seed),
                              summaries={"val/ppl": p + jitter})
     eff = db.effects("fact")
@@ -184,7 +184,7 @@ def test_stability_through_the_db(db) -> None:
     ppl = {("baseline", 4e-3): 2.47, ("baseline", 3.2e-2): 8.6,
            ("gated", 4e-3): 2.47, ("gated", 3.2e-2): 6.6}
     for (v, lr), p in ppl.items():
-        add_finished_run(db, sid, f"{v}-{lr:g}", v, 0,
+        add_finished_run(db, sid, v, 0,
                          gate_config([] if v == "baseline" else G1, lr=lr),
                          summaries={"val/loss": math.log(p), "stability/loss_spikes": 0.0,
                                     "probe/max_activation": 77e3 if v == "baseline" else 49e3})

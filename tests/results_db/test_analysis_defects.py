@@ -54,11 +54,10 @@ def _add(db: Any, sweep: str, variant: str, values: Iterable[float | None], *,
         cfg = gate_config(gates, lr=lr, seed=seed, **model)
         if steps is not None:
             cfg["train"]["steps"] = steps
-        name = f"{variant}-{lr:g}-{steps}-s{seed}"
         if v is None:
-            add_finished_run(db, sid, name, variant, seed, cfg, status="failed")
+            add_finished_run(db, sid, variant, seed, cfg, status="failed")
         else:
-            add_finished_run(db, sid, name, variant, seed, cfg, summaries={metric: v})
+            add_finished_run(db, sid, variant, seed, cfg, summaries={metric: v})
 
 
 def _rows(board: pl.DataFrame, *keys: str) -> dict[Any, dict[str, Any]]:

@@ -45,7 +45,7 @@ def _fill(db: results_db.ResultsDB, sweep: str, layers: tuple[int, ...],
                 name = f"{variant}-L{n_layer}-s{seed}"
                 points = [(0, "val/ppl", 250.0)] + [(s, "val/ppl", _ppl(variant, seed, n_layer, s))
                                                     for s in steps]
-                add_finished_run(db, sid, name, variant, seed,
+                add_finished_run(db, sid, variant, seed,
                                  _config(name, seed, n_layer, gates), points=points,
                                  summaries={"val/ppl": points[-1][2]})
 
@@ -202,7 +202,7 @@ def test_a_sweep_whose_runs_all_diverged_is_empty(tmp_path: Path) -> None:
         sid = db.ensure_sweep("diverged")
         for variant, gates in (("baseline", None), ("sdpa_elementwise", G1)):
             name = f"{variant}-s0"
-            add_finished_run(db, sid, name, variant, 0, _config(name, 0, 2, gates),
+            add_finished_run(db, sid, variant, 0, _config(name, 0, 2, gates),
                              status="diverged", points=[(100, "train/loss", float("inf"))])
         sc = db.scaling("diverged")
     assert sc.points.height == 0 and sc.trends.height == 0

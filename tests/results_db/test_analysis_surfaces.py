@@ -35,7 +35,7 @@ def url(tmp_path_factory: pytest.TempPathFactory) -> str:
                     ppl = 10.0 * (1 + effect) * (1 + 0.01 * seed) * (1 if lr == 1e-3 else 0.9)
                     cfg = gate_config(model.get("gates"), lr=lr, seed=seed,
                                       **{k: v for k, v in model.items() if k != "gates"})
-                    add_finished_run(db, sid, f"{name}-{lr:g}-{seed}", name, seed, cfg,
+                    add_finished_run(db, sid, name, seed, cfg,
                                      summaries={"val/ppl": ppl, "val/loss": math.log(ppl)})
     return url
 

@@ -29,7 +29,7 @@ def db(db_url: str):
         for variant, gates, lr, seed, status, loss in LADDER:
             summ = {"val/loss": float("nan") if loss is None else loss,
                     "stability/diverged": 1.0 if status == "diverged" else 0.0}
-            add_finished_run(d, sid, f"{variant}-lr{lr:g}-s{seed}", variant, seed,
+            add_finished_run(d, sid, variant, seed,
                              gate_config(gates, lr=lr, seed=seed), status=status,
                              summaries=summ)
         yield d

@@ -86,7 +86,7 @@ def filled(db) -> tuple[list[int], dict[tuple[int, str], list[tuple[int, float |
     for r in range(2):
         pts = [(s, name, math.nan if v is None else v + r)
                for name, ser in series.items() for s, v in ser]
-        rid = add_finished_run(db, sid, f"run{r}", "baseline", seed=r, points=pts)
+        rid = add_finished_run(db, sid, "baseline", seed=r, points=pts)
         ids.append(rid)
         for name, ser in series.items():
             expected[(rid, name)] = [(s, None if v is None else v + r) for s, v in ser]

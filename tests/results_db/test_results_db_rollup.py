@@ -48,7 +48,7 @@ def _messy_run(db) -> int:
     """One run logged the way retried attempts log: forward batches, a rewrite of earlier
     steps (lower values, a new min), an out-of-order back-fill, NaN points, duplicates."""
     sid = db.ensure_sweep("rollup")
-    rid = add_finished_run(db, sid, "r0", "baseline", points=[])
+    rid = add_finished_run(db, sid, "baseline", points=[])
     rng = random.Random(5)
     pts = [(s, "train/loss", 10.0 - s / 500 + rng.random()) for s in range(0, 3000, 2)]
     for i in range(0, len(pts), 97):  # forward, 97 points per call (blocks split across calls)
@@ -93,9 +93,9 @@ def test_downsampled_read_uses_the_rollup_rule(db) -> None:
     series = [(s, rng.random()) for s in range(0, 40_000, 3)]  # 13,334 points
     series[5000] = (series[5000][0], 99.0)  # a spike
     series[9000:9300] = [(s, None) for s, _ in series[9000:9300]]  # a divergence
-    rid = add_finished_run(db, sid, "long", "baseline", points=[
+    rid = add_finished_run(db, sid, "baseline", points=[
         (s, "train/loss", float("nan") if v is None else v) for s, v in series])
-    short = add_finished_run(db, sid, "short", "baseline", seed=1,
+    short = add_finished_run(db, sid, "baseline", seed=1,
                              points=[(s, "train/loss", 1.0) for s in range(50)])
     maxp = 100  # 25 buckets of 1,600 steps: read from the rollup
     got = read_metrics(db.reader, [rid, short], ["train/loss"], maxp)
@@ -116,7 +116,7 @@ def test_downsampled_read_uses_the_rollup_rule(db) -> None:
 
 def test_a_db_without_the_rollup_reads_raw_points(db) -> None:
     sid = db.ensure_sweep("old")
-    rid = add_finished_run(db, sid, "o", "baseline",
+    rid = add_finished_run(db, sid, "baseline",
                            points=[(s, "train/loss", float(s % 7)) for s in range(5000)])
     want = read_metrics(db.reader, [rid], ["train/loss"], 8)
     downgrade_engine(db.engine, "0002_claims")  # as a read-only DB of an older schema is

@@ -27,7 +27,7 @@ def db(tmp_path):
                 "same": ([{"position": "G3"}], BASE)}
         for variant, (gates, ppls) in rows.items():
             for seed, ppl in enumerate(ppls):
-                add_finished_run(d, sid, f"{variant}-s{seed}", variant, seed,
+                add_finished_run(d, sid, variant, seed,
                                  gate_config(gates, seed=seed), summaries={"val/ppl": ppl})
         yield d
 

@@ -22,7 +22,6 @@ from typing import Any
 
 from orchestrator.expand import MAX_RUNS
 from results_db.db import ResultsDB
-from results_db.rows import NewRun
 from tests.support import synthdb
 from tests.support.synthdb import Registered
 
@@ -197,28 +196,35 @@ def fill_curves(db: ResultsDB, runs: int = 100, steps: int = 100_000,
 
 def gate_config(gates: list[dict[str, Any]] | None = None, lr: float = 3e-3, seed: int = 0,
                 **model: Any) -> dict[str, Any]:
-    """A small RunSpec-shaped config dict (hand-built test runs)."""
+    """A small partial RunSpec config: add_finished_run's default base, and the config of
+    tests that register or key runs by hand."""
     return {"seed": seed, "model": {"n_layer": 2, "d_model": 64, "n_head": 4, "n_kv_head": 4,
                                     "d_ff": 172, "gates": list(gates or []),
                                     "nonlinearity": "none", **model},
             "train": {"lr": lr, "steps": 100}}
 
 
-def add_finished_run(db: ResultsDB, sweep_id: int, name: str, variant: str, seed: int = 0,
+def add_finished_run(db: ResultsDB, sweep_id: int, variant: str, seed: int = 0,
                      config: dict[str, Any] | None = None, status: str = "succeeded",
                      summaries: dict[str, float] | None = None,
                      points: list[tuple[int, str, float]] | None = None) -> int:
-    """Register one run and play a whole attempt through the writer API; returns its id."""
+    """Register one run of sweep ``sweep_id`` by the submit path (a one-run sweep file whose
+    base is ``config``: gate_config's by default) and play a whole attempt; returns its id.
+    The run is named as expand names it (``<variant>-s<seed>``); a config registered before
+    in this sweep is an error (it would be the same run)."""
+    sweep = db.sweeps().filter(id=sweep_id)["name"].item()
     cfg = config if config is not None else gate_config(seed=seed)
-    res = db.register_runs(sweep_id, [NewRun(name=name, fingerprint=f"{sweep_id}:{name}",
-                                             variant=variant, seed=seed, config=cfg)])
-    run = (res.to_run + res.cached)[0]
-    att = db.start_attempt(run.id, host="test")
-    if points:
-        db.log_metrics(run.id, att.id, points)
-    if summaries:
-        db.log_summaries(run.id, att.id, summaries)
-    db.finish_attempt(att.id, status, error=None if status != "failed" else "synthetic failure")
+    base = {k: v for k, v in cfg.items() if k not in ("name", "sweep", "seed", "resources")}
+    key = variant if synthdb.VARIANT_NAME.fullmatch(variant) else "variant"
+    spec: dict[str, Any] = {"name": sweep, "base": base, "variants": {key: {}}, "seeds": [seed]}
+    if "resources" in cfg:  # a sweep file's resources sit beside its base
+        spec["resources"] = cfg["resources"]
+    (run,) = synthdb.register(db, spec, labels={key: variant} if key != variant else None)
+    if run.row.status != "pending" or db.attempts(run.id):
+        raise ValueError(f"add_finished_run: {run.run.name} of sweep {sweep} is registered "
+                         "already (an equal config is the same run)")
+    synthdb.play(db, run.id, status, host="test", points=points or (), summaries=summaries,
+                 error="synthetic failure")
     return run.id
 
 

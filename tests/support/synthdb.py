@@ -11,6 +11,7 @@ dashboard_sample.py, tests/dashboard_edge_dbs.py, tests/sample_db.py) only hold 
 from __future__ import annotations
 
 import dataclasses
+import re
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
 
 ENDS = ("pending", "running", "failed", "succeeded", "diverged")
 FAILURE = "RuntimeError: synthetic failure"
+# a sweep file's variant names (orchestrator.spec); any other name goes in via ``labels``
+VARIANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.]*")
 
 
 @dataclass(frozen=True)
@@ -78,10 +81,10 @@ def play(db: ResultsDB, run_id: int, end: str = "succeeded", *, host: str = "syn
          error: str = FAILURE, traceback: str | None = None) -> int | None:
     """One attempt of run ``run_id`` up to ``end``; returns the attempt id (None: pending).
 
-    Points are logged before the end (a running run shows its curve, a failed one the curve
-    up to the failure); summaries only for an attempt that finished without failing, as the
-    trainer writes them after its final evaluation. ``artifacts``: (kind, kwargs of
-    add_artifact), logged right after the start."""
+    Points, then summaries, are logged before the end (a running run shows its curve, a
+    failed one the curve up to the failure); the scenario decides which runs have summaries
+    (the trainer writes them after its final evaluation, so a run may fail after them).
+    ``artifacts``: (kind, kwargs of add_artifact), logged right after the start."""
     if end not in ENDS:
         raise ValueError(f"play: end {end!r} is not one of {ENDS}")
     if end == "pending":
@@ -92,13 +95,11 @@ def play(db: ResultsDB, run_id: int, end: str = "succeeded", *, host: str = "syn
     pts = list(points)
     if pts:
         db.log_metrics(run_id, att.id, pts)
-    if end == "running":
-        return att.id
+    if summaries:
+        db.log_summaries(run_id, att.id, dict(summaries))
     if end == "failed":
         db.finish_attempt(att.id, "failed", error=error,
                           traceback=traceback or f"Traceback (most recent call last):\n{error}")
-        return att.id
-    if summaries:
-        db.log_summaries(run_id, att.id, dict(summaries))
-    db.finish_attempt(att.id, end)
+    elif end != "running":
+        db.finish_attempt(att.id, end)
     return att.id
