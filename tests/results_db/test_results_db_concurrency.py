@@ -3,12 +3,11 @@ issue-6 load test (50 simulated trials) on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
-import multiprocessing as mp
-
 import pytest
 
 import results_db
 from tests.support.loadgen import run_load
+from tests.support.procs import RESULT_TIMEOUT_S, clean_context
 from tests.support.synth import gate_config
 
 
@@ -46,9 +45,10 @@ def _writer(url: str, proc: int) -> str | None:
 
 def test_writer_processes_lose_nothing(db_url: str) -> None:
     results_db.open(db_url).close()
-    ctx = mp.get_context("fork")
+    ctx = clean_context("results_db", __name__)
     with ctx.Pool(N_PROCS) as pool:
-        errors = [e for e in pool.starmap(_writer, [(db_url, p) for p in range(N_PROCS)]) if e]
+        ends = pool.starmap_async(_writer, [(db_url, p) for p in range(N_PROCS)])
+        errors = [e for e in ends.get(timeout=RESULT_TIMEOUT_S) if e]
     assert not errors, errors[0]  # includes any "database is locked"
     with results_db.open(db_url) as db:
         assert db.runs().height == 5 + N_PROCS * N_RUNS_EACH  # shared runs registered once
@@ -84,9 +84,9 @@ def _open_fresh(url: str) -> str | None:
 def test_processes_creating_a_fresh_db_at_once(db_url: str) -> None:
     """Migrations of one fresh DB by 4 processes at once are serialised (SQLite: BEGIN
     IMMEDIATE; PostgreSQL: an advisory lock): one creates the schema, the others find it."""
-    ctx = mp.get_context("fork")
+    ctx = clean_context("results_db", __name__)
     with ctx.Pool(4) as pool:
-        errors = [e for e in pool.map(_open_fresh, [db_url] * 4) if e]
+        errors = [e for e in pool.map_async(_open_fresh, [db_url] * 4).get(RESULT_TIMEOUT_S) if e]
     assert not errors, errors[0]
     with results_db.open(db_url) as db:
         assert db.sweeps()["name"].to_list() == ["first"]

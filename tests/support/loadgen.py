@@ -9,11 +9,12 @@ process start-up (which on 2 cores dominates the wall time of 50 processes).
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import time
 import traceback
 from dataclasses import dataclass
 from typing import Any
+
+from tests.support.procs import RESULT_TIMEOUT_S, clean_context
 
 SWEEP = "load"
 
@@ -62,18 +63,18 @@ class LoadResult:
 
 
 def run_load(url: str, trials: int = 50, points: int = 1000, batch: int = 100) -> LoadResult:
-    """``trials`` processes at once (fork: no engine exists in the parent before it)."""
+    """``trials`` processes at once, forked from a clean server (tests/support/procs.py)."""
     import results_db
 
     results_db.open(url).close()  # migrate once, before the crowd arrives
-    ctx = mp.get_context("fork")
+    ctx = clean_context("results_db", __name__)
     barrier, out = ctx.Barrier(trials), ctx.Queue()
     t0 = time.perf_counter()
     procs = [ctx.Process(target=simulate_trial, args=(url, i, points, batch, barrier, out))
              for i in range(trials)]
     for p in procs:
         p.start()
-    results = [out.get(timeout=600) for _ in procs]
+    results = [out.get(timeout=RESULT_TIMEOUT_S) for _ in procs]
     for p in procs:
         p.join(timeout=60)
     wall = time.perf_counter() - t0
