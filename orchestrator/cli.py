@@ -182,7 +182,7 @@ def cancel(runs: Annotated[list[str] | None, typer.Argument()] = None, db: DbOpt
     if runs:
         ids = [r.id for r in resolve_runs(d, list(runs), sweep)]  # all in --sweep when given
     else:
-        frame = d.runs(sweep=sweep, status=sorted(s.value for s in CANCELLABLE))
+        frame = d.runs(sweep=sweep, status=CANCELLABLE)
         ids = [int(i) for i in frame["id"].to_list()] if frame.height else []
     changed = results_db.open(db_url(db)).set_status(ids, "cancelled")
     out.print(f"cancelled {len(changed)} run(s)" + (f" ({len(ids) - len(changed)} were "

@@ -65,7 +65,7 @@ def db_url(db: str | None) -> str:
     return absolute_db_url(db or results_db.default_url())
 
 
-def open_read(db: str | None) -> Any:
+def open_read(db: str | None) -> ResultsDB:
     """The results DB of a read-only command: never created, migrated or changed (mode=ro);
     a missing DB raises results_db.DBNotFound (a FileNotFoundError: exit 2)."""
     import results_db
@@ -73,7 +73,7 @@ def open_read(db: str | None) -> Any:
     return results_db.open(db_url(db), readonly=True)
 
 
-def open_sweep(db: str | None, sweep: str | None) -> Any:
+def open_sweep(db: str | None, sweep: str | None) -> ResultsDB:
     """open_read, refusing a --sweep/SWEEP the DB does not know (exit 2, one line) instead of
     printing an empty answer for a typo."""
     from contract.errors import UserError

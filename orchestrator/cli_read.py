@@ -109,7 +109,9 @@ def runs(db: DbOpt = None, sweep: Annotated[str | None, typer.Option()] = None,
          gate_position: Annotated[str | None, typer.Option()] = None,
          variant: Annotated[str | None, typer.Option()] = None) -> None:
     """List runs with their gate dimensions."""
-    dims = {k: v for k, v in (("gate_position", gate_position), ("variant", variant)) if v}
+    # only the filters given: ResultsDB.runs reads a None filter as "IS NULL"
+    dims: dict[str, Any] = {k: v for k, v in (("gate_position", gate_position),
+                                               ("variant", variant)) if v}
     frame = open_sweep(db, sweep).runs(sweep=sweep, status=split_csv(status), **dims)
     print_frame(frame, f"{frame.height} runs", RUN_COLS)
 

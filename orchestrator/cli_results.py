@@ -8,7 +8,7 @@ format them (orchestrator/frame_format.py). The DB is opened read-only.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -17,6 +17,8 @@ from orchestrator.frame_format import check_format, render
 
 if TYPE_CHECKING:
     import polars as pl
+
+    from results_db.analysis.stability import Stability
 
 FormatOpt = Annotated[str, typer.Option("--format", help="table|csv|json|markdown|latex")]
 MetricOpt = Annotated[str, typer.Option("--metric", help="Summary metric, e.g. val/ppl")]
@@ -89,7 +91,7 @@ def table(sweep: str, db: DbOpt = None,
     render(out, shown, format, title=f"{sweep}: ablation table", summary=summary)
 
 
-def paper_layout(t: Any, metrics: list[str]) -> Any:
+def paper_layout(t: pl.DataFrame, metrics: list[str]) -> pl.DataFrame:
     """One row per variant (and LR), one 'mean ± std (verdict)' cell per metric."""
     import polars as pl
 
@@ -99,7 +101,7 @@ def paper_layout(t: Any, metrics: list[str]) -> Any:
     return t.select(keep).with_columns(pl.Series(m, v, dtype=pl.Utf8) for m, v in cells.items())
 
 
-def long_layout(t: Any, metrics: list[str]) -> Any:
+def long_layout(t: pl.DataFrame, metrics: list[str]) -> pl.DataFrame:
     """One row per (variant, LR, metric): n, mean ± std, change %, its 95 % CI, verdict."""
     import polars as pl
 
@@ -113,7 +115,7 @@ def long_layout(t: Any, metrics: list[str]) -> Any:
     return pl.concat(parts, how="vertical_relaxed")
 
 
-def _table_metrics(t: Any) -> list[str]:
+def _table_metrics(t: pl.DataFrame) -> list[str]:
     """The metrics of an ablation table, in column order (columns are '<metric>:<stat>')."""
     seen: list[str] = []
     for c in t.columns:
@@ -199,7 +201,7 @@ STABILITY_CURVE = ["label", "lr", "n", "mean", "std", "diverged", "loss_spikes",
                    "max_activation", "stable", "delta_pct", "ci", "verdict"]
 
 
-def stability_frames(st: Any) -> tuple[Any, Any]:
+def stability_frames(st: Stability) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(summary, curve) for printing: ``lrs`` as text (CSV cannot hold a list), ``seeds``
     as 'agree/of', the label first and the lr_group_key hash last."""
     import polars as pl

@@ -21,6 +21,7 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from types import FrameType
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -65,7 +66,7 @@ def graceful_sigterm(stop: Callable[[str], None]) -> Iterator[bool]:
 def _main_thread_handler(stop: Callable[[str], None]) -> Iterator[None]:
     previous = signal.getsignal(signal.SIGTERM)
 
-    def handler(signum: int, frame: Any) -> None:
+    def handler(signum: int, frame: FrameType | None) -> None:
         signal.signal(signal.SIGTERM, previous)  # a second SIGTERM: the old meaning
         stop("SIGTERM")
 

@@ -10,6 +10,7 @@ import contextlib
 import signal
 import threading
 from collections.abc import Iterable, Iterator, Sequence
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import (ColumnElement, Engine, Select, Text, and_, cast, func, literal_column,
@@ -87,7 +88,7 @@ def _cancel_on_sigterm() -> Iterator[None]:
         yield
         return
 
-    def _exit(_sig: int, _frame: Any) -> None:
+    def _exit(_sig: int, _frame: FrameType | None) -> None:
         raise SystemExit(143)
 
     old = signal.signal(signal.SIGTERM, _exit)

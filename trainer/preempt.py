@@ -21,6 +21,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 
@@ -59,7 +60,7 @@ def sigterm_stops(stop: StopRequest) -> Iterator[bool]:
     if previous is None:  # installed from C: not restorable from Python, the default it is
         previous = signal.SIG_DFL
 
-    def handler(signum: int, frame: Any) -> None:
+    def handler(signum: int, frame: FrameType | None) -> None:
         if not stop:
             stop.request("SIGTERM")
             return
@@ -72,7 +73,7 @@ def sigterm_stops(stop: StopRequest) -> Iterator[bool]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _escalate(previous: Any, signum: int, frame: Any) -> None:
+def _escalate(previous: Any, signum: int, frame: FrameType | None) -> None:
     if callable(previous):
         previous(signum, frame)
     elif previous != signal.SIG_IGN:  # SIG_DFL (or unknown, e.g. set from C): terminate

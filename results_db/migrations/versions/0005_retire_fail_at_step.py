@@ -38,6 +38,11 @@ def _doc(config: Any) -> Any:
     return json.loads(config) if isinstance(config, (str, bytes)) else config
 
 
+def _in_batches(bind: sa.Connection, stmt: sa.TextClause, params: list[dict[str, Any]]) -> None:
+    for i in range(0, len(params), _BATCH):
+        bind.execute(stmt, params[i:i + _BATCH])
+
+
 def upgrade() -> None:
     bind = op.get_bind()
     # LIKE narrows the scan to rows that can hold the key (JSON is text in SQLite, json in PG).
@@ -54,8 +59,7 @@ def upgrade() -> None:
         train.pop(_FIELD)
         group, lr_group = group_keys(doc)
         params.append({"id": run_id, "c": doc, "g": group, "lg": lr_group})
-    for i in range(0, len(params), _BATCH):
-        bind.execute(update, params[i:i + _BATCH])
+    _in_batches(bind, update, params)
     bind.execute(sa.text("UPDATE attempts SET fault = 'code_error' WHERE fault = 'injected'"))
 
 
@@ -72,5 +76,4 @@ def downgrade() -> None:
         if isinstance(doc, dict) and isinstance(doc.get("train"), dict):
             doc["train"].setdefault(_FIELD, None)
             params.append({"id": run_id, "c": doc})
-    for i in range(0, len(params), _BATCH):
-        bind.execute(update, params[i:i + _BATCH])
+    _in_batches(bind, update, params)
