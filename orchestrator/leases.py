@@ -10,7 +10,11 @@ While a driver (``submit`` / ``rerun``) lives, a daemon thread every heartbeat i
 - watches the DB itself: a tick that cannot reach it is recorded in the driver's
   ``OutageState`` (orchestrator/dbretry.py; the scheduler stops the sweep once the outage
   outlasts its bound). After an outage nobody could heartbeat, so no attempt is judged
-  silent until one full staleness window has passed with the DB answering again.
+  silent until one full staleness window has passed with the DB answering again. The same
+  holds after a renewal that had to wait for the lock (longer than an interval): every other
+  writer waited too, so their heartbeats are late through no fault of theirs;
+- on SQLite, watches the write lock (orchestrator/frozen_writer.py): one of its trials frozen
+  inside a write transaction holds it for everyone and is killed, so the sweep goes on.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from orchestrator.dbretry import OutageState
 from orchestrator.faults import Fault
+from orchestrator.frozen_writer import FrozenWriterWatch
 from contract.states import stale_after_s
 
 if TYPE_CHECKING:
@@ -77,14 +82,21 @@ class LeaseKeeper:
         self._answering_since = time.monotonic()  # the DB has answered every tick since
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="leases", daemon=True)
+        self._frozen = FrozenWriterWatch(db, self.ids, owner, heartbeat_s, self.say)
 
     def __enter__(self) -> LeaseKeeper:
-        self.tick()
+        self._frozen.__enter__()  # first: a frozen writer would make this very tick wait
+        try:
+            self.tick()
+        except BaseException:
+            self._frozen.__exit__()
+            raise
         self._thread.start()
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self._stop.set()
+        self._frozen.__exit__()
         self._thread.join(timeout=30)
         try:
             self.tick()  # a death in the last interval is still recorded
@@ -110,11 +122,14 @@ class LeaseKeeper:
     def tick(self) -> list[int]:
         """One renewal + silent-death sweep; returns the attempt ids it ended."""
         window = stale_after_s(self.heartbeat_s)
+        asked = time.monotonic()
         self.db.renew_leases(self.ids, self.owner, window)
         now = time.monotonic()
         if self.outage.since is not None:
             self.say(f"the results DB answers again after {now - self.outage.since:.0f} s")
         self.outage.ok()
+        if now - asked > self.heartbeat_s:  # waited for the lock: so did every heartbeat
+            self._answering_since = now
         self._answering_since = min(self._answering_since, now)
         if now - self._answering_since < window:
             return []  # trials could not heartbeat during the outage: give them a window

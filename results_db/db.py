@@ -5,10 +5,12 @@ from __future__ import annotations
 from sqlalchemy import URL, Engine
 
 from results_db.analysis.api import AnalysisMixin
-from results_db.engine import check_revision, reader_engine, readonly_engine, writer_engine
+from results_db.engine import (check_revision, reader_engine, readonly_engine, sqlite_database,
+                               writer_engine)
 from results_db.live import LiveMixin
 from results_db.migrate import HEAD_REVISION, ensure_head
 from results_db.query import ReaderMixin, ReadOnlyQueryError
+from results_db.sqlite_lock import write_lock_holder
 from results_db.store import WriterMixin
 
 __all__ = ["ReadOnlyQueryError", "ResultsDB"]
@@ -37,6 +39,12 @@ class ResultsDB(WriterMixin, ReaderMixin, AnalysisMixin, LiveMixin):
         if self._reader is None:
             self._reader = reader_engine(self.url)
         return self._reader
+
+    def write_lock_holder(self) -> int | None:
+        """SQLite: the pid holding the file's write lock now (results_db/sqlite_lock.py), or
+        None; always None on PostgreSQL, whose server ends a frozen writer's session itself."""
+        path = sqlite_database(self.url)
+        return write_lock_holder(path) if path and path != ":memory:" else None
 
     def close(self) -> None:
         self.engine.dispose()

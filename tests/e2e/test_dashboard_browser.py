@@ -216,7 +216,8 @@ def test_results_page_follows_its_sweep_without_a_reload(served) -> None:
     ids = _live_sweep(url, "live-lb", ("baseline", "sdpa_elementwise"))
     p = _open(served, "Leaderboard", "live-lb", "As of")
     try:
-        assert "sdpa_elementwise (1 pending)" in _main_text(p)
+        # "As of" is the page's first line: the leaderboard below it may still be rendering
+        p.get_by_text("sdpa_elementwise (1 pending)").first.wait_for(timeout=40_000)
         with results_db.open(url) as db:
             _finish(db, ids["sdpa_elementwise"], 9.0)
         p.get_by_text("sdpa_elementwise (1 pending)").wait_for(state="detached", timeout=40_000)
@@ -234,7 +235,7 @@ def test_run_detail_follows_a_rerun_in_the_same_tab(served) -> None:
     ids = _live_sweep(url, "live-rd", ("baseline",))
     p = _open(served, "Run detail", "live-rd", "Attempts (1)")
     try:
-        assert "status succeeded" in _main_text(p)
+        p.get_by_text("status succeeded", exact=False).first.wait_for(timeout=40_000)
         with results_db.open(url) as db:  # what the rerun button's spawn_rerun writes first
             db.set_status([ids["baseline"]], "pending", strict=True)
         p.get_by_text("status pending", exact=False).first.wait_for(timeout=40_000)

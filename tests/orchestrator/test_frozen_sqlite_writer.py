@@ -1,0 +1,116 @@
+"""A trial frozen inside a SQLite write transaction (the SQLite twin of test_frozen_trial.py).
+
+SQLite has no server to end the frozen session: the stopped process held the file's write
+lock, every writer (the driver's lease renewal included) waited for it, and the driver never
+recorded the attempt dead (the fault matrix's stall case failed so in CI when the SIGSTOP
+landed inside a flush). The driver's lease keeper now watches the lock
+(orchestrator/frozen_writer.py): its own stale attempt holding it for a whole staleness window
+is killed, the lock is free again, and the attempt ends ``failed`` / ``worker_died``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import results_db
+from contract.config import RunSpec
+from orchestrator.leases import LeaseKeeper
+
+HOST = f"{os.uname().nodename}/0123456789ab"  # what cluster.host_label() records
+
+# The trial: claims the run itself (the attempt records its pid), then stops itself inside
+# the real DB.heartbeat, whose BEGIN IMMEDIATE holds the file's write lock.
+TRIAL = """
+import os, signal, sys
+import results_db, results_db.claims as claims
+db = results_db.open(sys.argv[1], migrate=False)
+att = db.claim_run(int(sys.argv[2]), "driver", sys.argv[3], heartbeat_s=1.0)
+print(att.id, flush=True)
+real = claims._is_latest
+def frozen(s, att):
+    os.kill(os.getpid(), signal.SIGSTOP)
+    return real(s, att)
+claims._is_latest = frozen
+db.heartbeat(att.id)
+print("woke and wrote", flush=True)
+"""
+
+
+def _register(db: results_db.ResultsDB, name: str) -> int:
+    spec = RunSpec(name=name, sweep="frozen", model={"preset": "tiny"})
+    return db.register_runs(db.ensure_sweep("frozen"), [results_db.NewRun(
+        name=name, fingerprint=spec.fingerprint(), variant="baseline", seed=0,
+        config=spec.model_dump(mode="json"))]).to_run[0].id
+
+
+def test_a_trial_frozen_holding_the_sqlite_write_lock_is_killed_and_recorded(
+        sqlite_url: str) -> None:
+    db = results_db.open(sqlite_url)
+    rid = _register(db, "r")
+    trial = subprocess.Popen([sys.executable, "-c", TRIAL, sqlite_url, str(rid), HOST],
+                             stdout=subprocess.PIPE, text=True)
+    said: list[str] = []
+    try:
+        assert trial.stdout is not None
+        att_id = int(trial.stdout.readline())
+        deadline = time.monotonic() + 60
+        while db.write_lock_holder() != trial.pid:
+            assert trial.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        t0 = time.monotonic()
+        with LeaseKeeper(db, [rid], "driver", heartbeat_s=1.0, say=said.append):
+            # killed once its heartbeat is stale and it held the lock a whole window (5 s)
+            assert trial.wait(timeout=30) == -signal.SIGKILL
+            killed_after = time.monotonic() - t0
+            while db.attempts(rid)[0].status == "running":
+                assert time.monotonic() - t0 < 30, said
+                time.sleep(0.2)
+    finally:
+        trial.kill()
+        trial.wait()
+    assert 5 <= killed_after < 15, killed_after
+    assert db.write_lock_holder() is None
+    (done,) = db.attempts(rid)
+    assert (done.id, done.status, done.fault) == (att_id, "failed", "worker_died")
+    assert "woke and wrote" not in (trial.stdout.read() if trial.stdout else "")
+    assert any(f"attempt 1 (pid {trial.pid}) froze holding the results DB's write lock" in m
+               for m in said), said
+
+
+def test_a_foreign_lock_holder_is_named_and_left_alone(sqlite_url: str) -> None:
+    """A process that is not one of the driver's attempts (a user's sqlite3 shell left inside
+    a transaction) is never killed: the driver says who holds the lock, once."""
+    db = results_db.open(sqlite_url)
+    rid = _register(db, "r")
+    shell = subprocess.Popen([sys.executable, "-c", (
+        "import sys, results_db\n"
+        "db = results_db.open(sys.argv[1], migrate=False)\n"
+        "with db.engine.begin() as c:\n"
+        "    c.exec_driver_sql(\"UPDATE sweeps SET description = 'x'\")\n"
+        "    print('held', flush=True)\n"
+        "    sys.stdin.readline()\n"), sqlite_url], stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, text=True)
+    said: list[str] = []
+    try:
+        assert shell.stdout is not None and shell.stdin is not None
+        assert shell.stdout.readline().strip() == "held"
+        keeper = LeaseKeeper(db, [rid], "driver", heartbeat_s=0.2, say=said.append)
+        keeper._frozen.__enter__()  # the watch alone: the keeper's writes would wait
+        time.sleep(keeper._frozen.window + 2.5)
+        keeper._frozen.__exit__()
+        assert shell.poll() is None  # alive
+        (msg,) = said  # once, however many looks saw it
+        assert msg.startswith(f"pid {shell.pid} has held the results DB's write lock for ")
+        assert msg.endswith(" s and is not a trial of this sweep: every writer waits for it "
+                            "(left alone)")
+        shell.stdin.write("\n")
+        shell.stdin.flush()
+        assert shell.wait(timeout=30) == 0
+    finally:
+        shell.kill()
+        shell.wait()
