@@ -19,6 +19,7 @@ from pathlib import Path
 
 import results_db
 from contract.config import RunSpec
+from orchestrator.frozen_writer import FrozenWriterWatch
 from orchestrator.leases import LeaseKeeper
 
 HOST = f"{os.uname().nodename}/0123456789ab"  # what cluster.host_label() records
@@ -99,10 +100,9 @@ def test_a_foreign_lock_holder_is_named_and_left_alone(sqlite_url: str) -> None:
     try:
         assert shell.stdout is not None and shell.stdin is not None
         assert shell.stdout.readline().strip() == "held"
-        keeper = LeaseKeeper(db, [rid], "driver", heartbeat_s=0.2, say=said.append)
-        keeper._frozen.__enter__()  # the watch alone: the keeper's writes would wait
-        time.sleep(keeper._frozen.window + 2.5)
-        keeper._frozen.__exit__()
+        # the watch alone (the lease keeper's own writes would wait for the shell)
+        with FrozenWriterWatch(db, [rid], "driver", 0.2, said.append) as watch:
+            time.sleep(watch.window + 2.5)  # several looks past the window
         assert shell.poll() is None  # alive
         (msg,) = said  # once, however many looks saw it
         assert msg.startswith(f"pid {shell.pid} has held the results DB's write lock for ")
