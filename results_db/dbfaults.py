@@ -4,8 +4,12 @@ A writer engine (engine.writer_engine) turns the driver errors that mean "this D
 usable here" -- disk full, read-only file or file system, I/O error, not a database, cannot
 be opened, server unreachable or out of space -- into ``DBUnavailable("results DB PATH could
 not be written: database or disk is full")``. Every caller (CLI, trial, reporter) then shows
-one sentence naming the DB instead of a SQLAlchemy traceback. Other errors (a constraint, a
-bug in our SQL, "database is locked" after the busy timeout) keep their types. SQLite rolls
+one sentence naming the DB instead of a SQLAlchemy traceback. So does SQLite's "database is
+locked" after the busy timeout (30 s): every writer transaction begins IMMEDIATE, so it only
+means another process held the write lock that long (a ``sqlite3`` shell left inside a
+transaction, a frozen process), an outage the critical writes wait out (orchestrator/dbretry.py)
+rather than a code error that fails the run for good. Other errors (a constraint, a bug in our
+SQL) keep their types. SQLite rolls
 the failed transaction back as a whole, so a failed batch leaves none of its rows behind.
 
 Faults are injected from outside in the tests (tests/support/dbfaults.py: an event listener
@@ -19,6 +23,8 @@ from typing import Any
 # SQLite result codes (extended ones start with these names) that mean the DB is not usable.
 _SQLITE_WRITE = ("SQLITE_FULL", "SQLITE_READONLY", "SQLITE_IOERR")
 _SQLITE_OPEN = ("SQLITE_CANTOPEN", "SQLITE_NOTADB", "SQLITE_CORRUPT", "SQLITE_PERM")
+# The busy timeout ran out (SQLITE_BUSY and its extended codes): another process holds the lock.
+_SQLITE_BUSY = ("SQLITE_BUSY",)
 # PostgreSQL SQLSTATE classes: 53 insufficient resources (disk full), 58 system error,
 # 08 connection exception, 57P operator intervention (shutdown); 25006 read-only transaction
 # (a standby).
@@ -53,7 +59,7 @@ def classify(orig: BaseException, connecting: bool) -> str | None:
     """'written' / 'opened' / 'used' when ``orig`` (a DB-API error) means the DB is unusable, else None."""
     name = getattr(orig, "sqlite_errorname", None)
     if name is not None:
-        if name.startswith(_SQLITE_WRITE):
+        if name.startswith(_SQLITE_WRITE + _SQLITE_BUSY):
             return "written"
         if name.startswith(_SQLITE_OPEN):
             return "opened"
