@@ -349,7 +349,8 @@ def test_ctrl_c_ends_the_query_command(url: str) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "query", RUNAWAY, "--timeout",
                              "0", "--db", url], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, cwd=ROOT)
-    time.sleep(8)  # imports (slow on a loaded machine), then the statement runs
+    _wait_until_open(proc, results_db.sqlite_database(url) or "")  # imports done
+    time.sleep(1)  # the statement runs
     proc.send_signal(signal.SIGINT)
     try:
         _, err = proc.communicate(timeout=10)
@@ -357,6 +358,21 @@ def test_ctrl_c_ends_the_query_command(url: str) -> None:
         proc.kill()
         raise AssertionError("query kept running after SIGINT") from None
     assert proc.returncode == 130 and "Traceback" not in err, err
+
+
+def _wait_until_open(proc: subprocess.Popen[str], path: str, timeout: float = 120) -> None:
+    """Until ``proc`` has the file open: a fixed sleep raced slow imports on a loaded machine."""
+    want, deadline = os.path.realpath(path), time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        try:
+            fds = os.listdir(f"/proc/{proc.pid}/fd")
+            if any(os.path.realpath(f"/proc/{proc.pid}/fd/{fd}") == want for fd in fds):
+                return
+        except OSError:
+            pass  # an fd closed while we looked
+        time.sleep(0.1)
+    raise AssertionError(f"the query never opened {path}")
 
 
 # ---- (5) (8) PostgreSQL: statement_timeout, SIGTERM cancels on the server, privileged roles ---
