@@ -308,6 +308,46 @@ def test_stalled_worker_stops_without_side_effects_and_is_retried(
                                            for p in stalled_ckpts)
 
 
+def _stop_inside_a_write(db_url: str, pid: int, timeout: float = 60) -> None:
+    """SIGSTOP ``pid`` at a moment it holds the SQLite write lock: stop, look, and let it go
+    on when it held none (its transactions take milliseconds, about one a second)."""
+    db = results_db.open(db_url, migrate=False)
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            os.kill(pid, signal.SIGSTOP)
+            if db.write_lock_holder() == pid:
+                return
+            os.kill(pid, signal.SIGCONT)
+            time.sleep(0.002)
+    finally:
+        db.close()
+    raise AssertionError(f"pid {pid} never held the write lock within {timeout:g} s")
+
+
+def test_a_worker_stalled_inside_a_sqlite_write_is_killed_and_retried(
+        ray_two_nodes: TwoNodes, sqlite_url: str, tmp_path: Path) -> None:
+    """The stall case when the SIGSTOP lands inside a write (CI, 2026-12-02): the frozen
+    trial holds SQLite's write lock, so nobody can write, the driver included. The driver's
+    lock watch kills it once it held the lock for a staleness window; Tune retries the run
+    from its last checkpoint: succeeded, every step once, exit 0."""
+    proc = _submit(ray_two_nodes, _sweep(tmp_path, "f-frozen", ["base"]), sqlite_url, tmp_path)
+    try:
+        att = _wait("a checkpoint", lambda: _checkpointed_attempt(sqlite_url), proc)
+        _stop_inside_a_write(sqlite_url, att.pid)
+        _wait("the frozen trial to be killed", lambda: not Path(f"/proc/{att.pid}").exists(),
+              proc, 60)
+        assert proc.wait(timeout=400) == 0, _log(tmp_path)
+    finally:
+        _kill_group(proc)
+    assert f"attempt 1 (pid {att.pid}) froze holding the results DB's write lock" in \
+        _log(tmp_path)
+    db = results_db.open(sqlite_url)
+    assert db.run(att.run_id).status == "succeeded"
+    assert _faults(db, att.run_id) == [("failed", "worker_died"), ("succeeded", None)]
+    _assert_integrity(db, att.run_id)
+
+
 @pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_a_db_outage_within_the_bound_pauses_the_sweep(ray_two_nodes: TwoNodes, kind: str,
                                                        tmp_path: Path) -> None:
