@@ -9,8 +9,8 @@ locked" after the busy timeout (30 s): every writer transaction begins IMMEDIATE
 means another process held the write lock that long (a ``sqlite3`` shell left inside a
 transaction, a frozen process), an outage the critical writes wait out (orchestrator/dbretry.py)
 rather than a code error that fails the run for good. Other errors (a constraint, a bug in our
-SQL) keep their types. SQLite rolls
-the failed transaction back as a whole, so a failed batch leaves none of its rows behind.
+SQL) keep their types. SQLite rolls the failed transaction back as a whole, so a failed batch
+leaves none of its rows behind.
 
 Faults are injected from outside in the tests (tests/support/dbfaults.py: an event listener
 on the Engine class that clamps SQLite's page count), never by a hook on this write path.
