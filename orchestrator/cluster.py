@@ -213,6 +213,12 @@ def host_label() -> str:
     return host
 
 
+def parse_host_label(label: str) -> tuple[str, str]:
+    """host_label's inverse: (hostname, Ray node id prefix, '' outside Ray)."""
+    host, _, node = label.partition("/")
+    return host, node
+
+
 def resolve_address(address: str | None) -> str | None:
     """``--address``, else RAY_ADDRESS, else None (start a local cluster)."""
     return address or os.environ.get("RAY_ADDRESS") or None

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 import results_db
 from contract.states import stale_after_s
+from orchestrator.cluster import parse_host_label
 
 if TYPE_CHECKING:
     from results_db import AttemptRow, ResultsDB
@@ -52,17 +53,23 @@ class FrozenWriterWatch:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="frozen-writer", daemon=True)
 
-    def __enter__(self) -> FrozenWriterWatch:
-        if results_db.sqlite_database(self.db.url):
+    def start(self) -> None:
+        if results_db.sqlite_database(self.db.url):  # PostgreSQL ends frozen sessions itself
             self._thread.start()
-        return self
 
-    def __exit__(self, *exc: object) -> None:
+    def stop(self) -> None:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=10)
         if self._reader is not None:
             self._reader.close()
+
+    def __enter__(self) -> FrozenWriterWatch:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
     def _loop(self) -> None:
         while not self._stop.wait(LOOK_EVERY_S):
@@ -103,4 +110,4 @@ class FrozenWriterWatch:
         here = socket.gethostname()
         return next((a for a in self._reader.stale_attempts(self.ids)
                      if a.pid == pid and a.owner == self.owner
-                     and a.host.split("/", 1)[0] == here), None)
+                     and parse_host_label(a.host)[0] == here), None)

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from orchestrator.cluster import parse_host_label
 from orchestrator.dbretry import OutageState
 from orchestrator.faults import Fault
 from orchestrator.frozen_writer import FrozenWriterWatch
@@ -39,7 +40,7 @@ def node_fault(host: str, grace_s: float = 0.0) -> Fault:
     else ``worker_died``. The GCS marks a node dead only after its health checks fail, which
     trails the death by up to ~30 s, so a node whose raylet no longer accepts connections
     counts as lost at once; ``grace_s`` polls that long for either sign."""
-    prefix = host.split("/", 1)[1] if "/" in host else ""
+    prefix = parse_host_label(host)[1]
     deadline = time.monotonic() + grace_s
     while prefix:
         try:
@@ -85,18 +86,18 @@ class LeaseKeeper:
         self._frozen = FrozenWriterWatch(db, self.ids, owner, heartbeat_s, self.say)
 
     def __enter__(self) -> LeaseKeeper:
-        self._frozen.__enter__()  # first: a frozen writer would make this very tick wait
+        self._frozen.start()  # first: a frozen writer would make this very tick wait
         try:
             self.tick()
         except BaseException:
-            self._frozen.__exit__()
+            self._frozen.stop()
             raise
         self._thread.start()
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self._stop.set()
-        self._frozen.__exit__()
+        self._frozen.stop()
         self._thread.join(timeout=30)
         try:
             self.tick()  # a death in the last interval is still recorded

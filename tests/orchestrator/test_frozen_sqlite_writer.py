@@ -10,19 +10,19 @@ is killed, the lock is free again, and the attempt ends ``failed`` / ``worker_di
 
 from __future__ import annotations
 
-import os
 import signal
+import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import results_db
-from contract.config import RunSpec
 from orchestrator.frozen_writer import FrozenWriterWatch
 from orchestrator.leases import LeaseKeeper
+from tests.support.sqlitelock import LockHolder
+from tests.support.synthdb import one_run
 
-HOST = f"{os.uname().nodename}/0123456789ab"  # what cluster.host_label() records
+HOST = f"{socket.gethostname()}/0123456789ab"  # what cluster.host_label() records
 
 # The trial: claims the run itself (the attempt records its pid), then stops itself inside
 # the real DB.heartbeat, whose BEGIN IMMEDIATE holds the file's write lock.
@@ -38,21 +38,13 @@ def frozen(s, att):
     return real(s, att)
 claims._is_latest = frozen
 db.heartbeat(att.id)
-print("woke and wrote", flush=True)
 """
-
-
-def _register(db: results_db.ResultsDB, name: str) -> int:
-    spec = RunSpec(name=name, sweep="frozen", model={"preset": "tiny"})
-    return db.register_runs(db.ensure_sweep("frozen"), [results_db.NewRun(
-        name=name, fingerprint=spec.fingerprint(), variant="baseline", seed=0,
-        config=spec.model_dump(mode="json"))]).to_run[0].id
 
 
 def test_a_trial_frozen_holding_the_sqlite_write_lock_is_killed_and_recorded(
         sqlite_url: str) -> None:
     db = results_db.open(sqlite_url)
-    rid = _register(db, "r")
+    rid = one_run(db, "frozen")
     trial = subprocess.Popen([sys.executable, "-c", TRIAL, sqlite_url, str(rid), HOST],
                              stdout=subprocess.PIPE, text=True)
     said: list[str] = []
@@ -78,7 +70,6 @@ def test_a_trial_frozen_holding_the_sqlite_write_lock_is_killed_and_recorded(
     assert db.write_lock_holder() is None
     (done,) = db.attempts(rid)
     assert (done.id, done.status, done.fault) == (att_id, "failed", "worker_died")
-    assert "woke and wrote" not in (trial.stdout.read() if trial.stdout else "")
     assert any(f"attempt 1 (pid {trial.pid}) froze holding the results DB's write lock" in m
                for m in said), said
 
@@ -87,30 +78,14 @@ def test_a_foreign_lock_holder_is_named_and_left_alone(sqlite_url: str) -> None:
     """A process that is not one of the driver's attempts (a user's sqlite3 shell left inside
     a transaction) is never killed: the driver says who holds the lock, once."""
     db = results_db.open(sqlite_url)
-    rid = _register(db, "r")
-    shell = subprocess.Popen([sys.executable, "-c", (
-        "import sys, results_db\n"
-        "db = results_db.open(sys.argv[1], migrate=False)\n"
-        "with db.engine.begin() as c:\n"
-        "    c.exec_driver_sql(\"UPDATE sweeps SET description = 'x'\")\n"
-        "    print('held', flush=True)\n"
-        "    sys.stdin.readline()\n"), sqlite_url], stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE, text=True)
+    rid = one_run(db, "frozen")
     said: list[str] = []
-    try:
-        assert shell.stdout is not None and shell.stdin is not None
-        assert shell.stdout.readline().strip() == "held"
+    with LockHolder(sqlite_url) as shell:
         # the watch alone (the lease keeper's own writes would wait for the shell)
         with FrozenWriterWatch(db, [rid], "driver", 0.2, said.append) as watch:
             time.sleep(watch.window + 2.5)  # several looks past the window
-        assert shell.poll() is None  # alive
+        assert shell.proc.poll() is None  # alive
         (msg,) = said  # once, however many looks saw it
         assert msg.startswith(f"pid {shell.pid} has held the results DB's write lock for ")
         assert msg.endswith(" s and is not a trial of this sweep: every writer waits for it "
                             "(left alone)")
-        shell.stdin.write("\n")
-        shell.stdin.flush()
-        assert shell.wait(timeout=30) == 0
-    finally:
-        shell.kill()
-        shell.wait()

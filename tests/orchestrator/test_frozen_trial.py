@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 import results_db
-from contract.config import RunSpec
 from orchestrator.leases import LeaseKeeper
+from tests.support.synthdb import one_run
 
 pytestmark = pytest.mark.postgres
 
@@ -52,11 +52,7 @@ def _stopped(pid: int) -> bool:
 
 def test_a_trial_frozen_holding_its_row_lock_is_recorded_dead(pg_url: str) -> None:
     db = results_db.open(pg_url)
-    spec = RunSpec(name="r", sweep="frozen", model={"preset": "tiny"})
-    sid = db.ensure_sweep("frozen")
-    rid = db.register_runs(sid, [results_db.NewRun(
-        name="r", fingerprint=spec.fingerprint(), variant="baseline", seed=0,
-        config=spec.model_dump(mode="json"))]).to_run[0].id
+    rid = one_run(db, "frozen")
     att = db.claim_run(rid, "driver", "host", heartbeat_s=1.0)
     assert att is not None
     trial = subprocess.Popen([sys.executable, "-c", TRIAL, pg_url, str(att.id)],

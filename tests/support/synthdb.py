@@ -74,6 +74,14 @@ def register(db: ResultsDB, spec: Mapping[str, Any] | str, workdir: Path | None 
     return [Registered(r, rows[r.fingerprint]) for r in plan.runs]
 
 
+def one_run(db: ResultsDB, sweep: str = "s") -> int:
+    """A sweep of one run (the ``tiny`` baseline, seed 0), registered as above; its id. For
+    tests of one run's attempts, claims and locks."""
+    (reg,) = register(db, {"name": sweep, "base": {"model": {"preset": "tiny"}},
+                           "variants": {"baseline": {}}, "seeds": [0]})
+    return reg.id
+
+
 def play(db: ResultsDB, run_id: int, end: str = "succeeded", *, host: str = "synth",
          points: Iterable[tuple[int, str, float]] = (),
          summaries: Mapping[str, float] | None = None,
