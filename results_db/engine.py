@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import os
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -206,8 +207,9 @@ def writer_engine(url: URL) -> Engine:
     @event.listens_for(eng, "connect")
     def _on_connect(dbapi_conn: sqlite3.Connection, _rec: Any) -> None:
         dbapi_conn.isolation_level = None  # driver hands-off: we emit BEGIN ourselves
-        for pragma in (f"busy_timeout={BUSY_TIMEOUT_MS}", "journal_mode=WAL",
-                       "foreign_keys=ON", "synchronous=NORMAL"):
+        dbapi_conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        _enter_wal(dbapi_conn)
+        for pragma in ("foreign_keys=ON", "synchronous=NORMAL"):
             dbapi_conn.execute(f"PRAGMA {pragma}")
         _ensure_sqrt(dbapi_conn)
 
@@ -216,6 +218,26 @@ def writer_engine(url: URL) -> Engine:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 
     return eng
+
+
+def _enter_wal(dbapi_conn: sqlite3.Connection) -> None:
+    """``PRAGMA journal_mode=WAL``, retried while another process holds the file.
+
+    Switching a fresh (rollback-journal) file to WAL needs its exclusive lock. When several
+    processes open one fresh file at once, SQLite answers "database is locked" at once, without
+    calling the busy handler (two holders of its shared lock would deadlock waiting): 6 of 100
+    rounds of 4 processes failed that way here. Waiting on our side, up to the busy timeout,
+    lets the first switch win; the others then find the file in WAL mode already.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            dbapi_conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 def _ensure_sqrt(dbapi_conn: sqlite3.Connection) -> None:

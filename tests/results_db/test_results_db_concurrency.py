@@ -3,6 +3,8 @@ issue-6 load test (50 simulated trials) on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import results_db
@@ -90,3 +92,19 @@ def test_processes_creating_a_fresh_db_at_once(db_url: str) -> None:
     assert not errors, errors[0]
     with results_db.open(db_url) as db:
         assert db.sweeps()["name"].to_list() == ["first"]
+
+
+def test_processes_opening_fresh_sqlite_files_at_once_all_get_wal(tmp_path: Path) -> None:
+    """The first open of a fresh SQLite file switches it to WAL, which needs the file's
+    exclusive lock; SQLite refuses it at once (no busy wait) when another opener holds a shared
+    lock. It failed 6 of 100 rounds like these (CI, 2026-12-02) before results_db.engine waited
+    it out; 20 rounds find it with probability 0.7."""
+    ctx = clean_context("results_db", __name__)
+    urls = [f"sqlite:///{tmp_path / str(i) / 'results.db'}" for i in range(20)]
+    with ctx.Pool(4) as pool:
+        for url in urls:
+            errors = [e for e in pool.map_async(_open_fresh, [url] * 4).get(RESULT_TIMEOUT_S)
+                      if e]
+            assert not errors, errors[0]
+            with results_db.open(url) as db:
+                assert db.query("PRAGMA journal_mode")["journal_mode"][0] == "wal"
