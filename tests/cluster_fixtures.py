@@ -4,9 +4,13 @@
   the trial environment (DS_ACCELERATOR, TORCH_EXTENSIONS_DIR, ...) in the runtime env.
 - ``ray_two_nodes`` (session): two Ray nodes started with the real CLI, ``ray start --head``
   and ``ray start --address`` on their own ports and temp dir, 1 CPU each plus a custom
-  resource per node (``node_a`` / ``node_b``) and the dashboard (Jobs API) on the head;
-  yields a ``TwoNodes`` with the GCS and dashboard addresses. ``ray_two_nodes_fresh``: the same,
-  per test, for a test that breaks its cluster (``kill_node``: a lost node).
+  resource per node (``node_a`` / ``node_b``); yields a ``TwoNodes`` with the GCS address.
+  ``ray_two_nodes_fresh``: the same, per test, for a test that breaks its cluster
+  (``kill_node``: a lost node). ``ray_two_nodes_jobs``: the same, per test, with the dashboard
+  (Ray's Jobs API, for ``submit --detach``) on the head and its address in ``TwoNodes``.
+  No node runs Ray's log monitor and only the Jobs cluster runs a dashboard: our drivers never
+  ask for worker logs (``log_to_driver=False``), and the two cost ~180 CPU-seconds of a
+  25-minute suite on 2 cores (the monitor re-reads every worker's log file 10 times a second).
   Teardown stops exactly the processes whose command line names that temp dir (never ``ray
   stop``, which would stop other people's clusters on a shared machine).
 
@@ -112,21 +116,21 @@ def _node_ports() -> list[str]:
 
 
 @contextlib.contextmanager
-def two_nodes() -> Iterator[TwoNodes]:
+def two_nodes(jobs_api: bool = False) -> Iterator[TwoNodes]:
     tmp = tempfile.mkdtemp(prefix="gscl", dir="/tmp")  # short: socket paths <= 107 chars
     port, dash = _free_port(), _free_port()
     try:
-        # The head runs the dashboard when ray[default]'s packages are there: Ray's Jobs API
-        # (submit --detach) lives in it.
+        # With ``jobs_api`` the head runs the dashboard when ray[default]'s packages are there:
+        # Ray's Jobs API (submit --detach) lives in it.
         dash_args = (["--include-dashboard", "true", "--dashboard-host", "127.0.0.1",
-                      "--dashboard-port", str(dash)] if jobs_api_missing() is None
+                      "--dashboard-port", str(dash)] if jobs_api and jobs_api_missing() is None
                      else ["--include-dashboard", "false"])
+        quiet = ["--include-log-monitor", "false", "--disable-usage-stats"]
         _ray_start("--head", "--port", str(port), "--num-cpus", "1", "--num-gpus", "0",
-                   "--resources", '{"node_a": 1}', "--temp-dir", tmp, *dash_args,
-                   "--disable-usage-stats", *_node_ports())
+                   "--resources", '{"node_a": 1}', "--temp-dir", tmp, *dash_args, *quiet,
+                   *_node_ports())
         _ray_start("--address", f"127.0.0.1:{port}", "--num-cpus", "1", "--num-gpus", "0",
-                   "--resources", '{"node_b": 1}', "--temp-dir", tmp,
-                   "--disable-usage-stats", *_node_ports())
+                   "--resources", '{"node_b": 1}', "--temp-dir", tmp, *quiet, *_node_ports())
         yield TwoNodes(f"127.0.0.1:{port}", tmp, f"http://127.0.0.1:{dash}")
     finally:
         _kill_processes_naming(tmp)
@@ -148,6 +152,15 @@ def ray_two_nodes() -> Iterator[TwoNodes]:
 def ray_two_nodes_fresh() -> Iterator[TwoNodes]:
     """A cluster of its own, for a test that breaks it (node loss)."""
     with two_nodes() as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def ray_two_nodes_jobs() -> Iterator[TwoNodes]:
+    """A cluster of its own with Ray's Jobs API (the dashboard), for ``submit --detach``."""
+    if (why := jobs_api_missing()) is not None:
+        pytest.skip(f"submit --detach needs Ray's Jobs API: {why}")
+    with two_nodes(jobs_api=True) as cluster:
         yield cluster
 
 

@@ -5,15 +5,16 @@ DeepSpeed (its engine and its MoE layer) expects a process group. Under torchrun
 no-op; a plain ``python`` process gets RANK=0, WORLD_SIZE=1 and a free MASTER_PORT, so several
 single-process runs on one machine (concurrent Tune trials) do not collide on a port.
 
-No comm-op compile for one process (issue 11): DeepSpeed's torch backend builds its
-shared-memory all-reduce op (``deepspeed_shm_comm``, a C++ extension: 60-80 s on 2 cores, cached
-in TORCH_EXTENSIONS_DIR) whenever it starts on the CPU accelerator, although a world of one never
-all-reduces across processes. ``skip_shm_comm_op`` marks the op unavailable in DeepSpeed's own
-table of compatible ops (``deepspeed.ops.__compatible_ops__``, a dict DeepSpeed keeps and reads
-in ``deepspeed.comm.torch.build_shm_op``) before DeepSpeed's comm starts, so DeepSpeed uses plain
-gloo, as it does on any platform without the op. Multi-process CPU worlds (Ray Train workers)
-still build it once; torch's extension loader holds a file lock in TORCH_EXTENSIONS_DIR, so
-concurrent workers wait for one build instead of compiling it twice.
+No comm-op compile on CPU (issue 11, then issue 19): DeepSpeed's torch backend builds its
+shared-memory all-reduce op (``deepspeed_shm_comm``, a C++ extension: 60-80 s and ~96 CPU-s on 2
+cores, cached in TORCH_EXTENSIONS_DIR) whenever it starts on the CPU accelerator. Only
+``inference_all_reduce`` uses it (DeepSpeed's tensor-parallel inference layers,
+``deepspeed.module_inject``); training all-reduces (ZeRO's gradients, our metrics) go through
+torch.distributed, so no run of ours, of one process or of many, ever calls it.
+``skip_shm_comm_op`` marks the op unavailable in DeepSpeed's own table of compatible ops
+(``deepspeed.ops.__compatible_ops__``, a dict DeepSpeed keeps and reads in
+``deepspeed.comm.torch.build_shm_op``) before DeepSpeed's comm starts, so DeepSpeed uses plain
+gloo, as it does on any platform without the op.
 """
 
 from __future__ import annotations
@@ -44,18 +45,10 @@ SHM_COMM_OP = "deepspeed_shm_comm"
 
 
 def skip_shm_comm_op() -> None:
-    """Tell DeepSpeed its shared-memory comm op is unavailable (worlds of one process only)."""
+    """Tell DeepSpeed its shared-memory comm op is unavailable (CPU runs: nothing calls it)."""
     import deepspeed.ops
 
     deepspeed.ops.__compatible_ops__[SHM_COMM_OP] = False
-
-
-def _world_size() -> int:
-    import torch.distributed as tdist
-
-    if tdist.is_available() and tdist.is_initialized():
-        return tdist.get_world_size()
-    return int(os.environ.get("WORLD_SIZE", "1"))
 
 
 def ensure_single_process_dist() -> None:
@@ -67,7 +60,7 @@ def ensure_single_process_dist() -> None:
     import torch.distributed as tdist
 
     os.environ.setdefault("DS_ACCELERATOR", "cuda" if torch.cuda.is_available() else "cpu")
-    if _world_size() == 1 and not torch.cuda.is_available():  # the op is CPU-only
+    if not torch.cuda.is_available():  # the op is CPU-only
         skip_shm_comm_op()  # before DeepSpeed's comm backend starts (here or in initialize)
     if tdist.is_available() and tdist.is_initialized():
         return

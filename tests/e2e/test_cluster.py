@@ -198,16 +198,14 @@ def test_detach_builds_the_cluster_command(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_detached_submit_runs_as_a_ray_job(ray_two_nodes: TwoNodes, tmp_path: Path) -> None:
+def test_detached_submit_runs_as_a_ray_job(ray_two_nodes_jobs: TwoNodes, tmp_path: Path
+                                           ) -> None:
     """The submitting process exits at once; the cluster finishes the sweep on its own."""
-    from tests.cluster_fixtures import jobs_api_missing
     from ray.job_submission import JobSubmissionClient
 
     from orchestrator.detach import wait_for_job
 
-    if (why := jobs_api_missing()) is not None:
-        pytest.skip(f"submit --detach needs Ray's Jobs API: {why}")
-
+    ray_two_nodes = ray_two_nodes_jobs
     url = f"sqlite:///{tmp_path / 'd.db'}"
     spec = tmp_path / "det.yaml"
     spec.write_text(CLUSTER_SWEEP.format(name="detached", preset="tiny", steps=10, seq=32,

@@ -366,17 +366,28 @@ def test_compiled_model_trains_like_eager_without_per_step_recompiles(reference,
         assert value == pytest.approx(eager[s], rel=1e-3 if s <= 4 else 2e-2), s
 
 
-def test_a_single_process_run_never_builds_the_shm_comm_op(tmp_path: Path) -> None:
-    """issue 11: no 60-80 s C++ compile on a fresh machine for one-process trials."""
+@pytest.mark.parametrize("world", [1, 2])
+def test_a_cpu_run_never_builds_the_shm_comm_op(tmp_path: Path, world: int) -> None:
+    """issue 11 (one process), issue 19 (a multi-worker world, ~96 CPU-s of the CI run): no
+    60-80 s C++ compile on a fresh machine; only DeepSpeed's inference layers would call it."""
+    from trainer.dist import free_port
+
     code = ("import deepspeed.comm.comm as c\n"
             "from trainer.dist import ensure_single_process_dist\n"
             "ensure_single_process_dist()\n"
-            "print('shm', c.cdb.shm_comm_op)\n")
+            "print('shm', c.cdb.shm_comm_op, c.get_world_size())\n")
     env = {k: v for k, v in os.environ.items() if k not in DIST_VARS}
     env.update(TORCH_EXTENSIONS_DIR=str(tmp_path / "ext"), DS_ACCELERATOR="cpu",
                PYTHONPATH=str(ROOT))
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                         text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert "shm None" in out.stdout
+    if world > 1:
+        env.update(WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
+    ranks = [subprocess.Popen([sys.executable, "-c", code], text=True, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE,
+                              env={**env, **({"RANK": str(r), "LOCAL_RANK": str(r)}
+                                             if world > 1 else {})})
+             for r in range(world)]
+    for proc in ranks:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err[-2000:]
+        assert f"shm None {world}" in out
     assert not (tmp_path / "ext" / "deepspeed_shm_comm").exists()
