@@ -34,6 +34,9 @@ def driver_defaults() -> None:
     # We handle SIGINT/SIGTERM ourselves (mark the runs cancelled, then stop Ray).
     os.environ.setdefault("TUNE_DISABLE_SIGINT_HANDLER", "1")
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+    # Tune's JSON and CSV loggers are passed explicitly (scheduler.tune_file_loggers); this
+    # keeps Tune from adding its TensorBoard logger, whose import pulls torch into the driver.
+    os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
 
 
 def worker_env_vars() -> dict[str, str]:

@@ -74,6 +74,17 @@ class Options:
     extra_env: dict[str, str] = field(default_factory=dict)
 
 
+def tune_file_loggers() -> list[Callback]:
+    """Tune's result.json and progress.csv per trial, as Tune writes them by default, without
+    its TensorBoard logger: that one imports torch into the driver (tensorboardX does; ~3 CPU-s
+    of every submit's start) for event files nothing reads, the results DB has every metric.
+    driver_defaults() turns Tune's automatic loggers off (TUNE_DISABLE_AUTO_CALLBACK_LOGGERS);
+    setting it to 0 brings the TensorBoard logger back."""
+    from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
+
+    return [CSVLoggerCallback(), JsonLoggerCallback()]
+
+
 class Interrupted(Exception):
     """The user stopped the sweep (SIGINT/SIGTERM); runs were marked cancelled."""
 
@@ -289,7 +300,7 @@ def _fit(jobs: list[TrialJob], opts: Options, outage: OutageState | None = None
             failure_config=tune.FailureConfig(max_failures=opts.retries),
             stop=OutageStopper(outage),
             callbacks=[DBSyncCallback(opts.db_url, opts.owner, opts.retries, outage,
-                                      opts.say)], verbose=0),
+                                      opts.say), *tune_file_loggers()], verbose=0),
     )
     grid = tuner.fit()  # trial errors do not raise here; the DB has the per-run outcome
     skipped: dict[int, str] = {}

@@ -73,6 +73,10 @@ def test_failure_rerun_resume_and_cache(tmp_path: Path) -> None:
     assert "Traceback" in att.traceback and "RuntimeError" in att.traceback
     ckpts = storage / "e2e" / "broken-s0" / "checkpoints"
     assert ckpts.is_dir() and any(ckpts.iterdir())
+    # Tune's per-trial result files as before, but no TensorBoard logger (its tensorboardX
+    # import pulled torch into the driver: orchestrator.scheduler.tune_file_loggers)
+    assert len(list(storage.glob("_tune/*/*/result.json"))) == 3
+    assert not list(storage.glob("_tune/**/events.out.tfevents*"))
 
     again = cli("rerun", broken.id, "--db", url)
     assert again.returncode == 0, again.stdout + again.stderr
