@@ -7,9 +7,11 @@ after its checkpoint; the upsert keeps one point per step, so there are no dupli
 gaps). Heartbeats every 1 s: a silent attempt is stale after 3 x 1 + 2 = 5 s.
 
 The runs train the `tiny` model (~15 ms a step on one CPU core, 16x less than `small`): the
-faults land after the first checkpoint (step 10) and STEPS leaves several seconds of training
-after it, so the fault always meets a run in flight; the rest of a case's time is process and
-cluster start-up, which no model size changes.
+faults land once the first checkpoint (step 10) is in the DB, and STEPS leaves seconds of
+training after it (190 steps, 3-6 s on the loaded 2-core machine, where the fault lands within
+about a second), so the fault always meets a run in flight; the rest of a case's time is process
+and cluster start-up, which no model size changes. The frozen-writer case trains 400: it stops
+the worker only at a moment it holds the write lock, so it needs more writes to catch one.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.slow
 
-STEPS, LOG_EVERY = 400, 5
+STEPS, LOG_EVERY = 200, 5
 
 
 def _sweep(tmp: Path, name: str, variants: list[str], retries: int = 1, preset: str = "tiny",
@@ -331,7 +333,8 @@ def test_a_worker_stalled_inside_a_sqlite_write_is_killed_and_retried(
     trial holds SQLite's write lock, so nobody can write, the driver included. The driver's
     lock watch kills it once it held the lock for a staleness window; Tune retries the run
     from its last checkpoint: succeeded, every step once, exit 0."""
-    proc = _submit(ray_two_nodes, _sweep(tmp_path, "f-frozen", ["base"]), sqlite_url, tmp_path)
+    proc = _submit(ray_two_nodes, _sweep(tmp_path, "f-frozen", ["base"], steps=400), sqlite_url,
+                   tmp_path)
     try:
         att = _wait("a checkpoint", lambda: _checkpointed_attempt(sqlite_url), proc)
         _stop_inside_a_write(sqlite_url, att.pid)
@@ -345,7 +348,7 @@ def test_a_worker_stalled_inside_a_sqlite_write_is_killed_and_retried(
     db = results_db.open(sqlite_url)
     assert db.run(att.run_id).status == "succeeded"
     assert _faults(db, att.run_id) == [("failed", "worker_died"), ("succeeded", None)]
-    _assert_integrity(db, att.run_id)
+    _assert_integrity(db, att.run_id, steps=400)
 
 
 @pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
