@@ -366,7 +366,7 @@ def test_compiled_model_trains_like_eager_without_per_step_recompiles(reference,
         assert value == pytest.approx(eager[s], rel=1e-3 if s <= 4 else 2e-2), s
 
 
-@pytest.mark.parametrize("world", [1, 2])
+@pytest.mark.parametrize("world", [1, pytest.param(2, marks=pytest.mark.slow)])  # 2 DeepSpeed ranks
 def test_a_cpu_run_never_builds_the_shm_comm_op(tmp_path: Path, world: int) -> None:
     """issue 11 (one process), issue 19 (a multi-worker world, ~96 CPU-s of the CI run): no
     60-80 s C++ compile on a fresh machine; only DeepSpeed's inference layers would call it."""
