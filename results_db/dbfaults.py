@@ -55,6 +55,11 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def sqlite_busy(orig: BaseException) -> bool:
+    """SQLITE_BUSY (or an extended code of it): another connection holds the lock asked for."""
+    return (getattr(orig, "sqlite_errorname", None) or "").startswith(_SQLITE_BUSY)
+
+
 def classify(orig: BaseException, connecting: bool) -> str | None:
     """'written' / 'opened' / 'used' when ``orig`` (a DB-API error) means the DB is unusable, else None."""
     name = getattr(orig, "sqlite_errorname", None)

@@ -28,7 +28,7 @@ from urllib.parse import quote
 from sqlalchemy import URL, Engine, create_engine, event, make_url
 from sqlalchemy.exc import ArgumentError
 
-from results_db.dbfaults import DBUnavailable, translate
+from results_db.dbfaults import DBUnavailable, sqlite_busy, translate
 from results_db.migrate import _REV, MIGRATIONS_DIR, refuse_foreign_sqlite
 
 DEFAULT_URL = "sqlite:///results.db"
@@ -235,7 +235,7 @@ def _enter_wal(dbapi_conn: sqlite3.Connection) -> None:
             dbapi_conn.execute("PRAGMA journal_mode=WAL")
             return
         except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() > deadline:
+            if not sqlite_busy(exc) or time.monotonic() > deadline:
                 raise
             time.sleep(0.01)
 

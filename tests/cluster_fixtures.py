@@ -90,7 +90,7 @@ def jobs_api_missing() -> str | None:
 class TwoNodes:
     address: str  # 127.0.0.1:PORT (GCS)
     temp_dir: str
-    dashboard: str  # http://127.0.0.1:PORT (the Jobs API, for submit --detach)
+    dashboard: str | None  # http://127.0.0.1:PORT (the Jobs API, for submit --detach), or None
 
 
 def _free_port() -> int:
@@ -131,7 +131,8 @@ def two_nodes(jobs_api: bool = False) -> Iterator[TwoNodes]:
                    *_node_ports())
         _ray_start("--address", f"127.0.0.1:{port}", "--num-cpus", "1", "--num-gpus", "0",
                    "--resources", '{"node_b": 1}', "--temp-dir", tmp, *quiet, *_node_ports())
-        yield TwoNodes(f"127.0.0.1:{port}", tmp, f"http://127.0.0.1:{dash}")
+        yield TwoNodes(f"127.0.0.1:{port}", tmp,
+                       f"http://127.0.0.1:{dash}" if "--dashboard-port" in dash_args else None)
     finally:
         _kill_processes_naming(tmp)
         # With ray[default], the head also starts a Ray Client server that names the GCS

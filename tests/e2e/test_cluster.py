@@ -205,23 +205,24 @@ def test_detached_submit_runs_as_a_ray_job(ray_two_nodes_jobs: TwoNodes, tmp_pat
 
     from orchestrator.detach import wait_for_job
 
-    ray_two_nodes = ray_two_nodes_jobs
+    cluster = ray_two_nodes_jobs
     url = f"sqlite:///{tmp_path / 'd.db'}"
     spec = tmp_path / "det.yaml"
     spec.write_text(CLUSTER_SWEEP.format(name="detached", preset="tiny", steps=10, seq=32,
                                          variants="  baseline: {}", retries=0))
-    env = {**_env(ray_two_nodes.address), "GATESWEEP_JOB_PYTHON": sys.executable}
+    env = {**_env(cluster.address), "GATESWEEP_JOB_PYTHON": sys.executable}
     t0 = time.monotonic()
     res = subprocess.run([sys.executable, "-m", "orchestrator", "submit", str(spec), "--detach",
                           "--db", url, "--storage", str(tmp_path / "runs"), "--address",
-                          ray_two_nodes.address], env=env, capture_output=True, text=True,
+                          cluster.address], env=env, capture_output=True, text=True,
                          timeout=120)
     assert res.returncode == 0, res.stdout + res.stderr
     assert time.monotonic() - t0 < 60  # returned without waiting for the sweep
     match = re.search(r"submitted Ray job (\S+);", res.stdout)
     assert match, res.stdout
     job_id = match.group(1)
-    client = JobSubmissionClient(ray_two_nodes.dashboard)
+    assert cluster.dashboard is not None
+    client = JobSubmissionClient(cluster.dashboard)
     status = wait_for_job(client, job_id, timeout_s=300)
     assert status == "SUCCEEDED", client.get_job_logs(job_id)[-3000:]
     db = results_db.open(url)
