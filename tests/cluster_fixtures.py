@@ -21,6 +21,7 @@ until then the test modules import the fixtures by name.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
@@ -106,19 +107,55 @@ def _ray_start(*args: str) -> None:
         raise RuntimeError(f"ray start {' '.join(args)} failed:\n{res.stdout}\n{res.stderr}")
 
 
-def _node_ports() -> list[str]:
+# Worker port blocks: blocks of 200 ports from 20000 up to the kernel's ephemeral range (32768 on
+# Linux by default), where free_port() answers and outgoing connections take their local port.
+# A block is claimed with an flock held while its node lives (the kernel drops it if the test
+# process dies), so no two live test nodes, of any xdist worker, share worker ports.
+# (Before: 20000 + a free port % 20000, ranges that reached into the ephemeral range and could
+# overlap another node's.)
+WORKER_PORT_BASE, WORKER_PORT_BLOCK = 20000, 200
+_PORT_LOCKS = Path(tempfile.gettempdir()) / "gatesweep-test-ray-ports"
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def _claim_worker_ports(stack: contextlib.ExitStack) -> tuple[int, int]:
+    """(min, max) worker port of a block no other live test node holds."""
+    _PORT_LOCKS.mkdir(exist_ok=True)
+    blocks = (_ephemeral_low() - WORKER_PORT_BASE) // WORKER_PORT_BLOCK
+    for block in range(blocks):
+        fd = os.open(_PORT_LOCKS / f"block-{block}", os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        stack.callback(os.close, fd)  # closing releases the lock
+        low = WORKER_PORT_BASE + block * WORKER_PORT_BLOCK
+        return low, low + WORKER_PORT_BLOCK - 1
+    raise RuntimeError(f"all {blocks} worker port blocks below the ephemeral range are held "
+                       f"({_PORT_LOCKS})")
+
+
+def _node_ports(stack: contextlib.ExitStack) -> list[str]:
     """Distinct ports for one node's services, so two nodes on one machine never collide."""
-    ports = [_free_port() for _ in range(4)]
+    ports = [_free_port() for _ in range(3)]
+    low, high = _claim_worker_ports(stack)
     return ["--node-manager-port", str(ports[0]), "--object-manager-port", str(ports[1]),
-            "--min-worker-port", str(ports[2] % 20000 + 20000),
-            "--max-worker-port", str(ports[2] % 20000 + 20199),
-            "--dashboard-agent-listen-port", str(ports[3])]
+            "--min-worker-port", str(low), "--max-worker-port", str(high),
+            "--dashboard-agent-listen-port", str(ports[2])]
 
 
 @contextlib.contextmanager
 def two_nodes(jobs_api: bool = False) -> Iterator[TwoNodes]:
     tmp = tempfile.mkdtemp(prefix="gscl", dir="/tmp")  # short: socket paths <= 107 chars
     port, dash = _free_port(), _free_port()
+    ports = contextlib.ExitStack()  # the worker port blocks, released after the nodes stop
     try:
         # With ``jobs_api`` the head runs the dashboard when ray[default]'s packages are there:
         # Ray's Jobs API (submit --detach) lives in it.
@@ -128,9 +165,9 @@ def two_nodes(jobs_api: bool = False) -> Iterator[TwoNodes]:
         quiet = ["--include-log-monitor", "false", "--disable-usage-stats"]
         _ray_start("--head", "--port", str(port), "--num-cpus", "1", "--num-gpus", "0",
                    "--resources", '{"node_a": 1}', "--temp-dir", tmp, *dash_args, *quiet,
-                   *_node_ports())
+                   *_node_ports(ports))
         _ray_start("--address", f"127.0.0.1:{port}", "--num-cpus", "1", "--num-gpus", "0",
-                   "--resources", '{"node_b": 1}', "--temp-dir", tmp, *quiet, *_node_ports())
+                   "--resources", '{"node_b": 1}', "--temp-dir", tmp, *quiet, *_node_ports(ports))
         yield TwoNodes(f"127.0.0.1:{port}", tmp,
                        f"http://127.0.0.1:{dash}" if "--dashboard-port" in dash_args else None)
     finally:
@@ -138,6 +175,7 @@ def two_nodes(jobs_api: bool = False) -> Iterator[TwoNodes]:
         # With ray[default], the head also starts a Ray Client server that names the GCS
         # port but not the temp dir, and outlives the head (reparented to init).
         _kill_processes_naming("ray.util.client.server --address=", also=f":{port} ")
+        ports.close()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
