@@ -25,6 +25,7 @@ Prints one table (with date, machine and load); the figures go to docs/benchmark
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import pickle
 import platform
@@ -75,49 +76,29 @@ def env() -> dict[str, str]:
 class Cluster:
     address: str
     temp_dir: str
+    ports: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)  # worker port blocks
 
 
-def start_cluster(nodes: int, cpus: int, tries: int = 3) -> Cluster:
-    from tests.cluster_fixtures import _free_port, _node_ports, _ray_start
+def start_cluster(nodes: int, cpus: int) -> Cluster:
+    """A head and ``nodes - 1`` worker nodes of ``cpus`` CPUs, each with a ``node_<i>`` resource
+    (tests.cluster_fixtures.start_node: fresh ports, restarted if Ray's start-up window passes)."""
+    from tests.cluster_fixtures import _free_port, start_node
 
-    for attempt in range(tries):  # a head that timed out leaves a GCS behind: start afresh
-        tmp = tempfile.mkdtemp(prefix="gssc", dir="/tmp")
-        port = _free_port()
-        common = ["--num-cpus", str(cpus), "--num-gpus", "1", "--temp-dir", tmp,
-                  "--disable-usage-stats"]
-        cluster = Cluster(f"127.0.0.1:{port}", tmp)
-        try:
-            _ray_start("--head", "--port", str(port), "--include-dashboard", "false",
-                       "--resources", '{"node_0": 1}', *common, *_node_ports())
-            break
-        except RuntimeError:
-            stop_cluster(cluster)
-            if attempt == tries - 1:
-                raise
+    tmp = tempfile.mkdtemp(prefix="gssc", dir="/tmp")
+    port = _free_port()
+    common = ["--num-cpus", str(cpus), "--num-gpus", "1", "--temp-dir", tmp,
+              "--disable-usage-stats"]
+    cluster = Cluster(f"127.0.0.1:{port}", tmp)
     try:
+        start_node(["--head", "--port", str(port), "--include-dashboard", "false",
+                    "--resources", '{"node_0": 1}', *common], cluster.ports, head_dir=tmp)
         for i in range(1, nodes):
-            _start_node("--address", cluster.address, "--resources", f'{{"node_{i}": 1}}',
-                        *common)
+            start_node(["--address", cluster.address, "--resources", f'{{"node_{i}": 1}}',
+                        *common], cluster.ports)
     except BaseException:
         stop_cluster(cluster)
         raise
     return cluster
-
-
-def _start_node(*args: str, tries: int = 3) -> None:
-    """``ray start`` with fresh ports; a raylet that misses Ray's fixed 30 s start-up window (a
-    loaded machine) is killed by its node-manager port and started again."""
-    from tests.cluster_fixtures import _kill_processes_naming, _node_ports, _ray_start
-
-    for attempt in range(tries):
-        ports = _node_ports()
-        try:
-            _ray_start(*args, *ports)
-            return
-        except RuntimeError:
-            _kill_processes_naming(f"--node_manager_port={ports[1]}")
-            if attempt == tries - 1:
-                raise
 
 
 def stop_cluster(cluster: Cluster) -> None:
@@ -128,6 +109,7 @@ def stop_cluster(cluster: Cluster) -> None:
     _kill_processes_naming(cluster.temp_dir)
     port = cluster.address.rsplit(":", 1)[1]
     _kill_processes_naming("ray.util.client.server --address=", also=f":{port} ")
+    cluster.ports.close()
     shutil.rmtree(cluster.temp_dir, ignore_errors=True)
 
 

@@ -151,6 +151,28 @@ def _node_ports(stack: contextlib.ExitStack) -> list[str]:
             "--dashboard-agent-listen-port", str(ports[2])]
 
 
+def start_node(args: list[str], stack: contextlib.ExitStack, head_dir: str | None = None,
+               tries: int = 3) -> None:
+    """``ray start *args`` with fresh ports and its own worker port block (held on ``stack``
+    until the caller stops the node). A node that misses Ray's fixed 30 s start-up window (a
+    loaded machine) is killed and started again: a head (``head_dir``, its temp dir, which all
+    its processes name, the GCS it leaves behind included), a worker node by its node-manager
+    port."""
+    for attempt in range(tries):
+        node = contextlib.ExitStack()
+        ports = _node_ports(node)
+        try:
+            _ray_start(*args, *ports)
+        except RuntimeError:
+            _kill_processes_naming(head_dir or f"--node_manager_port={ports[1]}")
+            node.close()
+            if attempt == tries - 1:
+                raise
+            continue
+        stack.enter_context(node)
+        return
+
+
 @contextlib.contextmanager
 def two_nodes(jobs_api: bool = False) -> Iterator[TwoNodes]:
     tmp = tempfile.mkdtemp(prefix="gscl", dir="/tmp")  # short: socket paths <= 107 chars
@@ -163,11 +185,11 @@ def two_nodes(jobs_api: bool = False) -> Iterator[TwoNodes]:
                       "--dashboard-port", str(dash)] if jobs_api and jobs_api_missing() is None
                      else ["--include-dashboard", "false"])
         quiet = ["--include-log-monitor", "false", "--disable-usage-stats"]
-        _ray_start("--head", "--port", str(port), "--num-cpus", "1", "--num-gpus", "0",
-                   "--resources", '{"node_a": 1}', "--temp-dir", tmp, *dash_args, *quiet,
-                   *_node_ports(ports))
-        _ray_start("--address", f"127.0.0.1:{port}", "--num-cpus", "1", "--num-gpus", "0",
-                   "--resources", '{"node_b": 1}', "--temp-dir", tmp, *quiet, *_node_ports(ports))
+        start_node(["--head", "--port", str(port), "--num-cpus", "1", "--num-gpus", "0",
+                    "--resources", '{"node_a": 1}', "--temp-dir", tmp, *dash_args, *quiet],
+                   ports, head_dir=tmp)
+        start_node(["--address", f"127.0.0.1:{port}", "--num-cpus", "1", "--num-gpus", "0",
+                    "--resources", '{"node_b": 1}', "--temp-dir", tmp, *quiet], ports)
         yield TwoNodes(f"127.0.0.1:{port}", tmp,
                        f"http://127.0.0.1:{dash}" if "--dashboard-port" in dash_args else None)
     finally:
