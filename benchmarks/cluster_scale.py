@@ -74,7 +74,7 @@ def env() -> dict[str, str]:
 # --- the cluster -------------------------------------------------------------------------
 @dataclass
 class Cluster:
-    address: str
+    address: str  # 127.0.0.1:PORT of the GCS; "" until the head is up
     temp_dir: str
     ports: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)  # worker port blocks
 
@@ -82,16 +82,16 @@ class Cluster:
 def start_cluster(nodes: int, cpus: int) -> Cluster:
     """A head and ``nodes - 1`` worker nodes of ``cpus`` CPUs, each with a ``node_<i>`` resource
     (tests.cluster_fixtures.start_node: fresh ports, restarted if Ray's start-up window passes)."""
-    from tests.cluster_fixtures import _free_port, start_node
+    from tests.cluster_fixtures import start_node
 
     tmp = tempfile.mkdtemp(prefix="gssc", dir="/tmp")
-    port = _free_port()
     common = ["--num-cpus", str(cpus), "--num-gpus", "1", "--temp-dir", tmp,
               "--disable-usage-stats"]
-    cluster = Cluster(f"127.0.0.1:{port}", tmp)
+    cluster = Cluster("", tmp)
     try:
-        start_node(["--head", "--port", str(port), "--include-dashboard", "false",
-                    "--resources", '{"node_0": 1}', *common], cluster.ports, head_dir=tmp)
+        port = start_node(["--include-dashboard", "false", "--resources", '{"node_0": 1}',
+                           *common], cluster.ports, head_dir=tmp)
+        cluster.address = f"127.0.0.1:{port}"
         for i in range(1, nodes):
             start_node(["--address", cluster.address, "--resources", f'{{"node_{i}": 1}}',
                         *common], cluster.ports)
@@ -104,11 +104,10 @@ def start_cluster(nodes: int, cpus: int) -> Cluster:
 def stop_cluster(cluster: Cluster) -> None:
     import shutil
 
-    from tests.cluster_fixtures import _kill_processes_naming
+    from tests.cluster_fixtures import stop_processes
 
-    _kill_processes_naming(cluster.temp_dir)
-    port = cluster.address.rsplit(":", 1)[1]
-    _kill_processes_naming("ray.util.client.server --address=", also=f":{port} ")
+    port = cluster.address.rsplit(":", 1)[1] if cluster.address else "0"
+    stop_processes(cluster.temp_dir, int(port))
     cluster.ports.close()
     shutil.rmtree(cluster.temp_dir, ignore_errors=True)
 

@@ -152,31 +152,48 @@ def _node_ports(stack: contextlib.ExitStack) -> list[str]:
 
 
 def start_node(args: list[str], stack: contextlib.ExitStack, head_dir: str | None = None,
-               tries: int = 3) -> None:
+               tries: int = 3) -> int:
     """``ray start *args`` with fresh ports and its own worker port block (held on ``stack``
-    until the caller stops the node). A node that misses Ray's fixed 30 s start-up window (a
-    loaded machine) is killed and started again: a head (``head_dir``, its temp dir, which all
-    its processes name, the GCS it leaves behind included), a worker node by its node-manager
-    port."""
-    for attempt in range(tries):
+    until the caller stops the node); with ``head_dir`` (its ``--temp-dir``) a head on a fresh
+    GCS port, which it returns (0 for a worker node). A node that misses Ray's fixed 30 s
+    start-up window (a loaded machine) is stopped and started again on new ports: a head like
+    a whole cluster (stop_processes), a worker node by its node-manager port."""
+    failures = 0
+    while True:
         node = contextlib.ExitStack()
+        gcs = _free_port() if head_dir else 0
+        head = ["--head", "--port", str(gcs)] if head_dir else []
         ports = _node_ports(node)
         try:
-            _ray_start(*args, *ports)
+            _ray_start(*head, *args, *ports)
         except RuntimeError:
-            _kill_processes_naming(head_dir or f"--node_manager_port={ports[1]}")
+            if head_dir:
+                stop_processes(head_dir, gcs)
+            else:
+                _kill_processes_naming(f"--node_manager_port={ports[1]}")
             node.close()
-            if attempt == tries - 1:
+            failures += 1
+            if failures == tries:
                 raise
             continue
         stack.enter_context(node)
-        return
+        return gcs
+
+
+def stop_processes(temp_dir: str, gcs_port: int) -> None:
+    """Every process of the cluster whose head has ``temp_dir``: those that name it (Ray passes
+    the session dir to each) and, with ray[default], the Ray Client server, which names only
+    the GCS port and outlives the head (reparented to init)."""
+    _kill_processes_naming(temp_dir)
+    if gcs_port:
+        _kill_processes_naming("ray.util.client.server --address=", also=f":{gcs_port} ")
 
 
 @contextlib.contextmanager
 def two_nodes(jobs_api: bool = False) -> Iterator[TwoNodes]:
     tmp = tempfile.mkdtemp(prefix="gscl", dir="/tmp")  # short: socket paths <= 107 chars
-    port, dash = _free_port(), _free_port()
+    dash = _free_port()
+    port = 0
     ports = contextlib.ExitStack()  # the worker port blocks, released after the nodes stop
     try:
         # With ``jobs_api`` the head runs the dashboard when ray[default]'s packages are there:
@@ -185,18 +202,14 @@ def two_nodes(jobs_api: bool = False) -> Iterator[TwoNodes]:
                       "--dashboard-port", str(dash)] if jobs_api and jobs_api_missing() is None
                      else ["--include-dashboard", "false"])
         quiet = ["--include-log-monitor", "false", "--disable-usage-stats"]
-        start_node(["--head", "--port", str(port), "--num-cpus", "1", "--num-gpus", "0",
-                    "--resources", '{"node_a": 1}', "--temp-dir", tmp, *dash_args, *quiet],
-                   ports, head_dir=tmp)
+        port = start_node(["--num-cpus", "1", "--num-gpus", "0", "--resources", '{"node_a": 1}',
+                           "--temp-dir", tmp, *dash_args, *quiet], ports, head_dir=tmp)
         start_node(["--address", f"127.0.0.1:{port}", "--num-cpus", "1", "--num-gpus", "0",
                     "--resources", '{"node_b": 1}', "--temp-dir", tmp, *quiet], ports)
         yield TwoNodes(f"127.0.0.1:{port}", tmp,
                        f"http://127.0.0.1:{dash}" if "--dashboard-port" in dash_args else None)
     finally:
-        _kill_processes_naming(tmp)
-        # With ray[default], the head also starts a Ray Client server that names the GCS
-        # port but not the temp dir, and outlives the head (reparented to init).
-        _kill_processes_naming("ray.util.client.server --address=", also=f":{port} ")
+        stop_processes(tmp, port)
         ports.close()
         shutil.rmtree(tmp, ignore_errors=True)
 
