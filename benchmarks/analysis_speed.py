@@ -33,8 +33,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root: tests.support
 
-import results_db
 from timing import timed  # benchmarks/timing.py (scripts run from benchmarks/)
+
+import results_db
 from tests.support.synth import fill
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -120,8 +120,8 @@ def bare_main(address: str, sweep_file: str, storage: str, concurrent: int) -> N
     import ray
     from ray import tune
 
-    from orchestrator.env import driver_defaults, worker_env_vars
-    from orchestrator.plan import make_plan
+    from orchestrator.run.env import driver_defaults, worker_env_vars
+    from orchestrator.sweep.plan import make_plan
 
     driver_defaults()
     # each spec pickled on its own, as the scheduler's PackedJobs: a trial unpickles only its
@@ -131,7 +131,7 @@ def bare_main(address: str, sweep_file: str, storage: str, concurrent: int) -> N
 
     def trial(config: dict[str, Any], specs: dict[str, Any]) -> None:
         from contract.reporter import MemoryReporter
-        from orchestrator.env import prepare_trial_env
+        from orchestrator.run.env import prepare_trial_env
 
         prepare_trial_env()
         from trainer.train import train
@@ -354,8 +354,8 @@ def integrity(url: str, sweep: str, expected: dict[str, int]) -> dict[str, int]:
 def register_times(url_of: Any, sizes: list[int], steps: int, tmp: Path) -> list[tuple]:
     """(runs, plan s, register s, jobs_for s) into a fresh DB each, no Ray."""
     import results_db
-    from orchestrator.plan import make_plan
-    from orchestrator.submit import jobs_for, register
+    from orchestrator.run.submit import jobs_for, register
+    from orchestrator.sweep.plan import make_plan
 
     out = []
     for n in sizes:
@@ -392,7 +392,8 @@ def main() -> None:
     a = ap.parse_args()
     from tests.support.pgtemp import start_pg_server, stop_pg_server
 
-    print(f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')} {platform.node()} {platform.processor() or platform.machine()}, "
+    cpu = platform.processor() or platform.machine()
+    print(f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')} {platform.node()} {cpu}, "
           f"{os.cpu_count()} CPUs; load {load()}", flush=True)
     tmp = Path(tempfile.mkdtemp(prefix="gs-scale-"))
     pg = start_pg_server()

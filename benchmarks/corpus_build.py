@@ -52,8 +52,8 @@ def main() -> None:
 
 
 def _run(args: argparse.Namespace, cache: str) -> None:
-    from trainer.bpe import train_bpe
     from contract.config import BpeSpec, DataConfig
+    from trainer.bpe import train_bpe
     from trainer.corpus import select
     from trainer.tokenizer import ByteTokenizer, JsonTokenizer
 

@@ -5,7 +5,8 @@
         [--only-curves]
 
 Fills the DB first when it has fewer runs than asked (tests.support.synth.fill: runs registered
-by the submit path, attempts through the real writer API; 10k runs x 1k points = 10M metric rows takes a few minutes here), then times, with
+by the submit path, attempts through the real writer API; 10k runs x 1k points = 10M metric rows
+takes a few minutes here), then times, with
 streamlit's AppTest (script run + every element serialised, no browser):
   cold = st.cache_data cleared (every DB query runs), warm = cached (a widget change),
 for the leaderboard, the ablation tables and the curves page (100 runs, downsampled; and 100

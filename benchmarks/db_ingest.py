@@ -6,7 +6,8 @@
 
 Prints (1) metric rows/s of batched ``log_metrics`` (target >= 100k rows/s) at several batch
 sizes, (2) the time to fill a DB with N runs x M points (tests.support.synth.fill: runs
-registered by the submit path, attempts through the writer API), (3) leaderboard / ablation_table / view query times over that DB
+registered by the submit path, attempts through the writer API), (3) leaderboard / ablation_table /
+view query times over that DB
 (target: leaderboard < 1 s over 10k runs x 1k metric points). Everything goes through the
 real API; the DB file lives in a temp dir unless --db is given.
 """
@@ -24,8 +25,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root: tests.support
 
-import results_db
 from timing import timed  # benchmarks/timing.py (scripts run from benchmarks/)
+
+import results_db
 from tests.support.synth import add_finished_run, fill
 
 

@@ -95,7 +95,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                            "runners": {n: c.summary() for n, c in counts.items()}}
     if "bare" in counts and "engine" in counts:
         bare, engine = counts["bare"].ops, counts["engine"].ops
-        doc["engine_extra_ops"] = {op: engine[op] - bare[op] for op in sorted(set(bare) | set(engine))
+        doc["engine_extra_ops"] = {op: engine[op] - bare[op]
+                                   for op in sorted(set(bare) | set(engine))
                                    if engine[op] != bare[op]}
     print(f"preset {args.preset}, batch {args.batch} x seq {args.seq}: one step's ops")
     print(f"{'runner':<9}{'ops':>8}{'kernel ops':>12}{'host reads':>12}{'collectives':>13}")

@@ -1,4 +1,5 @@
-"""Trainer throughput: the DeepSpeed engine vs a bare PyTorch loop, torch.compile, gate overheads, MFU.
+"""Trainer throughput: the DeepSpeed engine vs a bare PyTorch loop, torch.compile, gate overheads,
+MFU.
 
     python benchmarks/trainer_throughput.py [--preset small] [--batch 8] [--seq 128]
         [--runners bare,engine,compile,g1e,g1h] [--rounds 5] [--steps 3] [--warmup 2]
@@ -50,8 +51,7 @@ from torch import nn  # noqa: E402
 from contract.config import RunSpec  # noqa: E402
 from trainer.data import build_data  # noqa: E402
 from trainer.dist import ensure_single_process_dist  # noqa: E402
-from trainer.engine import (build_engine, resolve_precision, to_device,  # noqa: E402
-                            train_step, trainer_clips)
+from trainer.engine import build_engine, resolve_precision, to_device, train_step, trainer_clips  # noqa: E402
 from trainer.model import build_model  # noqa: E402
 
 # Dense bf16 tensor-core peaks (no sparsity), FLOP/s; longest matching name wins.

@@ -3,7 +3,8 @@
 ``count(cfg) -> (total, gates)`` is what ``orchestrator validate`` prints for every run, so it
 must be fast and must not import torch: it is exact arithmetic over the same shape facts the
 model is built from (contract/gate_shapes.py for gates). The real model on the meta device
-(trainer/meta_params.py) is the oracle: tests/contract/test_params.py checks the two agree, component by
+(trainer/meta_params.py) is the oracle: tests/contract/test_params.py checks the two agree,
+component by
 component, for every preset and for every distinct model of every shipped sweep.
 
 This module sits *below* trainer/model.py (the model asks it for the param-matched d_ff), so it

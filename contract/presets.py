@@ -1,7 +1,8 @@
 """Named model shapes. A sweep says ``model: {preset: small}`` plus overrides.
 
 The paper shapes come from the paper's Table 7 (shipped as
-dashboard/paper_data/table7_architectures.csv). Their vocabulary is Qwen's (151,936 tokens); the paper does not print
+dashboard/paper_data/table7_architectures.csv). Their vocabulary is Qwen's (151,936 tokens); the
+paper does not print
 the RoPE base, so we use Qwen3's 1e6.
 """
 
@@ -42,4 +43,5 @@ def preset_fields(name: str) -> dict[str, Any]:
         return dict(PRESETS[name])
     except KeyError:
         known = ", ".join(sorted(PRESETS))
-        raise ValueError(f"model.preset: unknown preset {name!r}; expected one of: {known}") from None
+        raise ValueError(f"model.preset: unknown preset {name!r}; expected one of: {known}") \
+            from None

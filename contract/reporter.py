@@ -4,7 +4,7 @@ An implementation that buffers may also define ``flush()``; the trainer calls it
 before every checkpoint, so no point logged before a checkpoint can be lost by a crash after it.
 
 The trainer knows nothing of Ray or SQL. The orchestrator passes a DB-backed reporter
-(orchestrator/reporter.py); tests pass ``MemoryReporter``. Only rank 0 reports.
+(orchestrator/run/reporter.py); tests pass ``MemoryReporter``. Only rank 0 reports.
 """
 
 from __future__ import annotations

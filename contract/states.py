@@ -52,7 +52,8 @@ def status_group(status: str | RunStatus) -> str:
 
 class FaultClass(StrEnum):
     """What ended an attempt badly (attempts.fault). The retry policy over these lives in
-    orchestrator/faults.py; the vocabulary lives here, below both the orchestrator and the DB."""
+    orchestrator/run/faults.py; the vocabulary lives here, below both the orchestrator and the
+    DB."""
 
     DIVERGED = "diverged"
     CANCELLED = "cancelled"

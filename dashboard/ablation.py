@@ -16,9 +16,20 @@ from typing import Any, Literal
 import polars as pl
 
 from dashboard import longctx, paper
-from dashboard.tables import (FIRST_ATTN, GATE_SCORE, MAX_ACT, VAL_PPL, fmt_delta_ci, fmt_lr,
-                              fmt_mean_std, fmt_num, fmt_pct, label_columns, params_label,
-                              row_labels)
+from dashboard.tables import (
+    FIRST_ATTN,
+    GATE_SCORE,
+    MAX_ACT,
+    VAL_PPL,
+    fmt_delta_ci,
+    fmt_lr,
+    fmt_mean_std,
+    fmt_num,
+    fmt_pct,
+    label_columns,
+    params_label,
+    row_labels,
+)
 
 Kind = Literal["quality", "probes", "stability", "longctx"]
 KINDS: dict[str, str] = {

@@ -11,9 +11,17 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import data
+from dashboard.views import (
+    ablation,
+    curves,
+    leaderboard,
+    overview,
+    probes,
+    run_detail,
+    scaling,
+    stability,
+)
 from results_db import DBNotFound
-from dashboard.views import ablation, curves, leaderboard, overview, probes, run_detail, stability
-from dashboard.views import scaling
 
 PAGES = {
     "Overview": overview.render,

@@ -30,7 +30,7 @@ def db_url() -> str:
 @st.cache_resource(show_spinner=False)
 def open_db(url: str) -> Any:
     """One read-only ResultsDB per URL for the whole server process (the rerun button writes
-    through orchestrator.rerun, which opens its own)."""
+    through orchestrator.run.rerun, which opens its own)."""
     return results_db.open(url, readonly=True)
 
 

@@ -1,7 +1,7 @@
 """Table export: CSV (numbers), Markdown and LaTeX (the displayed strings), no extra packages.
 
 The writers and escapes are contract.textout's (Markdown, LaTeX) and
-orchestrator.frame_format.csv_text (CSV): the CLI's ``--format`` and these downloads escape
+orchestrator.cli.frame_format.csv_text (CSV): the CLI's ``--format`` and these downloads escape
 names the same way.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import polars as pl
 
 from contract.textout import latex_table, markdown_table
-from orchestrator.frame_format import csv_text
+from orchestrator.cli.frame_format import csv_text
 
 
 def to_csv(frame: pl.DataFrame) -> str:

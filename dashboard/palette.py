@@ -12,7 +12,6 @@ from collections.abc import Sequence
 
 import altair as alt
 
-
 # Tableau 10, then its light tones: distinct for 20 variants; beyond that the cycle repeats
 # (a 30-variant sweep is read through the tables and the filters, not by colour alone).
 COLORS: tuple[str, ...] = (

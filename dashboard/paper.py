@@ -6,7 +6,8 @@ gate, e.g. "kv_heads_x2") or by its gate DIMENSIONS (missing dims = the paper's 
 names the rows ("#" column, or "Method" for Table 6) of each paper table it reproduces.
 Extend it by adding entries, not code. Two groups: the CPU-scale sweeps' variants (generic
 names and gate dims: the paper's figure is indicative) and the paper-scale sweeps' variants
-(exact names ``t<table>r<row>_...``, one paper model each). tests/dashboard/test_paper_mapping.py checks
+(exact names ``t<table>r<row>_...``, one paper model each). tests/dashboard/test_paper_mapping.py
+checks
 that every row of Tables 1-4 and 6 is reproduced by a variant of a shipped sweep, and that each
 claim agrees with the variant's config.
 """

@@ -23,8 +23,8 @@ import urllib.parse
 import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 APP = Path(__file__).with_name("app.py")
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -195,7 +195,8 @@ _DETAIL_JS = """() => {
       legend_clipped: legend.filter(t => !inside(t.getBoundingClientRect(), box)
                                     || t.textContent.endsWith('\u2026'))
         .map(t => { const b = t.getBoundingClientRect();
-                    return [t.textContent, Math.round(b.left - box.left), Math.round(b.top - box.top),
+                    return [t.textContent, Math.round(b.left - box.left), Math.round(b.top -
+                    box.top),
                             Math.round(b.right - box.right), Math.round(b.bottom - box.bottom)]; }),
       lines: lines,
       texts: Array.from(svg.querySelectorAll('g.mark-text.role-mark text'))

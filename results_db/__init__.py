@@ -16,18 +16,30 @@ from __future__ import annotations
 
 from sqlalchemy import URL
 
+from contract.states import TERMINAL, InvalidTransition, RunStatus
 from results_db.db import ReadOnlyQueryError, ResultsDB
-from results_db.engine import (DEFAULT_URL, DBNotFound, DBOutdated, DBUnavailable, DBUnreadable,
-                               default_url,
-                               absolute_url, redacted, resolve_url, sqlite_database, backup_sqlite)
+from results_db.engine import (
+    DEFAULT_URL,
+    DBNotFound,
+    DBOutdated,
+    DBUnavailable,
+    DBUnreadable,
+    absolute_url,
+    backup_sqlite,
+    default_url,
+    redacted,
+    resolve_url,
+    sqlite_database,
+)
 from results_db.rows import AttemptRow, NewRun, RegisterResult, RunRow
 from results_db.sqlread import QueryLimitError, QueryLimits
-from contract.states import TERMINAL, InvalidTransition, RunStatus
 from results_db.store import NotFound
 from results_db.vocab import DIMENSIONS, FINISHED_STATES, VERDICTS
 
-__all__ = ["DEFAULT_URL", "default_url", "DIMENSIONS", "FINISHED_STATES", "VERDICTS", "AttemptRow", "DBNotFound", "DBOutdated", "DBUnavailable", "DBUnreadable", "InvalidTransition",
-           "NewRun", "NotFound", "QueryLimitError", "QueryLimits", "ReadOnlyQueryError", "absolute_url", "redacted",
+__all__ = ["DEFAULT_URL", "default_url", "DIMENSIONS", "FINISHED_STATES", "VERDICTS", "AttemptRow",
+           "DBNotFound", "DBOutdated", "DBUnavailable", "DBUnreadable", "InvalidTransition",
+           "NewRun", "NotFound", "QueryLimitError", "QueryLimits", "ReadOnlyQueryError",
+           "absolute_url", "redacted",
            "sqlite_database", "backup_sqlite", "RegisterResult", "ResultsDB", "RunRow", "RunStatus",
            "TERMINAL", "open", "upgrade"]
 
@@ -47,8 +59,8 @@ def open(url: str | URL | None = None, migrate: bool = True,  # noqa: A001
 
 def upgrade(url: str | URL | None = None, revision: str = "head") -> str:
     """Run the Alembic migrations up to ``revision``; returns the DB's revision after."""
-    from results_db.migrate import current_revision, upgrade_engine
     from results_db.engine import writer_engine
+    from results_db.migrate import current_revision, upgrade_engine
 
     engine = writer_engine(resolve_url(url))
     try:

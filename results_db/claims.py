@@ -22,17 +22,26 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
-from typing import Any, cast
 from datetime import datetime, timedelta
+from typing import Any, cast
 
 from sqlalchemy import CursorResult, Result, func, select, update
 from sqlalchemy.orm import Session
 
+from contract.states import (
+    ATTEMPT_END,
+    CLAIMABLE,
+    FaultClass,
+    InvalidTransition,
+    RunStatus,
+    check_transition,
+    parse_fault,
+    parse_status,
+    run_status_after,
+    stale_after_s,
+)
 from results_db.rows import AttemptRow
 from results_db.schema import Attempt, Run, utcnow
-from contract.states import (ATTEMPT_END, CLAIMABLE, FaultClass, InvalidTransition, RunStatus,
-                               check_transition, parse_fault, parse_status, run_status_after,
-                               stale_after_s)
 
 S = RunStatus
 

@@ -5,8 +5,13 @@ from __future__ import annotations
 from sqlalchemy import URL, Engine
 
 from results_db.analysis.api import AnalysisMixin
-from results_db.engine import (check_revision, reader_engine, readonly_engine, sqlite_database,
-                               writer_engine)
+from results_db.engine import (
+    check_revision,
+    reader_engine,
+    readonly_engine,
+    sqlite_database,
+    writer_engine,
+)
 from results_db.live import LiveMixin
 from results_db.migrate import HEAD_REVISION, ensure_head
 from results_db.query import ReaderMixin, ReadOnlyQueryError

@@ -7,7 +7,7 @@ not be written: database or disk is full")``. Every caller (CLI, trial, reporter
 one sentence naming the DB instead of a SQLAlchemy traceback. So does SQLite's "database is
 locked" after the busy timeout (30 s): every writer transaction begins IMMEDIATE, so it only
 means another process held the write lock that long (a ``sqlite3`` shell left inside a
-transaction, a frozen process), an outage the critical writes wait out (orchestrator/dbretry.py)
+transaction, a frozen process), an outage the critical writes wait out (orchestrator/run/dbretry.py)
 rather than a code error that fails the run for good. Other errors (a constraint, a bug in our
 SQL) keep their types. SQLite rolls the failed transaction back as a whole, so a failed batch
 leaves none of its rows behind.
@@ -61,7 +61,8 @@ def sqlite_busy(orig: BaseException) -> bool:
 
 
 def classify(orig: BaseException, connecting: bool) -> str | None:
-    """'written' / 'opened' / 'used' when ``orig`` (a DB-API error) means the DB is unusable, else None."""
+    """'written' / 'opened' / 'used' when ``orig`` (a DB-API error) means the DB is unusable,
+    else None."""
     name = getattr(orig, "sqlite_errorname", None)
     if name is not None:
         if name.startswith(_SQLITE_WRITE + _SQLITE_BUSY):

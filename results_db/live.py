@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, and_, func, select
 
-from results_db.schema import Attempt, Metric, Run, Sweep, utcnow
 from contract.states import LIVE, WAITING, parse_status, stale_after_s, status_group
+from results_db.schema import Attempt, Metric, Run, Sweep, utcnow
 
 if TYPE_CHECKING:
     import polars as pl

@@ -13,15 +13,31 @@ from collections.abc import Iterable, Iterator, Sequence
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import (ColumnElement, Engine, Select, Text, and_, cast, func, literal_column,
-                        select, table)
+from sqlalchemy import (
+    ColumnElement,
+    Engine,
+    Select,
+    Text,
+    and_,
+    cast,
+    func,
+    literal_column,
+    select,
+    table,
+)
 from sqlalchemy.exc import DBAPIError, ResourceClosedError
 
+from contract.states import DONE_BAD, DONE_OK, RunStatus, parse_status
 from results_db.rows import AttemptRow, RunRow
 from results_db.schema import DIM_COLUMNS, Artifact, Attempt, Base, Run, Summary, Sweep
-from results_db.sqlread import (QueryLimitError, QueryLimits, fetch_capped, frame,
-                                rows_to_frame, user_frame)
-from contract.states import DONE_BAD, DONE_OK, RunStatus, parse_status
+from results_db.sqlread import (
+    QueryLimitError,
+    QueryLimits,
+    fetch_capped,
+    frame,
+    rows_to_frame,
+    user_frame,
+)
 
 if TYPE_CHECKING:
     import polars as pl

@@ -17,12 +17,12 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
+from contract.states import CACHED, RunStatus, allowed, check_transition, parse_status
 from results_db import rollup
 from results_db.claims import ClaimMixin, NotFound, close_attempts
 from results_db.dims import derive_dims
 from results_db.rows import NewRun, RegisterResult, RunRow
 from results_db.schema import Artifact, Run, Summary, Sweep, utcnow
-from contract.states import CACHED, RunStatus, allowed, check_transition, parse_status
 
 Point = tuple[int, str, float | None]
 __all__ = ["NotFound", "WriterMixin", "clean_value"]

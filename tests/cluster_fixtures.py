@@ -65,7 +65,7 @@ def _env() -> dict[str, str]:
 def ray_local() -> Iterator[None]:
     import ray
 
-    from orchestrator.env import driver_defaults, worker_env_vars
+    from orchestrator.run.env import driver_defaults, worker_env_vars
 
     driver_defaults()
     tmp = tempfile.mkdtemp(prefix="gsrt", dir="/tmp")

@@ -16,7 +16,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-# As the orchestrator's drivers have it (orchestrator/env.py): otherwise a test that runs Tune
+# As the orchestrator's drivers have it (orchestrator/run/env.py): otherwise a test that runs Tune
 # in-process leaves Tune's SIGINT handler (it sets an event, never raises) in its worker, and
 # a later test's Ctrl-C does nothing (test_hostile_cli's runaway query ran to the timeout).
 os.environ.setdefault("TUNE_DISABLE_SIGINT_HANDLER", "1")

@@ -14,6 +14,10 @@
     A package imports only packages on lower floors (and third-party code); trainer and
     results_db are siblings that never import each other; contract imports no project package
     and no torch. benchmarks/ sits above everything.
+(d) Rooms inside orchestrator/ (orchestrator/__init__.py): sweep < run < cli, by the same rule;
+    its top-level modules (``__main__``) sit above the rooms. The dashboard enters the
+    orchestrator only through DASHBOARD_DOORS: the rerun path (its one write) and the frame
+    formatter its downloads share with the CLI.
 """
 
 from __future__ import annotations
@@ -28,6 +32,9 @@ PACKAGES = ("contract", "orchestrator", "trainer", "results_db", "dashboard", "b
 # Floor of each package; an import may only go to a strictly lower floor (or within a package).
 FLOORS = {"contract": 0, "trainer": 1, "results_db": 1, "orchestrator": 2, "dashboard": 3,
           "benchmarks": 4}
+# Floors of the orchestrator's rooms; a module outside every room (``__main__``) is above them.
+ROOMS = {"orchestrator": {"sweep": 0, "run": 1, "cli": 2}}
+DASHBOARD_DOORS = ("orchestrator.run.rerun", "orchestrator.cli.frame_format")
 SQL_OWNER = "results_db"
 FORBIDDEN_IMPORTS = ("sqlalchemy", "alembic", "psycopg", "sqlite3", "results_db.schema",
                      "results_db.migrations", "results_db.sqlread", "results_db.frames")
@@ -254,22 +261,33 @@ def test_analysis_is_pure() -> None:
     assert not bad, "\n".join(bad)
 
 
+def _room_floor(module: str) -> int:
+    parts = module.split(".")
+    rooms = ROOMS.get(parts[0], {})
+    return rooms.get(parts[1], len(rooms)) if len(parts) > 1 else len(rooms)
+
+
 def layer_violations(graph: dict[str, set[str]]) -> list[str]:
     out = []
     for name, deps in graph.items():
         top = name.split(".")[0]
         for dep in deps:
             other = dep.split(".")[0]
+            where = f"{MODULES[name].relative_to(ROOT)}: {name} imports {dep}"
             if other != top and FLOORS[other] >= FLOORS[top]:
-                out.append(f"{MODULES[name].relative_to(ROOT)}: {name} imports {dep} "
-                           f"(floor {FLOORS[top]} -> {FLOORS[other]})")
+                out.append(f"{where} (floor {FLOORS[top]} -> {FLOORS[other]})")
+            elif other == top and top in ROOMS and dep.split(".")[1:2] != name.split(".")[1:2] \
+                    and _room_floor(dep) >= _room_floor(name):
+                out.append(f"{where} (room floor {_room_floor(name)} -> {_room_floor(dep)})")
+            elif top == "dashboard" and other == "orchestrator" and dep not in DASHBOARD_DOORS:
+                out.append(f"{where} (the dashboard's doors are {', '.join(DASHBOARD_DOORS)})")
     return sorted(out)
 
 
 def test_layer_checker_flags_sideways_and_upward_imports() -> None:
     graph = {"trainer.a": {"results_db.b", "contract.c"}, "contract.c": {"trainer.a"},
-             "dashboard.d": {"orchestrator.e", "results_db.b"}, "results_db.b": set(),
-             "orchestrator.e": set()}
+             "dashboard.d": {"orchestrator.run.rerun", "results_db.b"}, "results_db.b": set(),
+             "orchestrator.run.rerun": set()}
     saved = dict(MODULES)
     MODULES.update({m: ROOT / (m.replace(".", "/") + ".py") for m in graph})
     try:
@@ -279,6 +297,25 @@ def test_layer_checker_flags_sideways_and_upward_imports() -> None:
         MODULES.update(saved)
     assert len(bad) == 2 and "trainer.a imports results_db.b" in bad[1] and \
         "contract.c imports trainer.a" in bad[0]
+
+
+def test_layer_checker_flags_rooms_and_dashboard_doors() -> None:
+    graph = {"orchestrator.run.a": {"orchestrator.cli.b", "orchestrator.sweep.c"},
+             "orchestrator.sweep.c": {"orchestrator.run.a"},
+             "orchestrator.cli.b": {"orchestrator.run.a"},
+             "dashboard.d": {"orchestrator.run.a", "orchestrator.run.rerun"},
+             "orchestrator.run.rerun": set()}
+    saved = dict(MODULES)
+    MODULES.update({m: ROOT / (m.replace(".", "/") + ".py") for m in graph})
+    try:
+        bad = layer_violations(graph)
+    finally:
+        MODULES.clear()
+        MODULES.update(saved)
+    assert len(bad) == 3, bad
+    assert "dashboard.d imports orchestrator.run.a" in bad[0]
+    assert "orchestrator.run.a imports orchestrator.cli.b" in bad[1]
+    assert "orchestrator.sweep.c imports orchestrator.run.a" in bad[2]
 
 
 def test_layers() -> None:

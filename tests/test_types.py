@@ -1,6 +1,7 @@
-"""The type check: mypy over the product packages, with pyproject.toml's [tool.mypy] settings,
-finds zero errors. The hand-offs between packages (RunSpec, RunRow, Plan, TrialResult, ...) are
-annotated with real types; this test is what makes those annotations true."""
+"""The type check and the lint: mypy over the product packages, with pyproject.toml's [tool.mypy]
+settings (every function annotated), and ruff over the whole tree find zero errors. The
+hand-offs between packages (RunSpec, RunRow, Plan, TrialResult, ...) are annotated with real
+types; this test is what makes those annotations true."""
 
 from __future__ import annotations
 
@@ -23,6 +24,14 @@ def test_mypy_finds_no_errors() -> None:
     assert res.returncode == 0 and not errors, (
         f"mypy: {len(errors)} error(s) (exit {res.returncode}):\n" + "\n".join(errors[:60])
         + res.stderr[-2000:])
+
+
+def test_ruff_finds_nothing() -> None:
+    """Lint and import order over the whole tree, with pyproject.toml's [tool.ruff] rules."""
+    pytest.importorskip("ruff", reason="ruff is in the dev extra (pip install -e '.[dev]')")
+    res = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--output-format",
+                          "concise", "."], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, f"ruff:\n{res.stdout[-4000:]}{res.stderr[-2000:]}"
 
 
 def test_mypy_config_covers_every_product_package() -> None:

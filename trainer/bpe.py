@@ -4,7 +4,8 @@
 is a base token, so any text round-trips) on the *training* files only (the held-out files
 must stay unseen; at most ``sample_bytes`` of them, in the corpus's fixed order), and caches
 the resulting tokenizer.json under ``$GATESWEEP_CACHE/tokenizers/<sha256>.json``, keyed by the
-training split's content hash, the BpeSpec and ``RECIPE`` (bump it when the recipe changes). Later runs
+training split's content hash, the BpeSpec and ``RECIPE`` (bump it when the recipe changes). Later
+runs
 and every worker load the cached file; the run's data info records its path and hash.
 """
 

@@ -10,7 +10,8 @@ Every file is fsynced before the marker is written, so "complete" also means dur
 marker records the run's spec fingerprint: ``check_dir`` refuses a directory of another run
 *before* DeepSpeed starts (loading another architecture's weights would fail inside torch with
 a size-mismatch traceback). Every file is unpickled weights-only (``weights_only_load``): a
-planted file that names code is refused like a damaged one. A complete checkpoint that still cannot be loaded (a file damaged
+planted file that names code is refused like a damaged one. A complete checkpoint that still cannot
+be loaded (a file damaged
 after the save) is skipped with a warning for the next older one; when none loads, ``load``
 raises one ValueError that names each checkpoint and its error.
 """

@@ -23,8 +23,8 @@ import stat
 from pathlib import Path
 
 from contract.config import BpeSpec, DataConfig, TrainConfig
-from trainer.corpus import list_root, matches
 from contract.splits import split_problem
+from trainer.corpus import list_root, matches
 
 SAMPLE_BYTES = 64 << 10
 

@@ -15,12 +15,11 @@ The state dict is loaded strictly: a checkpoint of another model shape fails wit
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import torch
 
-from trainer.checkpoint import check_pickles, latest_checkpoint, weights_only_load
 from contract.config import RunSpec
+from trainer.checkpoint import check_pickles, latest_checkpoint, weights_only_load
 
 MODEL_STATES = "mp_rank_00_model_states.pt"
 

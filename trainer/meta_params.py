@@ -13,8 +13,8 @@ from collections.abc import Iterable
 import torch
 
 from contract.config import ModelConfig
-from trainer.model import build_model
 from contract.params import ParamCounts
+from trainer.model import build_model
 
 
 def _numel(params: Iterable[torch.nn.Parameter]) -> int:

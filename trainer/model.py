@@ -16,11 +16,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from trainer.attention import Attention
 from contract.config import ModelConfig
+from contract.params import effective_d_ff
+from trainer.attention import Attention
 from trainer.moe import MoEFFN, SwiGLU
 from trainer.norms import RMSNorm
-from contract.params import effective_d_ff
 from trainer.probes import ProbeResult, first_token_share
 from trainer.rope import RopeScaling, rope_cache
 

@@ -9,7 +9,8 @@ where MAD is the median absolute deviation of the window. The relative floor kee
 almost noise-free curve (MAD ~ 0) from flagging tiny wiggles. (Until issue 10 these were 6 and
 0.10: 6 MAD is ~9 sigma of Gaussian noise and 10 % of a loss near 1 is 0.1 nats, so a GPU LR
 ladder whose baseline degraded from its best loss reported no spike at all. 4 MAD is ~6 sigma:
-still no false alarm in 500 noisy steps, tests/trainer/test_stability.py.) Consecutive flagged steps are
+still no false alarm in 500 noisy steps, tests/trainer/test_stability.py.) Consecutive flagged
+steps are
 one spike *event* (``count``): a spike that takes three steps to decay is one spike. Every
 finite loss enters the window (spikes included: the median is robust to them). Non-finite
 losses are not spikes: they are ignored here and handled by the divergence rule.

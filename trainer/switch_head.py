@@ -30,7 +30,8 @@ class SwitchProjection(nn.Module):
         super().__init__()
         if not 1 <= top_k <= n_experts:
             raise ValueError(f"switch_head.top_k: {top_k} must be in 1..n_experts ({n_experts})")
-        self.n_heads, self.head_dim, self.n_experts, self.top_k = n_heads, head_dim, n_experts, top_k
+        self.n_heads, self.head_dim = n_heads, head_dim
+        self.n_experts, self.top_k = n_experts, top_k
         self.weight = nn.Parameter(torch.empty(n_heads, n_experts, head_dim, d_model))
         self.router = nn.Linear(d_model, n_heads * n_experts, bias=False)
         if not self.weight.is_meta:

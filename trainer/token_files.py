@@ -17,11 +17,18 @@ from pathlib import Path
 
 import numpy as np
 
-from trainer.bpe import cached_bpe
 from contract.config import BpeSpec, DataConfig
+from trainer.bpe import cached_bpe
 from trainer.corpus import select
-from trainer.tokenizer import (JsonTokenizer, Tokenizer, check_vocab, encode_to_cache,
-                               file_digest, load_tokenizer, read_utf8)
+from trainer.tokenizer import (
+    JsonTokenizer,
+    Tokenizer,
+    check_vocab,
+    encode_to_cache,
+    file_digest,
+    load_tokenizer,
+    read_utf8,
+)
 
 
 @dataclass

@@ -43,13 +43,13 @@ import torch
 import torch.distributed as tdist
 
 from contract import metrics
-from trainer import checkpoint
 from contract.config import RunSpec
+from contract.reporter import Reporter
+from trainer import checkpoint
 from trainer.data import build_data, data_artifact, data_summary, ppl_set_config
 from trainer.engine import build_engine, resolve_precision, set_lr, train_step, trainer_clips
 from trainer.evaluation import perplexity, probe_metrics, validation_loss
 from trainer.preempt import Preempted, StopRequest, sigterm_stops
-from contract.reporter import Reporter
 from trainer.schedule import lr_at
 from trainer.stability import DivergenceDetector, SpikeDetector
 from trainer.stepstats import StepRow, StepStats, Window
@@ -117,9 +117,9 @@ class _Run:
 
     def __init__(self, spec: RunSpec, reporter: Reporter, checkpoint_dir: str | Path,
                  stop: StopRequest | None = None) -> None:
+        from contract.params import count_params
         from trainer.dist import ensure_single_process_dist
         from trainer.model import build_model
-        from contract.params import count_params
 
         self.t0 = time.perf_counter()
         self.spec, self.t, self.ckpt_dir = spec, spec.train, Path(checkpoint_dir)

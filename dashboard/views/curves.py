@@ -1,5 +1,6 @@
 """Training curves: one colour per variant (the app's palette) or by any config key that varies
-(LR, model size, a gate dimension), seeds as mean ± band or one line per run, EMA smoothing, log y, x = step or tokens, a Δ-vs-baseline curve, loss spikes marked.
+(LR, model size, a gate dimension), seeds as mean ± band or one line per run, EMA smoothing, log y,
+x = step or tokens, a Δ-vs-baseline curve, loss spikes marked.
 
 Points are downsampled in the DB (db.curves: the metric rollup for long runs), so 100 runs x
 100k steps stay responsive. The page refreshes itself while a picked run is running.

@@ -19,8 +19,18 @@ from contract.metrics import PARAMS_TOTAL, TOKENS, WALL_S
 from dashboard import charts, compare, data, palette
 from dashboard.mdtext import code, md
 from dashboard.status import STATES, nothing_to_rank, unranked_variants
-from dashboard.tables import (VAL_PPL, apply_filters, fmt_abs_delta_ci, fmt_delta_ci, fmt_lr,
-                              fmt_mean_std, fmt_num, fmt_verdict, metric_order, row_labels)
+from dashboard.tables import (
+    VAL_PPL,
+    apply_filters,
+    fmt_abs_delta_ci,
+    fmt_delta_ci,
+    fmt_lr,
+    fmt_mean_std,
+    fmt_num,
+    fmt_verdict,
+    metric_order,
+    row_labels,
+)
 from dashboard.views.common import show_chart, show_rows, table_height, watch
 from results_db.analysis.bestlr import best_vs_best
 from results_db.vocab import higher_is_better, verdict_kind
@@ -175,7 +185,8 @@ def seed_deltas(url: str, sweep: str, metric: str, board: pl.DataFrame,
     joined = vals.with_columns(pl.col("run_id").cast(pl.Int64)).join(ids, on="run_id") \
         .join(ref.with_columns(pl.col("group_key").cast(pl.String)), on="group_key")
     return joined.filter(pl.col("base") != 0).select(
-        "row", "variant", "seed", delta_pct=100.0 * (pl.col("value") - pl.col("base")) / pl.col("base"))
+        "row", "variant", "seed",
+        delta_pct=100.0 * (pl.col("value") - pl.col("base")) / pl.col("base"))
 
 
 def _table(board: pl.DataFrame, url: str, sweep: str, states: tuple[str, ...]) -> None:

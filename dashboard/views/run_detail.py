@@ -5,7 +5,7 @@ the run's curves, its checkpoints and final values, and its config diff against 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import polars as pl
 import streamlit as st
@@ -77,7 +77,7 @@ def _spawn(url: str, run_id: int, name: str) -> None:
     callback, so the page that follows already shows the new state."""
     st.session_state[f"rd_confirm_{run_id}"] = False
     try:
-        from orchestrator.rerun import spawn_rerun  # lazy: the dashboard stays Ray-free
+        from orchestrator.run.rerun import spawn_rerun  # lazy: the dashboard stays Ray-free
 
         spawn_rerun(url, run_id)
     except Exception as exc:  # noqa: BLE001 - shown to the user, who can use the CLI instead

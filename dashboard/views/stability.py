@@ -64,7 +64,8 @@ def delta_frame(curve: pl.DataFrame) -> pl.DataFrame:
                          for r in rows.sort(name, "lr").iter_rows(named=True)])
 
 
-UNDER = "below best LR"  # trained worse than the best LR, but from too small a step, not instability
+# Trained worse than the best LR, but from too small a step, not instability.
+UNDER = "below best LR"
 
 
 def lr_states(curve: pl.DataFrame, summary: pl.DataFrame) -> pl.DataFrame:

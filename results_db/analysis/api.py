@@ -20,10 +20,10 @@ from results_db.analysis.summary import effects_sentence, verdict_sentence
 from results_db.vocab import RESULT_STATES, higher_is_better
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     import polars as pl
     from sqlalchemy import Engine
-
-    from collections.abc import Iterable
 
 ABLATION_METRICS: tuple[str, ...] = (
     "val/ppl", "val/loss", "probe/first_token_attention", "probe/max_activation",

@@ -23,9 +23,9 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from contract.states import parse_status
 from results_db.analysis.stats import seeds_needed_many, t_column
 from results_db.analysis.verdict import verdict_expr
-from contract.states import parse_status
 from results_db.vocab import DIMENSIONS, GATE_DIMENSIONS, RESULT_STATES, higher_is_better
 
 if TYPE_CHECKING:
@@ -159,7 +159,8 @@ def compare(runs: pl.DataFrame, info: pl.DataFrame, metric: str, baseline: str |
     column) as results_db.frames.runs_wide returns it; ``info``: the groups' labels
     (group_key, INFO) as frames.group_info returns them. All groups at once (polars
     expressions; the t quantiles once per distinct df): stats.delta_ci / seeds_needed and
-    verdict.py define the numbers, tests/results_db/test_analysis_vectorised.py holds this to them."""
+    verdict.py define the numbers, tests/results_db/test_analysis_vectorised.py holds this to
+    them."""
     import polars as pl
 
     if not 0 < min_effect < math.inf:

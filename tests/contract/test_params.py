@@ -12,14 +12,15 @@ import pytest
 import torch
 
 from contract.config import ModelConfig
-from trainer.meta_params import meta_count
-from trainer.model import build_model
 from contract.params import added_params, count, count_params
 from contract.presets import PRESETS
+from trainer.meta_params import meta_count
+from trainer.model import build_model
 
 ROOT = Path(__file__).resolve().parents[2]
 
-PAPER = Path(__file__).resolve().parents[2] / "dashboard" / "paper_data" / "table1_moe_gating_variants.csv"
+PAPER = (Path(__file__).resolve().parents[2] / "dashboard" / "paper_data"
+         / "table1_moe_gating_variants.csv")
 PAPER_ADDED_M = {  # Table 1 "Added (M)"; kept inline so the test runs without /work/shared
     "SDPA Elementwise G1": 201, "v Elementwise G2": 25, "k Elementwise G3": 25,
     "q Elementwise G4": 201, "Dense Output G5": 100, "SDPA Headwise G1": 1.6,
@@ -211,7 +212,7 @@ def test_analytic_count_equals_the_meta_model_for_every_preset_and_variant(
 
 
 def _shipped_models() -> dict[str, ModelConfig]:
-    from orchestrator.plan import make_plan
+    from orchestrator.sweep.plan import make_plan
 
     models: dict[str, ModelConfig] = {}
     for path in sorted((ROOT / "sweeps").rglob("*.yaml")):
@@ -231,7 +232,8 @@ def test_analytic_count_equals_the_meta_model_for_every_shipped_sweep() -> None:
 def test_counting_imports_neither_torch_nor_the_model() -> None:
     """``validate`` counts every run's parameters; that must not pay for torch, and params.py
     sits below model.py (the model imports it), so importing it must not load the model."""
-    code = ("import sys; from contract.config import ModelConfig; from contract.params import count; "
+    code = ("import sys; from contract.config import ModelConfig; "
+            "from contract.params import count; "
             "print(count(ModelConfig(preset='paper-moe-15a2b', gates=[{'position': 'G1'}]))); "
             "print(sorted(m for m in ('torch', 'trainer.model', 'trainer.gates') "
             "if m in sys.modules))")

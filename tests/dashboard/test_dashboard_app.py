@@ -1,7 +1,8 @@
 """Each dashboard page under streamlit's AppTest, against a DB written by results_db's real
 writer API (tests/support/dashboard_sample.py: ensure_sweep, register_runs, start_attempt,
 log_metrics, log_summaries, add_artifact, finish_attempt). Statistics come from results_db
-(db.leaderboard & co., tested in tests/test_analysis_*.py); these tests check that the pages show them, and
+(db.leaderboard & co., tested in tests/test_analysis_*.py); these tests check that the pages show
+them, and
 compare the page with the API on the same DB. Means worked out by hand from sample.SAMPLE:
 
     baseline          10.0 10.2 10.4 -> 10.200 ± 0.200 (n 3)
@@ -387,7 +388,7 @@ def test_rerun_button_requeues_the_run_through_the_orchestrator(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A fresh DB (the button writes): the failed run goes back to pending via spawn_rerun,
     which starts `python -m orchestrator rerun ID --db URL` (intercepted here)."""
-    import orchestrator.rerun as rerun
+    import orchestrator.run.rerun as rerun
 
     url = f"sqlite:///{tmp_path / 'rerun.db'}"
     ids = sample.fill(results_db.open(url))

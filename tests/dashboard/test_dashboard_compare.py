@@ -19,7 +19,6 @@ from tests.support import dashboard_sample as sample
 from tests.support.apppage import chart_datasets, open_page
 
 
-
 @pytest.fixture(scope="module")
 def db_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     return sample.write_db(tmp_path_factory.mktemp("compare") / "results.db")
@@ -67,7 +66,8 @@ def test_parallel_coordinates_over_swept_dimensions(db_url: str,
     gp = frame.filter((pl.col("axis") == "position") & (pl.col("row") == "value_elementwise"))
     assert gp["label"].to_list() == ["G2"]
     # the chart on the page draws exactly these rows
-    drawn = [f for f in chart_datasets(at, len(at.get("vega_lite_chart")) - 1) if "pos" in f.columns]
+    last = len(at.get("vega_lite_chart")) - 1
+    drawn = [f for f in chart_datasets(at, last) if "pos" in f.columns]
     assert set(drawn[0]["row"]) == set(board["variant"])  # one LR: rows are the variants
 
 

@@ -26,8 +26,8 @@ import streamlit as st
 from markdown_it import MarkdownIt
 from streamlit.testing.v1 import AppTest
 
-from tests import dashboard_edge_dbs as edge
 import results_db
+from tests import dashboard_edge_dbs as edge
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
 # elements whose text streamlit renders as markdown

@@ -39,7 +39,7 @@ def _page(url: str, sweep: str, monkeypatch: pytest.MonkeyPatch) -> AppTest:
 
 def test_api_cli_and_dashboard_agree(url: str, monkeypatch: pytest.MonkeyPatch,
                                      capsys: pytest.CaptureFixture[str]) -> None:
-    from orchestrator.cli import main
+    from orchestrator.cli.main import main
 
     with results_db.open(url, readonly=True) as db:
         sc = db.scaling("scale")
@@ -91,7 +91,7 @@ def test_one_evaluation_point_says_it_cannot_judge(url: str,
 
 def test_cli_says_why_nothing_pairs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Runs without val/ppl points (only a summary): one sentence naming the cause, no table."""
-    from orchestrator.cli import main
+    from orchestrator.cli.main import main
     from tests.results_db.test_analysis_scaling import _config
     from tests.support.synth import add_finished_run
 

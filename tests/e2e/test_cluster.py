@@ -1,6 +1,7 @@
-"""Cluster sizing (orchestrator/cluster.py) and, with real processes, a 2-node Ray cluster
+"""Cluster sizing (orchestrator/run/cluster.py) and, with real processes, a 2-node Ray cluster
 started with ``ray start``: trials land on both nodes. The fault-injection matrix on the same
-cluster (killed worker / driver / node, SIGTERM, concurrent submits) is tests/e2e/test_cluster_faults.py."""
+cluster (killed worker / driver / node, SIGTERM, concurrent submits) is
+tests/e2e/test_cluster_faults.py."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 import results_db
-from tests.cluster_fixtures import CLUSTER_SWEEP
-from orchestrator.cluster import (
+from contract.config import Resources, RunSpec
+from contract.errors import UserError
+from orchestrator.run.cluster import (
     NodeResources,
     best_ep_size,
     check_fits,
@@ -28,8 +30,7 @@ from orchestrator.cluster import (
     trial_bundles,
     validate_storage,
 )
-from contract.errors import UserError
-from contract.config import Resources, RunSpec
+from tests.cluster_fixtures import CLUSTER_SWEEP
 
 if TYPE_CHECKING:
     from tests.cluster_fixtures import TwoNodes
@@ -161,7 +162,7 @@ def test_two_node_cluster(ray_two_nodes: TwoNodes, tmp_path: Path) -> None:
     assert len({a.owner for a in attempts}) == 1 and attempts[0].owner.startswith("submit ")
 
 
-# ---- submit --detach (orchestrator/jobs.py) ---------------------------------------------------
+# ---- submit --detach (orchestrator/cli/jobs.py) --------------------------------------------------
 class _FakeClient:
     """Records submit_job's arguments (the real Jobs API is exercised by the slow test)."""
 
@@ -176,7 +177,7 @@ class _FakeClient:
 
 
 def test_detach_builds_the_cluster_command(tmp_path: Path) -> None:
-    from orchestrator.detach import submit_detached
+    from orchestrator.cli.detach import submit_detached
 
     spec = tmp_path / "two.yaml"
     spec.write_text(CLUSTER_SWEEP.format(name="two", preset="tiny", steps=5, seq=16,
@@ -186,7 +187,7 @@ def test_detach_builds_the_cluster_command(tmp_path: Path) -> None:
                           max_concurrent=3, client=fake)
     assert job.job_id.startswith("gatesweep-two-")
     cmd = fake.kwargs["entrypoint"]
-    assert " -m orchestrator.jobs two.yaml --db sqlite:////" in cmd  # made absolute
+    assert " -m orchestrator.cli.jobs two.yaml --db sqlite:////" in cmd  # made absolute
     assert f"--storage {tmp_path / 'runs'}" in cmd and "--max-concurrent 3" in cmd
     with pytest.raises(UserError, match="--db sqlite://: a detached sweep needs"):
         submit_detached(spec, "sqlite://", "127.0.0.1:1", tmp_path, client=fake)
@@ -203,7 +204,7 @@ def test_detached_submit_runs_as_a_ray_job(ray_two_nodes_jobs: TwoNodes, tmp_pat
     """The submitting process exits at once; the cluster finishes the sweep on its own."""
     from ray.job_submission import JobSubmissionClient
 
-    from orchestrator.detach import wait_for_job
+    from orchestrator.cli.detach import wait_for_job
 
     cluster = ray_two_nodes_jobs
     url = f"sqlite:///{tmp_path / 'd.db'}"

@@ -157,7 +157,7 @@ def test_killed_or_terminated_worker_is_recorded_then_resumed(
 # trial process, and that races: killed outright, it writes nothing and its lease runs out
 # (lost/no_heartbeat); sent SIGTERM first (the raylet waits kill_worker_timeout_milliseconds,
 # 5 s in Ray 2.60, before SIGKILL), it checkpoints at its next step and records itself
-# failed/preempted (orchestrator/sigterm.py). Both are resumable ends; CI has seen each.
+# failed/preempted (orchestrator/run/sigterm.py). Both are resumable ends; CI has seen each.
 DEAD_DRIVER_ENDS = {("lost", "no_heartbeat"), ("failed", "preempted")}
 
 
@@ -166,7 +166,7 @@ def test_kill9_driver_then_resubmit_resumes_everything(ray_two_nodes: TwoNodes, 
     """One run training, one never started; the driver dies. Its attempt ends lost or
     preempted (DEAD_DRIVER_ENDS), its queued run's lease runs out; `rerun --sweep` would take
     both, and a resubmit of the same file resumes both: the stopped one from its checkpoint."""
-    from orchestrator.rerun import sweep_rerun_plan
+    from orchestrator.run.rerun import sweep_rerun_plan
 
     spec = _sweep(tmp_path, "f-driver", ["first", "second"])
     proc = _submit(ray_two_nodes, spec, db_url, tmp_path, "--max-concurrent", "1")

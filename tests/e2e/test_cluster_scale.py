@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from contract.reporter import MemoryReporter
-from orchestrator.env import prepare_trial_env
-from orchestrator.plan import make_plan
+from orchestrator.run.env import prepare_trial_env
+from orchestrator.sweep.plan import make_plan
 from results_db.engine import PG_POOL_SIZE
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))

@@ -4,7 +4,8 @@ printed (issue 12), against the sample DB (tests/sample_db.py) through `--db`.
 Skipped, and why: commands that train, serve or need a cluster --
 `submit` (runs Ray trials; it is run with `--dry-run` instead, which is read-only, unless it
 uses `--detach`, which needs a Ray cluster), `rerun` and `evaluate` (train / load checkpoints),
-`dashboard` (serves until killed), `cancel` (changes runs; covered by tests/orchestrator/test_cli.py).
+`dashboard` (serves until killed), `cancel` (changes runs; covered by
+tests/orchestrator/test_cli.py).
 docs/cluster.md's `validate`/`submit` name cluster data paths (/shared/...), so they run with
 `--no-data` here (the data check itself is tested in tests/orchestrator/test_malformed_input.py).
 Placeholders in the docs (a run id such as 7, the sweep of a real run) resolve against the
@@ -19,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.cli.main import main
 from tests import sample_db
-from orchestrator.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

@@ -17,12 +17,12 @@ import pytest
 import torch
 
 import results_db
+from contract.config import BenchmarkSpec, RunSpec
+from contract.errors import UserError
 from dashboard.ablation import SCALE_CAVEAT
 from dashboard.tables import fmt_lr, fmt_num
-from orchestrator.cli import main
-from orchestrator.evaluate import build_benchmarks
-from contract.errors import UserError
-from contract.config import BenchmarkSpec, RunSpec
+from orchestrator.cli.evaluate import build_benchmarks
+from orchestrator.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 SWEEP = ROOT / "sweeps" / "eval.yaml"

@@ -1,4 +1,4 @@
-"""Multi-worker trials (orchestrator/multiworker.py): real Ray Train workers, DeepSpeed ZeRO-2
+"""Multi-worker trials (orchestrator/run/multiworker.py): real Ray Train workers, DeepSpeed ZeRO-2
 over gloo, a real SQLite results DB. Slow: a TorchTrainer start costs ~30 s here."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 import results_db
-from orchestrator.multiworker import fit_run
-from orchestrator.trial_job import TrialJob
 from contract.config import RunSpec
+from orchestrator.run.multiworker import fit_run
+from orchestrator.run.trial_job import TrialJob
 
 # The Ray fixtures (tests/cluster_fixtures.py), until tests/conftest.py registers the plugin.
 

@@ -74,7 +74,7 @@ def test_failure_rerun_resume_and_cache(tmp_path: Path) -> None:
     ckpts = storage / "e2e" / "broken-s0" / "checkpoints"
     assert ckpts.is_dir() and any(ckpts.iterdir())
     # Tune's per-trial result files as before, but no TensorBoard logger (its tensorboardX
-    # import pulled torch into the driver: orchestrator.scheduler.tune_file_loggers)
+    # import pulled torch into the driver: orchestrator.run.scheduler.tune_file_loggers)
     assert len(list(storage.glob("_tune/*/*/result.json"))) == 3
     assert not list(storage.glob("_tune/**/events.out.tfevents*"))
 
@@ -127,7 +127,7 @@ def test_killed_submit_leaves_no_running_run(tmp_path: Path) -> None:
     running run stale, the reconciler (what the next submit/rerun runs first) marks it lost
     with fault no_heartbeat, and its never-started runs are left to `rerun --sweep` (their
     driver's lease ran out)."""
-    from orchestrator.rerun import sweep_rerun_plan
+    from orchestrator.run.rerun import sweep_rerun_plan
 
     before = set(Path("/tmp").glob("gsray*"))
     url, proc = start_long_submit(tmp_path)

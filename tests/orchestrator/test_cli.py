@@ -10,8 +10,8 @@ import polars as pl
 import pytest
 
 import results_db
-from orchestrator.cli import main
-from orchestrator.submit import make_plan, register
+from orchestrator.cli.main import main
+from orchestrator.run.submit import make_plan, register
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "sweeps" / "smoke.yaml"
@@ -149,7 +149,7 @@ def test_cancel_and_export(capsys: pytest.CaptureFixture[str], filled: str,
 
 def test_detach_and_usage_errors(capsys: pytest.CaptureFixture[str], url: str) -> None:
     code, _, err = run_cli(capsys, "submit", SMOKE, "--detach", "--db", url)
-    assert code == 2 and "--detach needs a Ray cluster" in err  # orchestrator/jobs.py
+    assert code == 2 and "--detach needs a Ray cluster" in err  # orchestrator/cli/jobs.py
     code, _, err = run_cli(capsys, "submit", SMOKE, "--bogus")
     assert code == 2 and "No such option" in err
     code, _, err = run_cli(capsys, "rerun", "--db", url)
@@ -167,7 +167,7 @@ def test_spawn_rerun_requeues_at_once_and_detaches(filled: str, tmp_path: Path) 
     import signal
 
     from contract.errors import UserError
-    from orchestrator.rerun import spawn_rerun
+    from orchestrator.run.rerun import spawn_rerun
 
     db = results_db.open(filled)
     failed = db.run("sdpa_elementwise-s0")
@@ -219,7 +219,7 @@ def test_sweep_eta_from_live_runs() -> None:
     ETA) over the runs in flight: 100 + 2 x mean(100 + 50, 100 + 100) / 2 = 275 s."""
     from datetime import datetime, timedelta, timezone
 
-    from orchestrator.cli_read import sweep_eta
+    from orchestrator.cli.read import sweep_eta
 
     started = datetime.now(timezone.utc) - timedelta(seconds=100)
     live = pl.DataFrame({"status": ["running", "running", "pending", "pending"],
@@ -242,7 +242,7 @@ def test_fast_paths_import_no_heavy_package(tmp_path: Path, argv: list[str]) -> 
     bad.write_text("name: x\nbase: {model: {preset: tiny}, train: {steps: yes}}\n")
     args = [a.format(bad=bad, smoke=SMOKE) for a in argv]
     db = f"sqlite:///{tmp_path / 'none.db'}"
-    code = ("import sys\nfrom orchestrator.cli import main\n"
+    code = ("import sys\nfrom orchestrator.cli.main import main\n"
             f"rc = main({args + ['--db', db] if argv[0] != '--help' else args!r})\n"
             "heavy = [m for m in ('torch', 'ray', 'deepspeed', 'polars') if m in sys.modules]\n"
             "print('HEAVY', heavy, 'RC', rc)\n")

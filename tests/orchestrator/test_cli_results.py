@@ -14,8 +14,8 @@ import polars as pl
 import pytest
 
 import results_db
+from orchestrator.cli.main import main
 from tests import sample_db
-from orchestrator.cli import main
 
 
 @pytest.fixture()

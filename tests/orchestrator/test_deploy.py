@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from orchestrator.plan import make_plan
+from orchestrator.sweep.plan import make_plan
 
 ROOT = Path(__file__).resolve().parents[2]
 RAYJOB = ROOT / "deploy" / "kuberay" / "rayjob.yaml"

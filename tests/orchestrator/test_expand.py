@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import expand as expand_mod
 from contract.errors import SpecError
-from orchestrator.expand import axis_label, expand
-from orchestrator.spec import load_spec, loads_spec
+from orchestrator.sweep import expand as expand_mod
+from orchestrator.sweep.expand import axis_label, expand
+from orchestrator.sweep.spec import load_spec, loads_spec
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "specs"
 

@@ -4,7 +4,7 @@ SQLite has no server to end the frozen session: the stopped process held the fil
 lock, every writer (the driver's lease renewal included) waited for it, and the driver never
 recorded the attempt dead (the fault matrix's stall case failed so in CI when the SIGSTOP
 landed inside a flush). The driver's lease keeper now watches the lock
-(orchestrator/frozen_writer.py): its own stale attempt holding it for a whole staleness window
+(orchestrator/run/frozen_writer.py): its own stale attempt holding it for a whole staleness window
 is killed, the lock is free again, and the attempt ends ``failed`` / ``worker_died``.
 """
 
@@ -17,8 +17,8 @@ import sys
 import time
 
 import results_db
-from orchestrator.frozen_writer import FrozenWriterWatch
-from orchestrator.leases import LeaseKeeper
+from orchestrator.run.frozen_writer import FrozenWriterWatch
+from orchestrator.run.leases import LeaseKeeper
 from tests.support.sqlitelock import LockHolder
 from tests.support.synthdb import one_run
 

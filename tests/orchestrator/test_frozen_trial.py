@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 import results_db
-from orchestrator.leases import LeaseKeeper
+from orchestrator.run.leases import LeaseKeeper
 from tests.support.synthdb import one_run
 
 pytestmark = pytest.mark.postgres

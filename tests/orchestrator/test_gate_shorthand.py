@@ -1,4 +1,4 @@
-"""The ``gate.*`` shorthand has one owner (orchestrator/gate_shorthand.py); it was spelled in
+"""The ``gate.*`` shorthand has one owner (orchestrator/sweep/gate_shorthand.py); it was spelled in
 8 places over keys.py, expand.py and spec.py (prefix, no-gate values, merge rule, default
 position)."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from orchestrator import gate_shorthand
-from orchestrator.expand import expand
-from orchestrator.spec import loads_spec
+from orchestrator.sweep import gate_shorthand
+from orchestrator.sweep.expand import expand
+from orchestrator.sweep.spec import loads_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 SWEEP = """name: g
@@ -41,7 +41,7 @@ def test_an_unset_position_is_the_gatespec_default() -> None:
 
 def test_only_the_owner_spells_the_shorthand() -> None:
     """No string constant 'gate' / 'gate.<field>' and no no-gate tuple outside the owner."""
-    owner = ROOT / "orchestrator" / "gate_shorthand.py"
+    owner = ROOT / "orchestrator" / "sweep" / "gate_shorthand.py"
     found = []
     for path in sorted((ROOT / "orchestrator").rglob("*.py")):
         if path == owner:

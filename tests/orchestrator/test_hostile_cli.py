@@ -18,8 +18,8 @@ import pytest
 
 import results_db
 from contract.config import RunSpec
-from orchestrator.cli import main
-from orchestrator.rerun import place, remove_checkpoints
+from orchestrator.cli.main import main
+from orchestrator.run.rerun import place, remove_checkpoints
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -192,7 +192,7 @@ def test_a_file_named_like_markup_is_named_in_full(capsys, tmp_path: Path) -> No
 
 # ---- (4) stability --format csv with its list column --------------------------------------------
 def test_conclusion_csv_holds_nested_columns_and_neutralises_formulas() -> None:
-    from orchestrator.frame_format import csv_text
+    from orchestrator.cli.frame_format import csv_text
 
     frame = pl.DataFrame({"variant": ["=HYPERLINK(\"x\")", "+1", "-a", "@b", "ok"],
                           "lrs": [[1e-3, 2e-3], [1e-3], [], None, [float("nan")]],
@@ -283,7 +283,7 @@ def test_ids_outside_the_named_sweep_are_refused(capsys, url: str) -> None:
     assert results_db.open(url).run(other).status == "pending"
 
 
-# ---- (11) (13) names ------------------------------------------------------------------------------
+# ---- (11) (13) names -----------------------------------------------------------------------------
 def test_run_names_must_be_one_creatable_folder() -> None:
     for bad in ("x" * 256, "é" * 128, "a/b", "..", "a\nb"):
         with pytest.raises(ValueError, match="folder"):
@@ -328,7 +328,7 @@ def test_db_upgrade_leaves_another_tools_sqlite_file_alone(capsys, tmp_path: Pat
 
 # ---- (12) LaTeX / Markdown exports --------------------------------------------------------------
 def test_latex_and_markdown_keep_names_inert() -> None:
-    from orchestrator.frame_format import latex, markdown
+    from orchestrator.cli.frame_format import latex, markdown
 
     frame = pl.DataFrame({"variant": ["a\n\\input{/etc/passwd}\x1b\x07", "<b>x</b>|y"],
                           "n": [1, 2]})

@@ -8,8 +8,9 @@ from types import SimpleNamespace
 import pytest
 
 import results_db
-from orchestrator.scheduler import DBSyncCallback, checkpoint_dir
-from orchestrator.submit import make_plan, register
+from orchestrator.run.scheduler import checkpoint_dir
+from orchestrator.run.submit import make_plan, register
+from orchestrator.run.trial_sync import DBSyncCallback
 
 SMOKE = Path(__file__).resolve().parents[2] / "sweeps" / "smoke.yaml"
 
@@ -109,7 +110,7 @@ def test_checkpoint_dir_is_per_run_and_absolute(tmp_path: Path) -> None:
 
 def test_relative_sqlite_urls_become_absolute(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    from orchestrator.env import absolute_db_url
+    from orchestrator.run.env import absolute_db_url
 
     monkeypatch.chdir(tmp_path)
     assert absolute_db_url("sqlite:///results.db") == f"sqlite:///{tmp_path}/results.db"
@@ -124,8 +125,8 @@ def test_the_db_callback_waits_out_an_outage_then_gives_up_past_its_bound(kind: 
     and records the death; past its bound it hands the outage to the stopper instead."""
     import time
 
-    from orchestrator.dbretry import OutageState
-    from orchestrator.scheduler import OutageStopper
+    from orchestrator.run.dbretry import OutageState
+    from orchestrator.run.trial_sync import OutageStopper
     from tests.outage_fixtures import outage
 
     with outage(kind) as o:
@@ -164,7 +165,7 @@ def test_stale_after_help_states_the_derived_default() -> None:
     from typing import get_args
 
     from contract.states import DEFAULT_HEARTBEAT_S, stale_after_s
-    from orchestrator.cli_app import StaleOpt
+    from orchestrator.cli.app import StaleOpt
 
     help_text = get_args(StaleOpt)[1].help
     assert "120" not in help_text
@@ -179,8 +180,8 @@ def test_the_callback_and_stopper_survive_tunes_pickling(db_and_runs: tuple) -> 
 
     from rich.console import Console
 
-    from orchestrator.dbretry import OutageState
-    from orchestrator.scheduler import OutageStopper
+    from orchestrator.run.dbretry import OutageState
+    from orchestrator.run.trial_sync import OutageStopper
 
     url, _ = db_and_runs
     console = Console()
@@ -200,8 +201,8 @@ def test_trial_hooks_pickle_small_whatever_the_number_of_runs(tmp_path: Path) ->
     import cloudpickle
 
     from contract.config import RunSpec
-    from orchestrator.scheduler import trial_hooks
-    from orchestrator.trial_job import TrialJob
+    from orchestrator.run.scheduler import trial_hooks
+    from orchestrator.run.trial_job import TrialJob
 
     def jobs(n: int) -> list[TrialJob]:
         out = []

@@ -1,6 +1,7 @@
 """The paper-scale sweep files (sweeps/paper/*.yaml) against the paper's own tables.
 
-Shapes and schedules come from table7_architectures.csv (shipped in dashboard/paper_data/), the rows from Tables
+Shapes and schedules come from table7_architectures.csv (shipped in dashboard/paper_data/), the
+rows from Tables
 1-4; parameter counts are of the real model code on the meta device (no memory)."""
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.cluster import NodeResources, check_parallelism, max_concurrent_trials
-from orchestrator.plan import make_plan
 from contract.config import ModelConfig
 from contract.params import count_params
+from orchestrator.run.cluster import NodeResources, check_parallelism, max_concurrent_trials
+from orchestrator.sweep.plan import make_plan
 
 ROOT = Path(__file__).resolve().parents[2]
 PAPER = ROOT / "dashboard" / "paper_data"  # the paper's tables, shipped with the project

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import results_db
+from orchestrator.cli.main import main
 from tests import sample_db
-from orchestrator.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "sweeps" / "smoke.yaml"

@@ -1,4 +1,5 @@
-"""Sweep files: parsing, validation errors with FILE:LINE KEY, bounds (orchestrator/spec.py)."""
+"""Sweep files: parsing, validation errors with FILE:LINE KEY, bounds
+(orchestrator/sweep/spec.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from contract.errors import SpecError
-from orchestrator.expand import expand
-from orchestrator.spec import LrLadder, load_spec, loads_spec
 from contract.yamlsrc import MAX_DEPTH, load_text
+from orchestrator.sweep.expand import expand
+from orchestrator.sweep.spec import LrLadder, load_spec, loads_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 SWEEPS = sorted((ROOT / "sweeps").rglob("*.yaml"))

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-import orchestrator.reporter
+import orchestrator.run.reporter
 import results_db
 from contract.config import RunSpec
-from orchestrator.runner import RetrySuperseded, execute_job
-from orchestrator.trial_job import TrialJob
+from orchestrator.run.runner import RetrySuperseded, execute_job
+from orchestrator.run.trial_job import TrialJob
 from trainer import checkpoint
 
 TRAIN = dict(steps=24, batch_size=4, seq_len=32, warmup=4, log_every=1, eval_every=0,
@@ -44,7 +44,7 @@ def _setup(tmp_path: Path) -> tuple[results_db.ResultsDB, TrialJob]:
 
 def _at_step(monkeypatch: pytest.MonkeyPatch, act: Callable[[object], None]) -> None:
     """execute_job's DBReporter, doing ``act(reporter)`` once, after logging AT_STEP."""
-    base = orchestrator.reporter.DBReporter
+    base = orchestrator.run.reporter.DBReporter
 
     class At(base):  # type: ignore[misc, valid-type]
         fired = False
@@ -55,7 +55,7 @@ def _at_step(monkeypatch: pytest.MonkeyPatch, act: Callable[[object], None]) -> 
                 At.fired = True
                 act(self)
 
-    monkeypatch.setattr(orchestrator.reporter, "DBReporter", At)
+    monkeypatch.setattr(orchestrator.run.reporter, "DBReporter", At)
 
 
 def _loss_steps(db: results_db.ResultsDB, run_id: int) -> list[int]:

@@ -1,4 +1,4 @@
-"""The trial result is one frozen type (orchestrator/trial_result.py): what Tune gets from it,
+"""The trial result is one frozen type (orchestrator/run/trial_result.py): what Tune gets from it,
 what the driver reads back, and the real runner path that builds a ``skipped`` one."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pytest
 
 import results_db
 from contract.config import RunSpec
-from orchestrator.runner import execute_job
-from orchestrator.trial_job import TrialJob
-from orchestrator.trial_result import STATUSES, TrialResult
+from orchestrator.run.runner import execute_job
+from orchestrator.run.trial_job import TrialJob
+from orchestrator.run.trial_result import STATUSES, TrialResult
 
 
 def test_report_is_the_metrics_dict_tune_gets_without_unset_fields() -> None:

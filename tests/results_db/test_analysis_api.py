@@ -10,8 +10,8 @@ import pytest
 
 import results_db
 from results_db.analysis.stats import delta_ci, seeds_needed
-from tests.support.synth import add_finished_run, gate_config
 from results_db.vocab import VERDICTS, verdict_kind
+from tests.support.synth import add_finished_run, gate_config
 
 G1 = [{"position": "G1"}]
 G1_HEAD = [{"position": "G1", "granularity": "headwise"}]

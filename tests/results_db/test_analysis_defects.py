@@ -284,7 +284,7 @@ def test_effects_with_a_negative_baseline_mean_and_the_sentence(db: Any, tmp_pat
     g1 = rows["gate_position", "G1"]
     assert g1["mean_delta_pct"] > 0 and g1["ci_low_pct"] < g1["mean_delta_pct"]
     assert g1["verdict"] == "better"  # higher log-likelihood: better (was inverted)
-    from orchestrator.cli import main
+    from orchestrator.cli.main import main
 
     text = db.effects_summary("negfx", m)
     assert text.startswith(f"Main effects on {m} (OLS over the runs, 95 % CI), at lr ")
@@ -358,7 +358,7 @@ def test_stability_seeds_that_disagree_are_said(db: Any) -> None:
 
 @pytest.mark.parametrize("fmt", ["csv", "json", "table", "markdown"])
 def test_stability_cli_every_format(db: Any, tmp_path: Any, fmt: str, capsys: Any) -> None:
-    from orchestrator.cli import main
+    from orchestrator.cli.main import main
 
     _ladder(db)
     path = str(tmp_path / "r.db")

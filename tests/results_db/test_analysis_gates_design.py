@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from orchestrator.plan import make_plan
+from orchestrator.sweep.plan import make_plan
 
 GATES = Path(__file__).resolve().parents[2] / "sweeps" / "gates.yaml"
 

@@ -7,8 +7,15 @@ import math
 
 import pytest
 
-from results_db.analysis.stats import (betainc, delta_ci, describe, mean_ci, seeds_needed,
-                                       t_cdf, t_quantile)
+from results_db.analysis.stats import (
+    betainc,
+    delta_ci,
+    describe,
+    mean_ci,
+    seeds_needed,
+    t_cdf,
+    t_quantile,
+)
 
 
 def test_t_quantile_closed_forms_and_table_values() -> None:

@@ -62,7 +62,7 @@ def test_api_baseline_and_same_lr_deltas(url: str) -> None:
 
 
 def test_cli_shows_the_api_numbers(url: str, capsys: pytest.CaptureFixture[str]) -> None:
-    from orchestrator.cli import main
+    from orchestrator.cli.main import main
 
     code = main(["leaderboard", "issue10", "--db", url, "--format", "json"])
     doc = json.loads(capsys.readouterr().out)

@@ -14,8 +14,15 @@ import pytest
 
 from results_db.analysis.compare import compare
 from results_db.analysis.effects import main_effects
-from results_db.analysis.stats import (delta_ci, describe, seeds_needed,
-                                       seeds_needed_many, t_column, t_quantile, t_quantiles)
+from results_db.analysis.stats import (
+    delta_ci,
+    describe,
+    seeds_needed,
+    seeds_needed_many,
+    t_column,
+    t_quantile,
+    t_quantiles,
+)
 
 M = "val/loss"
 

@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
+from contract.config import GateSpec, ModelConfig
+from contract.states import CACHED
 from results_db import vocab
 from results_db.dims import derive_dims
-from contract.states import CACHED
-from contract.config import GateSpec, ModelConfig
 
 
 def test_import_trainer_config_does_not_import_torch() -> None:

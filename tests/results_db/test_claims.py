@@ -10,8 +10,13 @@ import time
 import pytest
 
 import results_db
-from contract.states import (FaultClass, InvalidTransition, run_status_after, stale_after_s,
-                               status_group)
+from contract.states import (
+    FaultClass,
+    InvalidTransition,
+    run_status_after,
+    stale_after_s,
+    status_group,
+)
 
 
 def _new(name: str) -> results_db.NewRun:

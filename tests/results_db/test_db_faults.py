@@ -1,6 +1,6 @@
 """The results DB becomes unwritable in the middle of a run (docs/architecture.md, "faults").
 
-A real tiny run through ``orchestrator.runner.execute_job`` (the Tune trial's body) on a real
+A real tiny run through ``orchestrator.run.runner.execute_job`` (the Tune trial's body) on a real
 SQLite file. The fault comes from outside the product (tests/support/dbfaults.py, an event
 listener on every engine's BEGIN): while its flag file exists the writer's connections cannot
 grow the DB
@@ -24,12 +24,12 @@ from pathlib import Path
 
 import pytest
 
-import orchestrator.reporter
+import orchestrator.run.reporter
 import results_db
-from orchestrator.runner import execute_job
-from orchestrator.trial_job import TrialJob
-from tests.support.dbfaults import db_fault
 from contract.config import RunSpec
+from orchestrator.run.runner import execute_job
+from orchestrator.run.trial_job import TrialJob
+from tests.support.dbfaults import db_fault
 
 TRAIN = dict(steps=48, batch_size=4, seq_len=32, warmup=4, log_every=1, eval_every=24,
              eval_batches=2, checkpoint_every=4)
@@ -57,7 +57,7 @@ def _setup(tmp_path: Path) -> tuple[results_db.ResultsDB, TrialJob, Path]:
 def _fault_reporter(monkeypatch: pytest.MonkeyPatch, start: Callable[[], None],
                     logged: dict[int, set[str]]) -> None:
     """execute_job's DBReporter, switching the fault on after step FAULT_AT_STEP's write."""
-    base = orchestrator.reporter.DBReporter
+    base = orchestrator.run.reporter.DBReporter
 
     class FaultAt(base):  # type: ignore[misc, valid-type]
         def log(self, step: int, metrics: Mapping[str, float]) -> None:
@@ -68,7 +68,7 @@ def _fault_reporter(monkeypatch: pytest.MonkeyPatch, start: Callable[[], None],
                 start()
 
     started: list[int] = []
-    monkeypatch.setattr(orchestrator.reporter, "DBReporter", FaultAt)
+    monkeypatch.setattr(orchestrator.run.reporter, "DBReporter", FaultAt)
 
 
 def _fill_disk(path: Path, flag: Path) -> None:

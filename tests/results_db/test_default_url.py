@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import results_db
-from orchestrator.cli_app import db_url as cli_db_url
-from orchestrator.env import absolute_db_url
+from orchestrator.cli.app import db_url as cli_db_url
+from orchestrator.run.env import absolute_db_url
 
 ROOT = Path(__file__).resolve().parents[2]
 OWNER = ROOT / "results_db" / "engine.py"

@@ -22,10 +22,10 @@ import pytest
 
 import results_db
 from contract.config import RunSpec
-from orchestrator.faults import Fault, RetryPolicy, classify
-from orchestrator.runner import execute_job
-from orchestrator.scheduler import DBSyncCallback
-from orchestrator.trial_job import TrialJob
+from orchestrator.run.faults import Fault, RetryPolicy, classify
+from orchestrator.run.runner import execute_job
+from orchestrator.run.trial_job import TrialJob
+from orchestrator.run.trial_sync import DBSyncCallback
 from results_db.dbfaults import DBConnectionsExhausted, DBUnavailable
 from results_db.engine import PG_POOL_SIZE
 from results_db.pgstat import connections

@@ -12,7 +12,6 @@ from results_db import InvalidTransition, NewRun, RunStatus
 from tests.support.synth import gate_config
 
 
-
 def _new(name: str, fp: str | None = None, variant: str = "baseline", seed: int = 0,
          **cfg_kw: object) -> NewRun:
     return NewRun(name=name, fingerprint=fp or f"fp-{name}", variant=variant, seed=seed,

@@ -12,7 +12,6 @@ from tests.support.loadgen import run_load
 from tests.support.procs import RESULT_TIMEOUT_S, clean_context
 from tests.support.synth import gate_config
 
-
 N_PROCS, N_RUNS_EACH, N_POINTS = 4, 3, 2000
 
 

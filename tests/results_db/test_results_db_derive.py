@@ -8,7 +8,6 @@ import results_db
 from results_db.dims import group_keys
 from tests.support.synth import add_finished_run, gate_config
 
-
 G1 = [{"position": "G1"}]
 # (variant, gates, lr, seed, status, val/loss)
 LADDER = [

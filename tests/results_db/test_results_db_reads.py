@@ -13,7 +13,6 @@ import results_db
 from results_db import NewRun, ReadOnlyQueryError
 from tests.support.synth import add_finished_run, gate_config
 
-
 G1 = [{"position": "G1"}]
 G1_HEAD = [{"position": "G1", "granularity": "headwise"}]
 # variant -> (gates, val/ppl per seed)

@@ -15,8 +15,8 @@ from results_db import rollup
 from results_db.downsample import metrics_sql, read_metrics
 from results_db.migrate import downgrade_engine, upgrade_engine
 from results_db.sqlread import frame
-from tests.support.synth import add_finished_run
 from tests.results_db.test_results_db_downsample import reference
+from tests.support.synth import add_finished_run
 
 B = rollup.BLOCK
 

@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from orchestrator.expand import MAX_RUNS
+from orchestrator.sweep.expand import MAX_RUNS
 from results_db.db import ResultsDB
 from tests.support import synthdb
 from tests.support.synthdb import Registered

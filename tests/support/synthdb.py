@@ -1,7 +1,8 @@
 """The one builder core of synthetic results DBs: runs registered by the real submit path.
 
 A scenario hands ``register`` a sweep spec (a dict, rendered to YAML, or YAML text); it goes
-through ``orchestrator.plan.make_plan`` and ``orchestrator.submit.register`` as ``orchestrator
+through ``orchestrator.sweep.plan.make_plan`` and ``orchestrator.run.submit.register`` as
+``orchestrator
 submit`` would, so every run's config is a validated RunSpec, and its fingerprint, group keys
 and parameter counts are the real ones. ``play`` then writes one attempt of a run through the
 writer API up to the end state the scenario asks for. The scenario modules (synth.py,
@@ -20,16 +21,16 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from orchestrator.plan import make_plan
-from orchestrator.submit import register as submit_register
+from orchestrator.run.submit import register as submit_register
+from orchestrator.sweep.plan import make_plan
 
 if TYPE_CHECKING:
-    from orchestrator.expand import ExpandedRun
+    from orchestrator.sweep.expand import ExpandedRun
     from results_db import ResultsDB, RunRow
 
 ENDS = ("pending", "running", "failed", "succeeded", "diverged")
 FAILURE = "RuntimeError: synthetic failure"
-# a sweep file's variant names (orchestrator.spec); any other name goes in via ``labels``
+# a sweep file's variant names (orchestrator.sweep.spec); any other name goes in via ``labels``
 VARIANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.]*")
 
 

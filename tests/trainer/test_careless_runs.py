@@ -30,7 +30,8 @@ CONFIG: list[tuple[str, str, str]] = [
      "model.head_dim: not given, and model.d_model (65) is not divisible by model.n_head (4)"),
     ("gqa_not_dividing", "name: c\nmodel: {preset: tiny, n_kv_head: 3, gates: [{position: G2}]}\n",
      "model.n_kv_head: 3 must divide model.n_head (4) for grouped-query attention"),
-    ("moe_top_k", "name: c\nmodel: {preset: tiny-moe, moe: {n_experts: 2, top_k: 3, d_expert: 8}}\n",
+    ("moe_top_k",
+     "name: c\nmodel: {preset: tiny-moe, moe: {n_experts: 2, top_k: 3, d_expert: 8}}\n",
      "moe.top_k: 3 exceeds moe.n_experts (2)"),
     ("moe_zero3", "name: c\nmodel: {preset: tiny-moe}\ntrain: {zero_stage: 3}\n",
      "train.zero_stage: DeepSpeed's MoE layer trains under ZeRO 0-2, not 3"),
@@ -125,7 +126,7 @@ DATA: list[tuple[str, str, str]] = [
 
 def test_run_files_and_sweep_files_read_numbers_alike(tmp_path: Path) -> None:
     """``steps: 1e3`` is 1000 in a sweep file; a run file used to refuse it (a string)."""
-    from orchestrator.spec import loads_spec
+    from orchestrator.sweep.spec import loads_spec
 
     f = tmp_path / "run.yaml"
     f.write_text(HEAD + "train: {steps: 1e3, lr: 3e-3}\n", encoding="utf-8")

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from trainer import checkpoint
 from contract.config import RunSpec
+from trainer import checkpoint
 from trainer.dist import ensure_single_process_dist
 from trainer.engine import Precision, build_engine
 from trainer.model import build_model
@@ -126,7 +126,8 @@ class _FlushSpy:
             self.checkpoints.append(Path(str(payload)).name)
 
     def flush(self) -> None:
-        existing = {p.name for p in self.ckpt_dir.glob("step_*")} if self.ckpt_dir.exists() else set()
+        existing = ({p.name for p in self.ckpt_dir.glob("step_*")}
+                    if self.ckpt_dir.exists() else set())
         self.flushes.append((self.pending, existing))
         self.pending = []
 

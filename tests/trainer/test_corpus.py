@@ -302,8 +302,8 @@ def test_ppl_sets_take_the_runs_tokenizer(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_trainer_learns_from_stdlib_code_with_a_trained_bpe(tmp_path: Path) -> None:
     """trainer.train on python_code + BPE (CPU, DeepSpeed): the model beats uniform guessing."""
-    from trainer.train import train
     from contract.reporter import MemoryReporter
+    from trainer.train import train
 
     spec = RunSpec(name="c", model={"preset": "tiny"},
                    train={"steps": 6, "batch_size": 4, "seq_len": 64, "warmup": 1,

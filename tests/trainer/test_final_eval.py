@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.eval_fixtures import train_briefly
 from contract.config import RunSpec
+from contract.reporter import MemoryReporter
+from tests.eval_fixtures import train_briefly
 from trainer.data import build_data
 from trainer.final_eval import run_final_evals, unwrap
-from contract.reporter import MemoryReporter
 from trainer.rope import RopeScaling
 
 
@@ -125,8 +125,8 @@ def test_unwrap_finds_the_model_inside_wrappers(model) -> None:
 @pytest.mark.parametrize("preset,zero", [("tiny", 0), ("tiny", 3), ("tiny-moe", 0)])
 def test_model_loaded_from_checkpoint_reproduces_the_runs_val_loss(
         preset: str, zero: int, tmp_path: Path) -> None:
-    from trainer.train import train
     from trainer.load import load_model_from_checkpoint
+    from trainer.train import train
 
     spec = RunSpec(name="ckpt-load", model={"preset": preset},
                    train={"seq_len": 32, "batch_size": 4, "steps": 6, "warmup": 1,
@@ -165,9 +165,9 @@ def test_train_reports_final_evals_through_the_deepspeed_engine(tmp_path: Path) 
 
 @pytest.mark.slow
 def test_evaluate_checkpoint_runs_the_requested_tasks_on_a_finished_run(tmp_path: Path) -> None:
-    from trainer.train import train
     from contract.config import BenchmarkSpec
     from trainer.final_eval import evaluate_checkpoint
+    from trainer.train import train
 
     spec = _spec(longctx={"factors": [1, 2], "methods": ["none", "ntk"], "batches": 1})
     spec = spec.model_copy(update={"train": spec.train.model_copy(update={"eval_every": 0})})

@@ -2,7 +2,8 @@
 
 The run: preset ``tiny`` with a G1 gate, synthetic data, seed 0, fp32, 20 steps of batch 4 x 32,
 one torch thread (``resources.cpus: 1``), log every step. Its per-step ``train/loss`` and final
-``val/loss`` are stored in tests/trainer/golden/tiny_g1_20steps.json. Any change to the numerics (model,
+``val/loss`` are stored in tests/trainer/golden/tiny_g1_20steps.json. Any change to the numerics
+(model,
 gates, init, data, schedule, optimizer, clipping, loss) moves them and fails this test, so such a
 change cannot pass silently.
 
@@ -43,8 +44,8 @@ def golden_spec():  # -> RunSpec
 
 def trajectory() -> dict[str, object]:
     from contract import metrics
-    from trainer.train import train
     from contract.reporter import MemoryReporter
+    from trainer.train import train
 
     rep = MemoryReporter()
     with tempfile.TemporaryDirectory() as ckpt:

@@ -16,9 +16,9 @@ import torch
 import torch.nn.functional as F
 import yaml
 
+from contract.config import BenchmarkSpec, RunSpec
 from tests.eval_fixtures import train_briefly
 from trainer.benchmarks import BenchmarkError, map_results, prepare_task_dir, run_benchmarks
-from contract.config import BenchmarkSpec, RunSpec
 from trainer.lm_eval_adapter import GatedLMAdapter, cut_at_stops, eval_tokenizer
 from trainer.model import build_model
 from trainer.tasks import TASKS_DIR

@@ -8,8 +8,8 @@ import math
 import pytest
 import torch
 
-from tests.eval_fixtures import train_briefly
 from contract.config import LongContextConfig, RunSpec
+from tests.eval_fixtures import train_briefly
 from trainer.longctx import (
     KEY_LEN,
     VALUE_LEN,

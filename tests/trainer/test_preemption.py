@@ -20,12 +20,12 @@ import pytest
 import torch
 
 from contract import metrics
-from trainer.preempt import Preempted
-from trainer.train import train
-from trainer.checkpoint import complete_checkpoints
 from contract.config import RunSpec
 from contract.reporter import MemoryReporter
 from tests.support.stepfault import failing_at
+from trainer.checkpoint import complete_checkpoints
+from trainer.preempt import Preempted
+from trainer.train import train
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAIN = dict(steps=24, batch_size=4, seq_len=32, warmup=4, log_every=1, eval_every=12,

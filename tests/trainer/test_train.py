@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from contract import metrics
-from trainer.train import TrainResult, train
-from trainer.checkpoint import complete_checkpoints
 from contract.config import RunSpec
 from contract.reporter import MemoryReporter
+from tests.support.stepfault import failing_at
+from trainer.checkpoint import complete_checkpoints
 from trainer.schedule import lr_at
 from trainer.stability import SpikeDetector
-from tests.support.stepfault import failing_at
+from trainer.train import TrainResult, train
 
 ROOT = Path(__file__).resolve().parents[2]
 DIST_VARS = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"}

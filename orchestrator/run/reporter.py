@@ -17,7 +17,7 @@ next attempt resumes from one whose points are all in the DB: no gap). Each flus
 first (one heartbeat), so an attempt that wakes from a stall cannot write before it learns.
 
 A results DB that cannot be written (disk full, server restarting) is waited for, up to
-``db_wait_s`` (orchestrator/dbretry.py): the flush blocks, so training pauses instead of
+``db_wait_s`` (orchestrator/run/dbretry.py): the flush blocks, so training pauses instead of
 running ahead of what is recorded; past the bound the flush raises and the attempt ends
 ``db_unavailable``.
 """
@@ -89,7 +89,7 @@ class DBReporter:
         return not (self._superseded.is_set() or self.stop_reason)
 
     def request_stop(self, reason: str) -> None:
-        """Ask the trainer to stop at its next step boundary (orchestrator/sigterm.py)."""
+        """Ask the trainer to stop at its next step boundary (orchestrator/run/sigterm.py)."""
         self.stop_reason = self.stop_reason or reason
 
     def artifact(self, kind: str, payload: str | Path | Mapping[str, Any]) -> None:
@@ -161,7 +161,7 @@ class DBReporter:
         return False
 
     def _write(self, what: str, fn: Any) -> None:
-        from orchestrator.dbretry import with_db_retry
+        from orchestrator.run.dbretry import with_db_retry
 
         with_db_retry(fn, f"run {self.run_id}: writing {what}", self.db_wait_s)
 

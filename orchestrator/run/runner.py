@@ -10,11 +10,11 @@
   ``lost`` (resumable). Divergence is a result, not an error; a cancelled run ends quietly.
 - A *superseded* attempt (the DB says it is no longer the run's current one: it stalled and
   its driver recorded it dead, or another driver took the run over after its lease ran out)
-  stops without writing anything (orchestrator/reporter.py). If another attempt holds the
+  stops without writing anything (orchestrator/run/reporter.py). If another attempt holds the
   run, the trial reports ``skipped`` with the holder and its driver waits for that run; if
   nobody does, the trial raises so that Tune retries the run as configured (``retries``).
 - A results DB that cannot be used is waited for up to ``job.db_wait_s`` at the claim and at
-  every write (orchestrator/dbretry.py), so a database restart pauses a trial, not ends it.
+  every write (orchestrator/run/dbretry.py), so a database restart pauses a trial, not ends it.
 """
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from orchestrator.env import prepare_trial_env
-from orchestrator.faults import Fault, RetryPolicy, classify, describe
-from orchestrator.sigterm import graceful_sigterm
-from orchestrator.trial_job import TrialJob
-from orchestrator.trial_result import TrialResult
+from orchestrator.run.env import prepare_trial_env
+from orchestrator.run.faults import Fault, RetryPolicy, classify, describe
+from orchestrator.run.sigterm import graceful_sigterm
+from orchestrator.run.trial_job import TrialJob
+from orchestrator.run.trial_result import TrialResult
 
 if TYPE_CHECKING:
-    from orchestrator.reporter import DBReporter
+    from orchestrator.run.reporter import DBReporter
     from results_db import ResultsDB
 
 T = TypeVar("T")
@@ -49,10 +49,9 @@ def run_trial(job: TrialJob) -> None:
 def execute_job(job: TrialJob, trial_id: str | None = None) -> TrialResult:
     """Claim and run one attempt of ``job``; how it ended (status, steps, first step, ...)."""
     import results_db
-    from orchestrator.cluster import host_label
-    from orchestrator.reporter import DBReporter
-
-    from orchestrator.dbretry import with_db_retry
+    from orchestrator.run.cluster import host_label
+    from orchestrator.run.dbretry import with_db_retry
+    from orchestrator.run.reporter import DBReporter
 
     db = results_db.open(job.db_url, migrate=False)
     try:
@@ -83,7 +82,7 @@ class RetrySuperseded(Exception):
 def train_attempt(db: ResultsDB, job: TrialJob, attempt_id: int, reporter: DBReporter
                   ) -> TrialResult:
     """Train one claimed attempt with ``reporter`` and record its end (rank 0 of a group too)."""
-    from orchestrator.reporter import RunCancelled
+    from orchestrator.run.reporter import RunCancelled
     from trainer.train import train
 
     try:
@@ -158,7 +157,7 @@ def _after_superseded(db: ResultsDB, job: TrialJob, attempt_id: int, tb: str,
 
 
 def _retry_db(job: TrialJob, what: str, fn: Callable[[], T]) -> T:
-    from orchestrator.dbretry import with_db_retry
+    from orchestrator.run.dbretry import with_db_retry
 
     return with_db_retry(fn, f"run {job.name} (id {job.run_id}): {what}", job.db_wait_s)
 
@@ -171,9 +170,8 @@ def finish_failed(db: ResultsDB, job: TrialJob, attempt_id: int, error: str, tb:
     (submit, rerun) marks it ``lost``; said on stderr, where the trial's log keeps it."""
     import sys
 
+    from orchestrator.run.dbretry import with_db_retry
     from results_db import DBUnavailable
-
-    from orchestrator.dbretry import with_db_retry
 
     # a DB that already stayed unwritable past the bound is not waited for a second time
     wait_s = 0.0 if fault is Fault.DB_UNAVAILABLE else job.db_wait_s

@@ -8,8 +8,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from orchestrator.expand import ExpandedRun
 from contract.config import ModelConfig
+from orchestrator.sweep.expand import ExpandedRun
 
 
 def gate_label(run: ExpandedRun) -> str:

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from orchestrator import scheduler
 from contract.errors import UserError
+from orchestrator.run import scheduler
 
 if TYPE_CHECKING:
     from contract.config import RunSpec
@@ -151,8 +151,7 @@ def rerun_runs(db_url: str, run_ids: list[int | str], fresh: bool = False,
     on disk or in the DB changes.
     """
     import results_db
-
-    from orchestrator.trial_job import TrialJob, driver_owner
+    from orchestrator.run.trial_job import TrialJob, driver_owner
 
     db = results_db.open(db_url)
     rows = resolve_runs(db, list(run_ids))
@@ -179,7 +178,7 @@ def rerun_runs(db_url: str, run_ids: list[int | str], fresh: bool = False,
     db.set_status([r.id for r in rows], "pending", strict=True)
     progress = None
     if console is not None:
-        from orchestrator.progress import Progress
+        from orchestrator.run.progress import Progress
 
         progress = lambda d, ids: Progress(d, ids, console)  # noqa: E731
     opts = scheduler.Options(db_url=db_url, storage=places[0].storage, address=address,
@@ -256,8 +255,7 @@ def spawn_rerun(db_url: str, run_id: int, fresh: bool = False,
     (default: ./runs/_logs).
     """
     import results_db
-
-    from orchestrator.env import absolute_db_url
+    from orchestrator.run.env import absolute_db_url
 
     db_url = absolute_db_url(db_url)
     db = results_db.open(db_url)

@@ -8,12 +8,12 @@ While a driver (``submit`` / ``rerun``) lives, a daemon thread every heartbeat i
   (states.stale_after_s of its interval) ends ``failed`` with ``node_lost`` when Ray reports its
   node dead, else ``worker_died`` -- seconds after the death, whether or not Tune retries;
 - watches the DB itself: a tick that cannot reach it is recorded in the driver's
-  ``OutageState`` (orchestrator/dbretry.py; the scheduler stops the sweep once the outage
+  ``OutageState`` (orchestrator/run/dbretry.py; the scheduler stops the sweep once the outage
   outlasts its bound). After an outage nobody could heartbeat, so no attempt is judged
   silent until one full staleness window has passed with the DB answering again. The same
   holds after a renewal that had to wait for the lock (longer than an interval): every other
   writer waited too, so their heartbeats are late through no fault of theirs;
-- on SQLite, watches the write lock (orchestrator/frozen_writer.py): one of its trials frozen
+- on SQLite, watches the write lock (orchestrator/run/frozen_writer.py): one of its trials frozen
   inside a write transaction holds it for everyone and is killed, so the sweep goes on.
 """
 
@@ -25,11 +25,11 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from orchestrator.cluster import parse_host_label
-from orchestrator.dbretry import OutageState
-from orchestrator.faults import Fault
-from orchestrator.frozen_writer import FrozenWriterWatch
 from contract.states import stale_after_s
+from orchestrator.run.cluster import parse_host_label
+from orchestrator.run.dbretry import OutageState
+from orchestrator.run.faults import Fault
+from orchestrator.run.frozen_writer import FrozenWriterWatch
 
 if TYPE_CHECKING:
     from results_db import ResultsDB

@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from orchestrator.cli_app import DbOpt, app, db_url, out, split_csv
 from contract.errors import UserError
+from orchestrator.cli.app import DbOpt, app, db_url, out, split_csv
 
 if TYPE_CHECKING:
     from contract.config import RunSpec
@@ -114,9 +114,9 @@ def check_tasks(benchmarks: tuple[Any, ...]) -> None:
 
 
 def checkpoint_dir_of(db: ResultsDB, row: RunRow, spec: RunSpec) -> Path:
-    """The run's recorded checkpoint dir (orchestrator.rerun owns the rule, and refuses a
+    """The run's recorded checkpoint dir (orchestrator.run.rerun owns the rule, and refuses a
     recorded path that is not <storage>/<sweep>/<name>/checkpoints of this run)."""
-    from orchestrator.rerun import recorded_checkpoint_dir
+    from orchestrator.run.rerun import recorded_checkpoint_dir
 
     found = recorded_checkpoint_dir(db, row.id, spec.sweep, spec.name)
     if found is None:
@@ -140,7 +140,7 @@ def evaluate_run(db: ResultsDB, row: RunRow, tasks: tuple[Any, ...] | None, devi
 
     ``tasks``: the benchmarks to run (None: the spec's); ``longctx``: also the spec's
     long-context evaluation (off for ``--tasks``)."""
-    from orchestrator.rerun import stored_spec
+    from orchestrator.run.rerun import stored_spec
     from trainer.final_eval import evaluate_checkpoint
     from trainer.load import find_checkpoint
 
@@ -177,7 +177,7 @@ def evaluate_runs(url: str, refs: list[str], *, tasks: str | None = None,
                   ) -> dict[str, EvalReporter]:
     """All runs are resolved and checked (names, tasks) before the first evaluation."""
     import results_db
-    from orchestrator.rerun import resolve_runs, stored_spec
+    from orchestrator.run.rerun import resolve_runs, stored_spec
 
     if include_path is not None and not include_path.is_dir():
         raise UserError(f"--include-path: {include_path} is not a directory")

@@ -15,12 +15,21 @@ import typer
 import yaml
 from rich.table import Table
 
-from orchestrator.cli_app import (DbOpt, StaleOpt, app, open_read, open_sweep, out, split_csv,
-                                  stale_after)
 from contract.errors import UserError
+from orchestrator.cli.app import (
+    DbOpt,
+    StaleOpt,
+    app,
+    open_read,
+    open_sweep,
+    out,
+    split_csv,
+    stale_after,
+)
 
 if TYPE_CHECKING:
     import polars as pl
+
     from results_db import ResultsDB
 
 RUN_COLS = ("id", "name", "sweep", "variant", "seed", "status", "gate_position",
@@ -119,7 +128,7 @@ def runs(db: DbOpt = None, sweep: Annotated[str | None, typer.Option()] = None,
 @app.command()
 def show(run: str, db: DbOpt = None) -> None:
     """One run: config, attempts, last metrics, summaries, error and traceback."""
-    from orchestrator.rerun import resolve_runs
+    from orchestrator.run.rerun import resolve_runs
 
     d = open_read(db)
     row = resolve_runs(d, [run])[0]  # unknown, or a name several runs share: one line
@@ -196,7 +205,7 @@ def query(sql: str, db: DbOpt = None,
 
 
 def write_frame(frame: pl.DataFrame, fmt: str, path: Path | None) -> None:
-    from orchestrator.frame_format import csv_text, write_stdout
+    from orchestrator.cli.frame_format import csv_text, write_stdout
 
     if path is None:
         if fmt == "csv":
@@ -209,7 +218,7 @@ def write_frame(frame: pl.DataFrame, fmt: str, path: Path | None) -> None:
         else:
             print_frame(frame)
         return
-    from orchestrator.outfiles import write_files
+    from orchestrator.cli.outfiles import write_files
 
     # table to a file is CSV (a rich table is for terminals)
     writers = {"parquet": frame.write_parquet,
@@ -230,7 +239,8 @@ def export(out_dir: Annotated[Path, typer.Option("--out", help="Directory for th
     d = open_sweep(db, sweep)
     runs_f = d.runs(sweep=sweep)
     ids = [int(i) for i in runs_f["id"].to_list()] if runs_f.height else []
-    from orchestrator.outfiles import out_dir as make_dir, write_files
+    from orchestrator.cli.outfiles import out_dir as make_dir
+    from orchestrator.cli.outfiles import write_files
 
     frames = {"runs": runs_f, "summaries": d.summaries(run_ids=ids),
               "metrics": d.metrics(run_ids=ids)}

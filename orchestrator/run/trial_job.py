@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from contract.states import DEFAULT_HEARTBEAT_S
 from contract.config import RunSpec
+from contract.states import DEFAULT_HEARTBEAT_S
 
 HEARTBEAT_S_ENV = "GATESWEEP_HEARTBEAT_S"
 FLUSH_S_ENV = "GATESWEEP_FLUSH_S"
@@ -31,7 +31,7 @@ def driver_owner(kind: str = "submit") -> str:
 
 def heartbeat_interval() -> float:
     """GATESWEEP_HEARTBEAT_S, default contract.states.DEFAULT_HEARTBEAT_S (5 s)."""
-    from orchestrator.env import float_env
+    from orchestrator.run.env import float_env
 
     return float_env(HEARTBEAT_S_ENV, DEFAULT_HEARTBEAT_S)
 
@@ -49,7 +49,7 @@ class TrialJob:
     retries: int = 0
     heartbeat_s: float = DEFAULT_HEARTBEAT_S
     flush_s: float = 5.0
-    db_wait_s: float = 300.0  # how long a DB outage is ridden out (orchestrator/dbretry.py)
+    db_wait_s: float = 300.0  # how long a DB outage is ridden out (orchestrator/run/dbretry.py)
     train_storage: str | None = None  # Ray Train's run state (multi-worker), default beside
     extra: dict[str, Any] = field(default_factory=dict)
 

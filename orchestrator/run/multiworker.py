@@ -1,7 +1,7 @@
 """Multi-worker trials: a run with ``resources.workers > 1`` trains on a Ray Train worker group.
 
 Ray Train V2 cannot be handed to a Tuner directly, so the Tune trial function *coordinates*:
-it holds ``{CPU: 0.01}`` (orchestrator/cluster.py), builds a ``TorchTrainer`` whose
+it holds ``{CPU: 0.01}`` (orchestrator/run/cluster.py), builds a ``TorchTrainer`` whose
 ``ScalingConfig`` asks for ``workers`` bundles (``use_gpu`` when the run asks for GPUs) and
 calls ``fit()``. Each worker calls ``trainer.train``; ``deepspeed.initialize`` reuses Train's
 gloo/NCCL group, ZeRO shards across the workers, MoE experts split into ``ep_size`` groups.
@@ -16,7 +16,7 @@ gloo/NCCL group, ZeRO shards across the workers, MoE experts split into ``ep_siz
   whole worker group after a worker or node dies; metric writes are upserts per (run, name,
   step), so the steps the new attempt re-trains replace, never duplicate, the old points.
   Before training, rank 0 claims the run and broadcasts go/no-go: a run that was cancelled,
-  whose last failure is not worth retrying (its attempt's fault class, orchestrator/faults.py),
+  whose last failure is not worth retrying (its attempt's fault class, orchestrator/run/faults.py),
   or that another driver holds, stops on every rank instead of training.
 """
 
@@ -30,10 +30,10 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
-from orchestrator.env import prepare_trial_env
-from orchestrator.faults import Fault, RetryPolicy, classify, describe
-from orchestrator.trial_job import TrialJob
-from orchestrator.trial_result import TrialResult, TrialStatus
+from orchestrator.run.env import prepare_trial_env
+from orchestrator.run.faults import Fault, RetryPolicy, classify, describe
+from orchestrator.run.trial_job import TrialJob
+from orchestrator.run.trial_result import TrialResult, TrialStatus
 
 if TYPE_CHECKING:
     from ray.train import TrainContext
@@ -51,7 +51,7 @@ def dispatch_trial(config: dict[str, Any], jobs: Mapping[int, TrialJob]) -> None
     tune.with_parameters): in-process for one worker (runner.py), a TorchTrainer for several."""
     job = jobs[int(config["run_id"])]
     if not job.is_multiworker:
-        from orchestrator.runner import run_trial
+        from orchestrator.run.runner import run_trial
 
         run_trial(job)
         return
@@ -78,7 +78,7 @@ def fit_run(job: TrialJob, storage: str, retries: int = 0, trial_id: str | None 
     from ray.train import FailureConfig, RunConfig, ScalingConfig, TrainingFailedError
     from ray.train.torch import TorchTrainer
 
-    from orchestrator.cluster import check_parallelism, live_nodes, scaling_kwargs
+    from orchestrator.run.cluster import check_parallelism, live_nodes, scaling_kwargs
 
     spec = job.spec
     check_parallelism(spec)
@@ -186,7 +186,7 @@ def _rank0_decide(job: TrialJob, trial_id: str, policy: RetryPolicy
     """("go", attempt id, "") after claiming the run, or the status the run keeps: cancelled,
     failed (this trial's last failure is not worth retrying), skipped (another holder)."""
     import results_db
-    from orchestrator.cluster import host_label
+    from orchestrator.run.cluster import host_label
 
     db = results_db.open(job.db_url, migrate=False)
     try:
@@ -224,8 +224,8 @@ def _gather_workers() -> list[dict[str, Any]]:
 def _rank0_attempt(job: TrialJob, attempt_id: int, workers: list[dict[str, Any]]
                    ) -> TrialResult:
     import results_db
-    from orchestrator.reporter import DBReporter
-    from orchestrator.runner import train_attempt
+    from orchestrator.run.reporter import DBReporter
+    from orchestrator.run.runner import train_attempt
 
     db = results_db.open(job.db_url, migrate=False)
     db.add_artifact(job.run_id, attempt_id, "workers", data={"workers": workers})
@@ -243,8 +243,8 @@ def _rank0_attempt(job: TrialJob, attempt_id: int, workers: list[dict[str, Any]]
 
 
 def _other_rank(job: TrialJob, policy: RetryPolicy) -> TrialResult:
-    from trainer.train import train
     from contract.reporter import MemoryReporter
+    from trainer.train import train
 
     try:
         res = train(job.spec, MemoryReporter(), job.checkpoint_dir)  # reports nothing

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contract.errors import SpecError, SpecIssue
-from orchestrator.expand import ExpandedRun, expand
-from orchestrator.spec import SweepSpec, load_spec
 from contract.yamlsrc import Source
+from orchestrator.sweep.expand import ExpandedRun, expand
+from orchestrator.sweep.spec import SweepSpec, load_spec
 
 if TYPE_CHECKING:
     import polars as pl

@@ -4,7 +4,7 @@ A delta (a variant row, an axis, an include/exclude rule) addresses RunSpec fiel
 keys: ``train.lr``, ``model.n_kv_head``, ``model.gates.0.granularity`` (an integer indexes a
 list), ``eval.ppl_sets.wiki.path`` (a dict key). Nested mappings are the same thing written
 out (``{model: {n_kv_head: 8}}``). ``gate.<field>`` is the single-gate shorthand
-(orchestrator/gate_shorthand.py owns it). Keys are checked here, before expansion, so a typo
+(orchestrator/sweep/gate_shorthand.py owns it). Keys are checked here, before expansion, so a typo
 is reported with the fields that exist under its parent.
 """
 
@@ -17,7 +17,7 @@ from typing import Any, Union
 from pydantic import BaseModel
 
 from contract.config import RunSpec
-from orchestrator import gate_shorthand
+from orchestrator.sweep import gate_shorthand
 
 # Set by the expansion itself, never by a delta.
 _RESERVED = {"name": "the run name is generated", "sweep": "the sweep is the file's 'name'",

@@ -1,4 +1,4 @@
-"""`orchestrator` command line (contract: DESIGN.md "CLI surface").
+"""`orchestrator` command line (the CLI surface: README.md, docs/architecture.md).
 
 Exit code 0 only on success. User errors (bad YAML, unknown run, refused SQL, Ray not
 reachable) print one clear sentence on stderr, no traceback; exit 2 for invalid input, 1 for
@@ -11,21 +11,33 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-# The command modules register on `app` when imported; cli_app holds what they share.
-from orchestrator import cli_read, cli_results, evaluate  # noqa: F401
-from orchestrator.cli_app import (DbOpt, StaleOpt, StorageOpt, app, db_app, db_url, err,
-                                  open_read, out, split_csv, stale_after)
 from contract.errors import SpecError, UserError
 from contract.states import CANCELLABLE
+
+# The command modules register on `app` when imported; app.py holds what they share.
+from orchestrator.cli import evaluate, read, results  # noqa: F401
+from orchestrator.cli.app import (
+    DbOpt,
+    StaleOpt,
+    StorageOpt,
+    app,
+    db_app,
+    db_url,
+    err,
+    open_read,
+    out,
+    split_csv,
+    stale_after,
+)
 
 if TYPE_CHECKING:
     import polars as pl
 
-    from orchestrator.plan import Plan
+    from orchestrator.sweep.plan import Plan
 
 
 @app.command()
@@ -35,8 +47,8 @@ def validate(file: Path, db: DbOpt = None, params: Annotated[bool, typer.Option(
              ) -> None:
     """Validate a sweep file (and its data files) and print its expanded run table (with each
     run's DB state when the DB exists; nothing is ever written)."""
-    from orchestrator.plan import check_data, make_plan, not_in_file_note
-    from orchestrator.table import print_runs
+    from orchestrator.sweep.plan import check_data, make_plan, not_in_file_note
+    from orchestrator.sweep.table import print_runs
 
     plan = make_plan(file)
     if data:
@@ -63,13 +75,13 @@ def submit(file: Path, db: DbOpt = None,
                                                    "--detach the cluster's driver does)")
                            ] = True) -> None:
     """Expand a sweep, skip what already succeeded, run the rest on Ray Tune."""
-    from orchestrator.plan import check_data, make_plan
+    from orchestrator.sweep.plan import check_data, make_plan
 
     plan = make_plan(file)  # invalid files stop here: nothing written, nothing scheduled
     if data and not (detach and not dry_run):  # a detached sweep's data is on the cluster
         check_data(plan)
     if detach and not dry_run:
-        from orchestrator.detach import follow_hint, submit_detached
+        from orchestrator.cli.detach import follow_hint, submit_detached
 
         job = submit_detached(file, db_url(db), address, storage, max_concurrent, force)
         out.print(follow_hint(job, db_url(db)))
@@ -77,7 +89,7 @@ def submit(file: Path, db: DbOpt = None,
     if dry_run:
         _dry_run(db, plan, params)
         return
-    from orchestrator.submit import run_submit
+    from orchestrator.run.submit import run_submit
 
     code = run_submit(db_url(db), plan, force=force, storage=storage, address=address,
                       max_concurrent=max_concurrent, stale_after=stale_after(stale),
@@ -86,8 +98,8 @@ def submit(file: Path, db: DbOpt = None,
 
 
 def _dry_run(db: str | None, plan: Plan, params: bool) -> None:
-    from orchestrator.plan import not_in_file_note
-    from orchestrator.table import print_runs
+    from orchestrator.sweep.plan import not_in_file_note
+    from orchestrator.sweep.table import print_runs
 
     status, sweep_runs = _known_status(db, plan)
     by_name = {r.name: status.get(r.fingerprint, "new") for r in plan.runs}
@@ -132,8 +144,8 @@ def rerun(runs: Annotated[list[str] | None, typer.Argument(help="Run ids or name
           storage: Annotated[Path | None, typer.Option()] = None) -> None:
     """New attempt of runs (resumes from the last checkpoint unless --fresh)."""
     import results_db
-    from orchestrator.rerun import rerun_runs
-    from orchestrator.submit import summarise
+    from orchestrator.run.rerun import rerun_runs
+    from orchestrator.run.submit import summarise
 
     url = db_url(db)
     refs: list[str | int] = list(runs or [])
@@ -149,7 +161,7 @@ def rerun(runs: Annotated[list[str] | None, typer.Argument(help="Run ids or name
         except ValueError as exc:
             raise UserError(str(exc).replace("status:", "--status:", 1)) from None
     if not refs and sweep is not None:  # (one of the two is given: checked above)
-        from orchestrator.rerun import sweep_rerun_plan
+        from orchestrator.run.rerun import sweep_rerun_plan
 
         plan = sweep_rerun_plan(results_db.open(url), sweep, split_csv(status))
         for rid, why in plan.left:
@@ -172,8 +184,8 @@ def cancel(runs: Annotated[list[str] | None, typer.Argument()] = None, db: DbOpt
            sweep: Annotated[str | None, typer.Option()] = None) -> None:
     """Cancel pending/running runs (running trials stop at their next heartbeat)."""
     import results_db
-    from orchestrator.cli_app import open_sweep
-    from orchestrator.rerun import resolve_runs
+    from orchestrator.cli.app import open_sweep
+    from orchestrator.run.rerun import resolve_runs
 
     if not runs and not sweep:
         raise UserError("cancel: give run ids/names or --sweep S")
@@ -193,8 +205,8 @@ def cancel(runs: Annotated[list[str] | None, typer.Argument()] = None, db: DbOpt
 def check_runs_readonly(db: str | None, refs: list[str | int], sweep: str | None) -> None:
     """That ``refs`` (and ``sweep``) exist, on a read-only handle: an unknown run, sweep or DB
     file is one line (exit 2) and nothing is created before the writer opens."""
-    from orchestrator.cli_app import open_sweep
-    from orchestrator.rerun import resolve_runs
+    from orchestrator.cli.app import open_sweep
+    from orchestrator.run.rerun import resolve_runs
 
     resolve_runs(open_sweep(db, sweep), refs, sweep)
 
@@ -315,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
 def _interrupted(exc: BaseException) -> bool:
     """scheduler.Interrupted, without importing the scheduler (Ray) for every command: when
     it was never imported, nothing could have raised it."""
-    sched = sys.modules.get("orchestrator.scheduler")
+    sched = sys.modules.get("orchestrator.run.scheduler")
     return sched is not None and isinstance(exc, sched.Interrupted)
 
 

@@ -1,6 +1,6 @@
 """The `orchestrator` Typer app and what every command module shares (options, consoles, DB).
 
-Command modules (cli.py, cli_read.py, cli_results.py, evaluate.py) import this module and
+Command modules (main.py, read.py, results.py, evaluate.py) import this module and
 register on ``app``; cli.py imports them all and holds ``main``. Nothing here imports
 results_db, torch, Ray or polars at module level: ``orchestrator --help`` and every error path
 must answer in well under half a second.
@@ -58,9 +58,8 @@ StorageOpt = Annotated[Path, typer.Option("--storage", help="Checkpoints and Tun
 
 
 def db_url(db: str | None) -> str:
-    from orchestrator.env import absolute_db_url
-
     import results_db
+    from orchestrator.run.env import absolute_db_url
 
     return absolute_db_url(db or results_db.default_url())
 
@@ -103,9 +102,8 @@ def check_metrics(d: ResultsDB, sweep: str, metrics: list[str], option: str = "-
 def stale_after(value: float | None) -> float | None:
     """--stale-after, else $GATESWEEP_STALE_AFTER, else None: each attempt's own threshold,
     derived from its heartbeat interval (contract.states.stale_after_s)."""
-    import os
 
-    from orchestrator.env import float_env
+    from orchestrator.run.env import float_env
 
     if value is not None:
         return value

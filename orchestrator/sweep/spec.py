@@ -1,4 +1,4 @@
-"""The sweep file: YAML -> validated ``SweepSpec`` (expanded by orchestrator/expand.py).
+"""The sweep file: YAML -> validated ``SweepSpec`` (expanded by orchestrator/sweep/expand.py).
 
 ```yaml
 name: gates-toy                       # [A-Za-z0-9_.-]; also the storage folder name
@@ -29,10 +29,10 @@ from typing import Annotated, Any
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from orchestrator import gate_shorthand, keys
+from contract.config import Resources, Seed, StrictModel
 from contract.errors import SpecError, SpecIssue, pydantic_problems
 from contract.yamlsrc import Source, load_file, load_text
-from contract.config import Resources, Seed, StrictModel
+from orchestrator.sweep import gate_shorthand, keys
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 MAX_AXIS_VALUES = 1000

@@ -3,7 +3,7 @@
 They compute nothing: results_db's AnalysisMixin decides the baseline, the statistics, the
 CIs and the verdicts (``db.leaderboard``, ``db.verdict_summary``, ``db.ablation_table``,
 ``db.effects``, ``db.scaling``, ``db.stability``); these commands only choose columns and
-format them (orchestrator/frame_format.py). The DB is opened read-only.
+format them (orchestrator/cli/frame_format.py). The DB is opened read-only.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from orchestrator.cli_app import DbOpt, app, check_metrics, open_sweep, out
-from orchestrator.frame_format import check_format, render
+from orchestrator.cli.app import DbOpt, app, check_metrics, open_sweep, out
+from orchestrator.cli.frame_format import check_format, render
 
 if TYPE_CHECKING:
     import polars as pl
@@ -74,7 +74,7 @@ def table(sweep: str, db: DbOpt = None,
           min_effect: EffectOpt = 0.01, format: FormatOpt = "table") -> None:
     """The ablation table: per variant (and LR) every metric with its CI and verdict, the
     verdict summary on top."""
-    from orchestrator.cli_app import split_csv
+    from orchestrator.cli.app import split_csv
 
     check_format(format)
     d = open_sweep(db, sweep)

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 import results_db
 from contract.states import stale_after_s
-from orchestrator.cluster import parse_host_label
+from orchestrator.run.cluster import parse_host_label
 
 if TYPE_CHECKING:
     from results_db import AttemptRow, ResultsDB

@@ -7,16 +7,16 @@ what has not succeeded/diverged yet (``--force`` redoes everything).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from orchestrator import scheduler
-from orchestrator.plan import Plan, make_plan, not_in_file_note  # noqa: F401 - re-exported
-from orchestrator.progress import Progress
-from orchestrator.table import param_counts
-from orchestrator.trial_job import TrialJob
 from contract.states import DONE_OK
+from orchestrator.run import scheduler
+from orchestrator.run.progress import Progress
+from orchestrator.run.trial_job import TrialJob
+from orchestrator.sweep.plan import Plan, make_plan, not_in_file_note  # noqa: F401 - re-exported
+from orchestrator.sweep.table import param_counts
 
 if TYPE_CHECKING:
     from results_db import RegisterResult, ResultsDB, RunRow

@@ -57,8 +57,8 @@ _TYPE_NAMES: dict[str, Fault] = {
     "DistNetworkError": Fault.WORKER_DIED,
     "RunCancelled": Fault.CANCELLED,
     "Preempted": Fault.PREEMPTED,  # trainer.Preempted: SIGTERM, checkpointed
-    "Superseded": Fault.SUPERSEDED,  # orchestrator.reporter: no longer the current attempt
-    "RetrySuperseded": Fault.SUPERSEDED,  # orchestrator.runner: ... and nobody holds the run
+    "Superseded": Fault.SUPERSEDED,  # orchestrator.run.reporter: no longer the current attempt
+    "RetrySuperseded": Fault.SUPERSEDED,  # orchestrator.run.runner: ... and nobody holds the run
     "KeyboardInterrupt": Fault.CANCELLED,
     "DBConnectionsExhausted": Fault.DB_CONNECTIONS,  # its subclass: no free server slot
     "DBUnavailable": Fault.DB_UNAVAILABLE,  # results_db.DBUnavailable: full disk, read-only
@@ -94,7 +94,7 @@ _TEXT_RULES: tuple[tuple[str, Fault], ...] = (
     ("connection closed by peer", Fault.WORKER_DIED),  # gloo: the other rank is gone
     ("connection reset by peer", Fault.WORKER_DIED),
     ("nccl communicator was aborted", Fault.WORKER_DIED),
-    ("exited without reporting", Fault.WORKER_DIED),  # scheduler.DBSyncCallback's text
+    ("exited without reporting", Fault.WORKER_DIED),  # trial_sync.DBSyncCallback's text
     ("killed", Fault.WORKER_DIED),
 )
 

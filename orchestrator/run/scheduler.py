@@ -1,16 +1,17 @@
 """Run pending runs as Ray Tune trials (one trial per run) and keep the DB consistent.
 
-Ray only executes; the DB holds the truth. Each trial claims its run (orchestrator/runner.py,
-``db.claim_run``) and records its own end; ``DBSyncCallback`` records the deaths it cannot
+Ray only executes; the DB holds the truth. Each trial claims its run (orchestrator/run/runner.py,
+``db.claim_run``) and records its own end; ``DBSyncCallback`` (trial_sync.py) records the deaths it
+cannot
 report itself (worker killed, node lost, crash before its try block) with their fault class,
 whether Tune retries them (``on_trial_recover``) or not (``on_trial_error``); the driver's
-LeaseKeeper (orchestrator/leases.py) records silent deaths within a few heartbeats. A trial
+LeaseKeeper (orchestrator/run/leases.py) records silent deaths within a few heartbeats. A trial
 that loses the claim (another driver holds the run) trains nothing; the driver says who holds
 it and waits for that run to end, so its summary covers every run it was given. On
 Ctrl-C/SIGTERM the driver marks the runs it was executing ``cancelled`` before stopping Ray.
 
 A results DB that cannot be used (disk full, server restarting) does not kill the driver: the
-callback's writes are retried with backoff (orchestrator/dbretry.py), which pauses Tune's loop
+callback's writes are retried with backoff (orchestrator/run/dbretry.py), which pauses Tune's loop
 and so the scheduling of new trials; the lease keeper watches the DB between callbacks. Once
 the outage outlasts ``GATESWEEP_DB_WAIT_S`` (300 s) a Tune stopper ends the sweep, the driver
 ends its own attempts ``db_unavailable`` where the DB lets it and raises ``DBOutage`` (one
@@ -23,7 +24,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -32,27 +32,25 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from ray.tune import Callback, Stopper
+from ray.tune import Callback
 
-from orchestrator.dbretry import DBOutage, OutageState, db_wait_s, with_db_retry
-from orchestrator.env import absolute_db_url, driver_defaults, worker_env_vars
 from contract.errors import UserError
 from contract.states import CANCELLABLE
-from orchestrator.faults import Fault, RetryPolicy, classify, describe
-from orchestrator.trial_job import PackedJobs, TrialJob, driver_owner, heartbeat_interval
-from orchestrator.trial_result import TrialResult
+from orchestrator.run.dbretry import DBOutage, OutageState, db_wait_s, with_db_retry
+from orchestrator.run.env import absolute_db_url, driver_defaults, worker_env_vars
+from orchestrator.run.faults import Fault
+from orchestrator.run.trial_job import PackedJobs, TrialJob, driver_owner, heartbeat_interval
+from orchestrator.run.trial_result import TrialResult
+from orchestrator.run.trial_sync import DBSyncCallback, OutageStopper
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
     from ray.tune.experiment import Trial
 
-    from results_db import AttemptRow, ResultsDB
+    from results_db import ResultsDB
 
 WAIT_POLL_S = 1.0
-# How long a worker death waits for the GCS to declare its node dead (health checks trail the
-# raylet's death by a few seconds) before calling it worker_died rather than node_lost.
-NODE_GRACE_S = 2.0
 
 
 @dataclass
@@ -147,10 +145,10 @@ def concurrency(jobs: list[TrialJob], requested: int | None) -> int:
     """max_concurrent_trials: the request, else what the cluster's CPUs/GPUs allow."""
     import ray
 
-    from orchestrator.cluster import live_nodes, max_concurrent_trials
     from contract.config import Resources
+    from orchestrator.run.cluster import live_nodes, max_concurrent_trials
 
-    if any(j.workers > 1 for j in jobs):  # worker slots per node (orchestrator/cluster.py)
+    if any(j.workers > 1 for j in jobs):  # worker slots per node (orchestrator/run/cluster.py)
         return max_concurrent_trials([Resources(cpus=j.cpus, gpus=j.gpus, workers=j.workers)
                                       for j in jobs], live_nodes(), requested)
     if requested:
@@ -172,7 +170,7 @@ def execute(jobs: list[TrialJob], opts: Options) -> dict[int, str]:
     holds are waited for (their final status counts). Raises Interrupted after marking the
     unfinished runs cancelled when the user stops it."""
     import results_db
-    from orchestrator.leases import LeaseKeeper
+    from orchestrator.run.leases import LeaseKeeper
 
     if not jobs:
         return {}
@@ -245,10 +243,10 @@ def trial_hooks(jobs: list[TrialJob]
     cost O(runs) per trial, O(runs^2) per sweep -- at 1,000 runs the driver spent 76 % of its
     time creating trials (py-spy) and kept ~2 of 8 slots busy. These close over small plain
     maps instead: run id -> name, and run id -> index of one of the sweep's few distinct
-    placements (a multi-worker coordinator's is {CPU: 0.01}: orchestrator.cluster)."""
+    placements (a multi-worker coordinator's is {CPU: 0.01}: orchestrator.run.cluster)."""
     from ray.tune import PlacementGroupFactory
 
-    from orchestrator.cluster import trial_bundles
+    from orchestrator.run.cluster import trial_bundles
 
     names = {j.run_id: j.name for j in jobs}
     shapes: list[list[dict[str, float]]] = []
@@ -279,7 +277,7 @@ def _fit(jobs: list[TrialJob], opts: Options, outage: OutageState | None = None
     """Tune over ``jobs``; returns {run_id: holder message} of the runs another driver held."""
     from ray import tune
 
-    from orchestrator.multiworker import dispatch_trial
+    from orchestrator.run.multiworker import dispatch_trial
 
     by_id = {j.run_id: j for j in jobs}
     resources, trial_name = trial_hooks(jobs)
@@ -345,122 +343,3 @@ def wait_for_holders(db: ResultsDB, run_ids: list[int], say: Callable[[str], Non
 
 def experiment_name(sweep: str) -> str:
     return f"{sweep}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
-
-
-class DBSyncCallback(Callback):
-    """Driver-side: a trial that died without recording it (worker killed, node lost, crash
-    before its try block) still ends its attempt ``failed`` with a fault class and Tune's
-    error text -- at once, whether Tune retries it (``on_trial_recover``) or not."""
-
-    def __init__(self, db_url: str, owner: str = "", retries: int = 0,
-                 outage: OutageState | None = None,
-                 say: Callable[[str], None] | None = None) -> None:
-        self.db_url, self.owner, self.retries = db_url, owner, retries
-        self.outage = outage if outage is not None else OutageState(wait_s=db_wait_s())
-        self.say = say
-        # One handle for the whole experiment, opened at the first death: a handle per death
-        # needed a *new* server connection exactly when trials die of a server whose
-        # connection slots are used up (fault db_connections), so that death went unrecorded.
-        self._db: ResultsDB | None = None
-
-    def __getstate__(self) -> dict[str, Any]:
-        """Tune pickles its callbacks into the experiment state: not the console (``say``
-        holds its lock) nor the DB handle; the driver's live object keeps both."""
-        return {**self.__dict__, "say": None, "_db": None}
-
-    def setup(self, stop: Any = None, num_samples: int | None = None,
-              total_num_samples: int | None = None, **info: Any) -> None:
-        """Open the handle before any trial runs, one writer and one reader connection in its
-        pools (open() checks the schema revision; run(-1) reads), so recording a death never
-        needs a server slot that the trials may have used up."""
-        import results_db
-
-        try:
-            self._db = results_db.open(self.db_url)
-            self._db.run(-1)
-        except results_db.DBUnavailable:  # opened again at the first death, when it is back
-            self._db = None
-
-    def on_experiment_end(self, trials: list[Trial], **info: Any) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
-
-    def on_trial_recover(self, iteration: int, trials: list[Trial], trial: Trial,
-                         **info: Any) -> None:
-        self._safely(trial, retried=True)
-
-    def on_trial_error(self, iteration: int, trials: list[Trial], trial: Trial,
-                       **info: Any) -> None:
-        self._safely(trial, retried=False)
-
-    def _safely(self, trial: Trial, retried: bool) -> None:
-        """Never let the DB kill the driver from inside Tune: wait out an outage (this
-        pauses Tune's loop, so nothing new is scheduled), and past the bound tell the
-        stopper to end the sweep (the driver then exits 2 with one line)."""
-        if self.outage.expired:
-            return  # the sweep is stopping; `rerun --sweep` will see these runs
-        try:
-            with_db_retry(lambda: self._record(trial, retried),
-                          f"recording trial {trial.trial_id}'s end", self.outage.wait_s,
-                          say=self.say)
-        except DBOutage as exc:
-            self.outage.give_up(exc)
-
-    def _record(self, trial: Trial, retried: bool) -> None:
-        import results_db
-
-        from orchestrator.leases import node_fault
-
-        run_id = int(trial.config["run_id"])
-        if self._db is None:
-            self._db = results_db.open(self.db_url, migrate=False)
-        db = self._db
-        att = _attempt_of_trial(db, run_id, trial.trial_id, self.owner)
-        claimed_here = att is None
-        if claimed_here:  # died before its claim: give the error a home, if ours to give
-            att = db.claim_run(run_id, self.owner, socket.gethostname(),
-                               trial_id=trial.trial_id)
-        if att is None or att.status != "running":
-            return  # the trial recorded its own end, or another driver holds the run
-        text = _trial_error_text(trial)
-        fault = classify(None, text)
-        if not claimed_here and fault in (Fault.WORKER_DIED, Fault.CODE_ERROR):
-            # The trial records its own exceptions; an attempt it left running means its
-            # process died. A dead node takes its workers with it: say which.
-            fault = node_fault(att.host, grace_s=NODE_GRACE_S)
-        retry = retried and RetryPolicy.from_env(self.retries).should_retry(fault)
-        first = text.strip().splitlines()[-1] if text.strip() else "?"
-        db.finish_attempt(att.id, "failed", error=f"trial died: {first}"
-                          + describe(fault, retry), traceback=text or None, fault=fault)
-
-
-def _attempt_of_trial(db: ResultsDB, run_id: int, trial_id: str, owner: str
-                      ) -> AttemptRow | None:
-    """The newest attempt this Tune trial claimed. The owner (this driver) is what makes it
-    ours: another driver's trial can carry the same Tune trial id (issue 20)."""
-    mine = [a for a in db.attempts(run_id) if a.trial_id == trial_id and a.owner == owner]
-    return mine[-1] if mine else None
-
-
-class OutageStopper(Stopper):
-    """Tune stopper: stop every trial once the driver gave up waiting for the DB."""
-
-    def __init__(self, outage: OutageState | None) -> None:
-        self.outage = outage
-
-    def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
-        return False
-
-    def stop_all(self) -> bool:
-        return self.outage is not None and self.outage.expired
-
-
-def _trial_error_text(trial: Trial) -> str:
-    try:
-        path = trial.error_file
-        if path and Path(path).exists():
-            return Path(path).read_text(errors="replace")[-20000:]
-    except Exception:  # noqa: BLE001 - best effort: the error file is Tune's, not ours
-        pass
-    return "the trial process exited without reporting (killed or crashed)"

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from contract.errors import UserError
 from contract.config import Resources, RunSpec
+from contract.errors import UserError
 
 COORDINATOR_CPU = 0.01  # what the Tune trial of a multi-worker run holds while Train works
 NETWORK_FS = ("nfs", "nfs4", "cifs", "smb3", "lustre", "gpfs", "beegfs", "cephfs", "ceph",

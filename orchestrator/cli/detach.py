@@ -1,6 +1,6 @@
 """``submit --detach``, the client side: submit the sweep as a Ray Job on the cluster.
 
-(Moved out of orchestrator/jobs.py, which keeps the job's entrypoint ``job_main``: the
+(Moved out of orchestrator/cli/jobs.py, which keeps the job's entrypoint ``job_main``: the
 entrypoint runs the CLI, and the CLI calls this module, so one module holding both made an
 import cycle cli <-> jobs.)
 
@@ -41,7 +41,7 @@ def job_client(address: str | None) -> Any:
     """A JobSubmissionClient for ``address`` (GCS host:port, ray://, or http://dashboard)."""
     from ray.job_submission import JobSubmissionClient
 
-    from orchestrator.env import driver_defaults
+    from orchestrator.run.env import driver_defaults
 
     driver_defaults()
     target = require_address(address)
@@ -54,7 +54,7 @@ def job_client(address: str | None) -> Any:
 
 
 def require_address(address: str | None) -> str:
-    from orchestrator.cluster import resolve_address
+    from orchestrator.run.cluster import resolve_address
 
     target = resolve_address(address)
     if not target:
@@ -66,7 +66,7 @@ def require_address(address: str | None) -> str:
 def entrypoint(file_name: str, db_url: str, storage: str, max_concurrent: int | None,
                force: bool, python: str) -> str:
     """The command the cluster runs (paths quoted; the sweep file is in the working dir)."""
-    args = [python, "-m", "orchestrator.jobs", file_name, "--db", db_url, "--storage", storage]
+    args = [python, "-m", "orchestrator.cli.jobs", file_name, "--db", db_url, "--storage", storage]
     if max_concurrent:
         args += ["--max-concurrent", str(max_concurrent)]
     if force:
@@ -90,9 +90,9 @@ def submit_detached(file: str | Path, db_url: str, address: str | None, storage:
                     max_concurrent: int | None = None, force: bool = False,
                     client: Any = None) -> DetachedJob:
     """Validate locally, then submit the sweep as a Ray Job; returns at once."""
-    from orchestrator.cluster import validate_storage
-    from orchestrator.env import worker_env_vars
-    from orchestrator.plan import make_plan
+    from orchestrator.run.cluster import validate_storage
+    from orchestrator.run.env import worker_env_vars
+    from orchestrator.sweep.plan import make_plan
 
     plan = make_plan(file)  # an invalid file never reaches the cluster
     if client is None:

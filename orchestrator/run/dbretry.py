@@ -33,7 +33,7 @@ class DBOutage(DBUnavailable):
 
 def db_wait_s() -> float:
     """GATESWEEP_DB_WAIT_S (seconds >= 0; 0: do not wait), default 300."""
-    from orchestrator.env import float_env
+    from orchestrator.run.env import float_env
 
     value = float_env(DB_WAIT_ENV, DEFAULT_DB_WAIT_S)
     if value < 0:

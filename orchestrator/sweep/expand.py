@@ -18,11 +18,11 @@ from typing import Any, cast
 
 from pydantic import ValidationError
 
-from orchestrator import gate_shorthand, keys
-from contract.errors import SpecError, SpecIssue, pydantic_problems
-from orchestrator.spec import SweepSpec
-from contract.yamlsrc import Source
 from contract.config import RunSpec
+from contract.errors import SpecError, SpecIssue, pydantic_problems
+from contract.yamlsrc import Source
+from orchestrator.sweep import gate_shorthand, keys
+from orchestrator.sweep.spec import SweepSpec
 
 MAX_RUNS = 5000
 YPath = tuple[str | int, ...]
@@ -228,7 +228,7 @@ def _tree_copy(v: Any) -> Any:
 
 
 def _resolve_gate(row: _Row, src: Source, issues: list[SpecIssue]) -> None:
-    """gate.* keys -> model.gates (orchestrator/gate_shorthand.py)."""
+    """gate.* keys -> model.gates (orchestrator/sweep/gate_shorthand.py)."""
     if not row.gate:
         return
     problem = gate_shorthand.resolve(row.doc.setdefault("model", {}), row.gate)

@@ -1,6 +1,6 @@
 """``submit --detach``, the cluster side: the Ray Job's entrypoint, ``job_main``.
 
-The client that submits the job is orchestrator/detach.py (kept apart: the entrypoint runs the
+The client that submits the job is orchestrator/cli/detach.py (kept apart: the entrypoint runs the
 CLI, and the CLI calls the client, so one module holding both was an import cycle).
 """
 
@@ -14,16 +14,16 @@ from pathlib import Path
 
 
 def job_main(argv: list[str]) -> int:
-    """The job's entrypoint: ``python -m orchestrator.jobs FILE --db ... --storage ...``.
+    """The job's entrypoint: ``python -m orchestrator.cli.jobs FILE --db ... --storage ...``.
 
     Ray deletes the job's working_dir (our cwd) when the driver's Ray connection closes, and
     a vanished cwd breaks every later relative-path lookup (``os.getcwd`` raises). So copy the
     sweep file out and run ``orchestrator submit`` from a directory that stays.
     """
-    from orchestrator.cli import main
+    from orchestrator.cli.main import main
 
     if not argv:
-        print("usage: python -m orchestrator.jobs FILE [submit options]", file=sys.stderr)
+        print("usage: python -m orchestrator.cli.jobs FILE [submit options]", file=sys.stderr)
         return 2
     src = Path(argv[0]).resolve()
     with tempfile.TemporaryDirectory(prefix="gatesweep-job-") as tmp:
