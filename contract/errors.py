@@ -29,6 +29,11 @@ class UserError(Exception):
     """A problem with the user's input or environment: printed without a traceback."""
 
 
+class Interrupted(Exception):
+    """The user stopped a driver (SIGINT/SIGTERM) and its unfinished runs were marked cancelled:
+    the CLI prints the message and exits 130."""
+
+
 class SpecError(UserError):
     """A sweep file is invalid; carries every issue found (deduplicated, in order)."""
 

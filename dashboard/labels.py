@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from contract.gate_positions import POSITIONS
 from results_db.vocab import DIMENSIONS, GATE_DEFAULTS, GATE_DIMENSIONS
 
 # The runs table's gate dimension columns (results_db derives them from the RunSpec JSON).
@@ -17,8 +18,6 @@ DIM_COLUMNS: tuple[str, ...] = GATE_DIMENSIONS
 # Columns the leaderboard may show and filter on, when the runs frame has them.
 FILTER_COLUMNS: tuple[str, ...] = DIMENSIONS
 
-_SITE = {"G1": "SDPA", "G2": "v", "G3": "k", "G4": "q", "G5": "Dense Output"}
-_HEADS = {"G1": "q", "G2": "k", "G3": "k", "G4": "q"}  # whose heads the gated tensor has
 _ACT = {"sigmoid": "sigmoid", "silu": "SiLU", "ns_sigmoid": "NS-sigmoid", "identity": "identity"}
 _NONLIN = {"rmsnorm": "RMSNorm", "silu": "SiLU"}
 
@@ -35,10 +34,6 @@ def normalize_dims(row: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(out["gate_input_dependent"], (int, str)):
         out["gate_input_dependent"] = str(out["gate_input_dependent"]).lower() in ("1", "true")
     return out
-
-
-def is_gated(dims: Mapping[str, Any]) -> bool:
-    return bool(dims.get("gate_position"))
 
 
 def method_label(dims: Mapping[str, Any], variant: str) -> str:
@@ -75,7 +70,8 @@ def _gate_label(dims: Mapping[str, Any], variant: str) -> str:
         kind = str(d["gate_granularity"]).capitalize()
     if not d["gate_input_dependent"]:
         kind = f"Input-Independent {kind}"
-    return f"{_SITE.get(pos, pos)} {kind} {pos}"
+    site = POSITIONS[pos].site if pos in POSITIONS else pos
+    return f"{site} {kind} {pos}"
 
 
 def activation_label(dims: Mapping[str, Any]) -> str:
@@ -91,9 +87,10 @@ def score_shape(dims: Mapping[str, Any]) -> str:
     pos = d["gate_position"]
     if not pos or "+" in str(pos):
         return "–"
-    if pos == "G5":
+    where = POSITIONS.get(pos)
+    if where is not None and not where.has_heads:
         return "n×d_model"
-    heads = _HEADS.get(pos, "q")
+    heads = (where.heads_label if where is not None else None) or "q"  # unknown: query heads
     if d["gate_sharing"] == "head_shared":
         return "n×dk"
     if d["gate_granularity"] == "headwise":

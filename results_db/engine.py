@@ -28,7 +28,7 @@ from urllib.parse import quote
 from sqlalchemy import URL, Engine, create_engine, event, make_url
 from sqlalchemy.exc import ArgumentError
 
-from results_db.dbfaults import DBUnavailable, sqlite_busy, translate
+from results_db.dberrors import DBUnavailable, sqlite_busy, translate
 from results_db.migrate import _REV, MIGRATIONS_DIR, refuse_foreign_sqlite
 
 DEFAULT_URL = "sqlite:///results.db"
@@ -186,7 +186,7 @@ def _pg_options(url: URL, *settings: str) -> str:
 
 def writer_engine(url: URL) -> Engine:
     """The read-write engine; a DB that cannot be opened or written raises DBUnavailable
-    (results_db/dbfaults.py) naming it, from any statement."""
+    (results_db/dberrors.py) naming it, from any statement."""
     if not is_sqlite(url):
         idle_ms = int(PG_IDLE_IN_TX_TIMEOUT_S * 1000)
         opts = _pg_options(url, f"idle_in_transaction_session_timeout={idle_ms}")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine, inspect, text
 
-from results_db.dbfaults import DBUnavailable
+from results_db.dberrors import DBUnavailable
 
 if TYPE_CHECKING:
     from alembic.config import Config

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from contract.errors import SpecError, UserError
+from contract.errors import Interrupted, UserError
 from contract.states import CANCELLABLE
 
 # The command modules register on `app` when imported; app.py holds what they share.
@@ -297,10 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # standalone_mode=False: click *returns* a typer.Exit's code instead of raising it
         rv = app(args=argv, standalone_mode=False)
-    except SpecError as exc:
-        err.print(f"error: {exc}")
-        return 2
-    except UserError as exc:
+    except UserError as exc:  # SpecError included: every issue of a sweep file, located
         err.print(f"error: {exc}")
         return 2
     except typer.Exit as exc:
@@ -316,19 +313,10 @@ def main(argv: list[str] | None = None) -> int:
         # cannot be opened or written, named in the message; a directory where a file goes)
         err.print(f"error: {_one_line(exc)}")
         return 2
-    except Exception as exc:
-        if not _interrupted(exc):
-            raise
+    except Interrupted as exc:
         err.print(f"error: {exc}")
         return 130
     return rv if isinstance(rv, int) else 0
-
-
-def _interrupted(exc: BaseException) -> bool:
-    """scheduler.Interrupted, without importing the scheduler (Ray) for every command: when
-    it was never imported, nothing could have raised it."""
-    sched = sys.modules.get("orchestrator.run.scheduler")
-    return sched is not None and isinstance(exc, sched.Interrupted)
 
 
 def _one_line(exc: BaseException) -> str:

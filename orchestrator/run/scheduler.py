@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from ray.tune import Callback
 
-from contract.errors import UserError
+from contract.errors import Interrupted, UserError
 from contract.states import CANCELLABLE
 from orchestrator.run.dbretry import DBOutage, OutageState, db_wait_s, with_db_retry
 from orchestrator.run.env import absolute_db_url, driver_defaults, worker_env_vars
@@ -81,10 +81,6 @@ def tune_file_loggers() -> list[Callback]:
     from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 
     return [CSVLoggerCallback(), JsonLoggerCallback()]
-
-
-class Interrupted(Exception):
-    """The user stopped the sweep (SIGINT/SIGTERM); runs were marked cancelled."""
 
 
 def checkpoint_dir(storage: Path, sweep: str, run_name: str) -> Path:
@@ -184,6 +180,7 @@ def execute(jobs: list[TrialJob], opts: Options) -> dict[int, str]:
     progress = opts.progress(db, ids) if opts.progress else contextlib.nullcontext()
     try:
         with ray_session(opts.address, opts.extra_env):
+            _warn_local_storage(opts)
             try:
                 with _sigterm_as_interrupt(), \
                         LeaseKeeper(db, ids, opts.owner, hb, opts.say, outage), progress:
@@ -207,6 +204,15 @@ def execute(jobs: list[TrialJob], opts: Options) -> dict[int, str]:
         except DBOutage as exc:
             outage.give_up(exc)
     raise _gave_up(db, jobs, opts.owner, outage)
+
+
+def _warn_local_storage(opts: Options) -> None:
+    """Say once when the cluster spans machines but --storage is machine-local: a retried
+    attempt on another node would not find its checkpoint (docs/cluster.md, "Checkpoints")."""
+    from orchestrator.run.cluster import live_nodes, storage_warning
+
+    if warning := storage_warning(str(opts.storage), live_nodes()):
+        opts.say(f"warning: {warning}")
 
 
 def _gave_up(db: ResultsDB, jobs: list[TrialJob], owner: str, outage: OutageState) -> DBOutage:

@@ -101,6 +101,3 @@ def _opt(n: int | None) -> str:
     return "?" if n is None else human(n)
 
 
-def model_shape(m: ModelConfig) -> str:
-    ffn = f"d_ff={m.d_ff}" if m.d_ff else f"moe={m.moe.n_experts}x{m.moe.top_k}" if m.moe else ""
-    return f"L{m.n_layer} d{m.d_model} h{m.n_head}/kv{m.n_kv_head} {ffn}"

@@ -9,7 +9,7 @@ leaderboard, the stability view for the LR sweep (absent for the single-LR one),
 (every chart canvas has ink), and one colour per variant across charts (read off the canvas
 pixels: the palette's colours for the sweep's variants are there, no other variant colour is).
 
-Issue 22's visual defects are read off the rendered SVG (dashboard/screenshot.shot_of: line
+Issue 22's visual defects are read off the rendered SVG (tests/support/screenshot.shot_of: line
 ends through the y axis, legend labels outside the chart, each mark's variant and colour, area
 sizes, table heights): 22.1 evaluation curves end at the measured value (sweep ``evals``),
 22.2 Run detail follows a rerun, 22.4 Leaderboard/Overview/Curves follow a sweep that turns
@@ -29,8 +29,9 @@ from pathlib import Path
 import pytest
 
 import results_db
-from dashboard import palette, screenshot
+from dashboard import palette
 from tests.support import dashboard_sample as sample
+from tests.support import screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

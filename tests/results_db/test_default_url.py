@@ -1,6 +1,6 @@
 """The default results DB has one owner (results_db.default_url): $GATESWEEP_DB, else
 sqlite:///results.db, an empty variable counting as unset. It was spelled in four places, and
-dashboard/screenshot.py read an empty $GATESWEEP_DB as the URL "" while the CLI and the app
+tests/support/screenshot.py read an empty $GATESWEEP_DB as the URL "" while the CLI and the app
 fell back to the default."""
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from orchestrator.run.faults import Fault, RetryPolicy, classify
 from orchestrator.run.runner import execute_job
 from orchestrator.run.trial_job import TrialJob
 from orchestrator.run.trial_sync import DBSyncCallback
-from results_db.dbfaults import DBConnectionsExhausted, DBUnavailable
+from results_db.dberrors import DBConnectionsExhausted, DBUnavailable
 from results_db.engine import PG_POOL_SIZE
 from results_db.pgstat import connections
 from tests.db_fixtures import TEST_DB, PgServer

@@ -2,7 +2,7 @@
 
 Used by tests/e2e/test_dashboard_browser.py and for the README screenshot of a real sweep:
 
-    python -m dashboard.screenshot --db sqlite:///results.db --sweep gates-toy \
+    python -m tests.support.screenshot --db sqlite:///results.db --sweep gates-toy \
         --page Leaderboard --out docs/img/leaderboard.png --page Curves --out docs/img/curves.png
 
 Never runs `playwright install`: it drives the system browser at CHROMIUM (default
