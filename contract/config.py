@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import typing
 from types import UnionType as _UnionType
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -26,13 +26,16 @@ from pydantic import (
     model_validator,
 )
 
+from contract import gate_positions as positions
 from contract import identity
 from contract.errors import format_path, pydantic_problems
-from contract.gate_shapes import HEAD_POSITIONS
 from contract.params import check_param_match
 from contract.presets import preset_fields
 
-Position = Literal["G1", "G2", "G3", "G4", "G5"]
+if TYPE_CHECKING:  # a Literal built from the table is a runtime value mypy cannot read
+    Position = str
+else:  # pydantic checks it and names every position in its error
+    Position = Literal[positions.NAMES]
 Granularity = Literal["elementwise", "headwise"]
 Sharing = Literal["head_specific", "head_shared"]
 Combine = Literal["multiplicative", "additive"]
@@ -110,7 +113,7 @@ class GateSpec(StrictModel):
     input_dependent: False = act(zero-initialised parameter), the paper's input-independent control.
     """
 
-    position: Position = "G1"
+    position: Position = positions.DEFAULT
     granularity: Granularity = "elementwise"
     sharing: Sharing = "head_specific"
     combine: Combine = "multiplicative"
@@ -119,12 +122,12 @@ class GateSpec(StrictModel):
 
     @model_validator(mode="after")
     def _check(self) -> GateSpec:
-        if self.position not in HEAD_POSITIONS and self.granularity == "headwise":
-            raise ValueError("gates[].granularity: 'headwise' is not defined at position G5 "
-                             "(after o_proj there are no heads); use 'elementwise'")
-        if self.position not in HEAD_POSITIONS and self.sharing == "head_shared":
-            raise ValueError("gates[].sharing: 'head_shared' is not defined at position G5 "
-                             "(after o_proj there are no heads); use 'head_specific'")
+        pos = positions.POSITIONS[self.position]
+        no_heads = f"is not defined at position {pos.name} ({pos.where} there are no heads)"
+        if not pos.has_heads and self.granularity == "headwise":
+            raise ValueError(f"gates[].granularity: 'headwise' {no_heads}; use 'elementwise'")
+        if not pos.has_heads and self.sharing == "head_shared":
+            raise ValueError(f"gates[].sharing: 'head_shared' {no_heads}; use 'head_specific'")
         if self.granularity == "headwise" and self.sharing == "head_shared":
             raise ValueError("gates[].sharing: a headwise gate has one score per head, so "
                              "'head_shared' would make it a single scalar; use 'head_specific'")
@@ -146,7 +149,6 @@ class GateSpec(StrictModel):
 
 class MoEConfig(StrictModel):
     """MoE FFN through deepspeed.moe.layer.MoE (top-k routing, load-balancing aux loss)."""
-
     n_experts: int = Field(ge=1)
     top_k: int = Field(default=2, ge=1)
     d_expert: int = Field(ge=1)  # SwiGLU hidden width of each expert
@@ -166,7 +168,6 @@ class MoEConfig(StrictModel):
 
 class SwitchHeadConfig(StrictModel):
     """SwitchHead attention (Csordas et al. 2024): sigmoid-routed head experts (issue 7)."""
-
     targets: Literal["v", "kv"] = "v"
     n_experts: int = Field(default=4, ge=1)
     top_k: int = Field(default=1, ge=1)
@@ -241,12 +242,13 @@ class ModelConfig(StrictModel):
         if self.param_match and self.moe is not None:
             raise ValueError("model.param_match: only dense models can shrink d_ff to match "
                              "parameters; for MoE add experts or heads as a variant instead")
-        positions = [g.position for g in self.gates]
-        if len(set(positions)) != len(positions):
-            raise ValueError(f"model.gates: at most one gate per position, got {positions}")
-        if self.nonlinearity != "none" and "G1" in positions:
-            raise ValueError("model.nonlinearity: the non-linearity-only control sits at G1; "
-                             "it cannot be combined with a G1 gate")
+        gate_at = [g.position for g in self.gates]
+        if len(set(gate_at)) != len(gate_at):
+            raise ValueError(f"model.gates: at most one gate per position, got {gate_at}")
+        site = positions.NONLINEARITY_SITE
+        if self.nonlinearity != "none" and site in gate_at:
+            raise ValueError(f"model.nonlinearity: the non-linearity-only control sits at "
+                             f"{site}; it cannot be combined with a {site} gate")
         if self.param_match:  # the gates must fit into what the FFN can give back
             check_param_match(self)
         return self
@@ -363,7 +365,6 @@ class DataConfig(StrictModel):
 
 class BenchmarkSpec(StrictModel):
     """One lm-evaluation-harness task run at the end of training (issue 5)."""
-
     task: str
     num_fewshot: int = Field(default=0, ge=0)
     limit: int | None = Field(default=None, ge=1)
@@ -372,7 +373,6 @@ class BenchmarkSpec(StrictModel):
 
 class LongContextConfig(StrictModel):
     """PPL at multiples of the training length, with RoPE extension methods (issue 5)."""
-
     factors: tuple[Annotated[int, Field(ge=1)], ...] = (1, 2, 4, 8)  # x train.seq_len
     methods: tuple[Literal["none", "linear", "ntk", "yarn"], ...] = ("none", "yarn")
     retrieval: bool = True
@@ -423,7 +423,6 @@ def path_component_problem(v: str) -> str | None:
 
 class RunSpec(StrictModel):
     """Everything one training run needs, fully resolved (contract)."""
-
     name: str = Field(min_length=1)
     sweep: str = Field(default="adhoc", min_length=1)
     seed: Seed = 0

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from contract import gate_positions
 from contract.config import GateSpec, ModelConfig, SwitchHeadConfig
 
 GATE_FIELDS = ("granularity", "sharing", "combine", "activation", "input_dependent")
@@ -25,7 +26,6 @@ COLUMN_DEFAULTS: dict[str, Any] = {
 }
 DEFAULT_NORM_STYLE: str = ModelConfig.model_fields["norm_style"].default
 DEFAULT_SWITCH_TARGETS: str = SwitchHeadConfig.model_fields["targets"].default
-_POS_ORDER = {f"G{i}": i for i in range(1, 6)}
 
 
 def _joined(gates: Sequence[Mapping[str, Any]], key: str) -> str | None:
@@ -42,7 +42,7 @@ def gate_dims(gates: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     def position(g: Mapping[str, Any]) -> str:
         return str(g.get("position", GATE_DEFAULTS["position"]))
 
-    gates = sorted(gates, key=lambda g: _POS_ORDER.get(position(g), 9))
+    gates = sorted(gates, key=lambda g: gate_positions.order(position(g)))
     return {
         "gate_position": "+".join(position(g) for g in gates) or None,
         **{f"gate_{f}": _joined(gates, f) for f in GATE_FIELDS if f != "input_dependent"},

@@ -21,6 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from contract.gate_positions import DENSE_OUTPUT, KEY, QUERY, SDPA_OUTPUT, VALUE
 from dashboard.labels import normalize_dims
 
 PAPER_DIR = Path(__file__).parent / "paper_data"
@@ -37,7 +38,6 @@ MISSING = "–"  # the paper's "not applicable / diverged" mark
 @dataclass(frozen=True)
 class PaperMatch:
     """One of our variants -> rows of the paper's tables (table -> "#" ids, or Method names)."""
-
     rows: Mapping[str, tuple[str, ...]]
     variants: tuple[str, ...] = ()  # match by variant name (exact)
     dims: Mapping[str, Any] = field(default_factory=dict)  # match by gate dims (+ defaults)
@@ -64,27 +64,29 @@ _CPU_ROWS: tuple[PaperMatch, ...] = (
     PaperMatch({"table6": ("Switch v, 8top2",)}, variants=("switch_v_8top2",)),
     PaperMatch({"table6": ("Switch v, 1top1",)}, variants=("switch_v_1top1",)),
     PaperMatch({"table1": ("5",), "table2": ("13", "14"), "table3": ("2",), "table4": ("2",)},
-               dims=_g(gate_position="G1")),
+               dims=_g(gate_position=SDPA_OUTPUT)),
     PaperMatch({"table1": ("6",), "table3": ("3",), "table4": ("5",)},
-               dims=_g(gate_position="G2")),
-    PaperMatch({"table1": ("7",)}, dims=_g(gate_position="G3")),
-    PaperMatch({"table1": ("8",)}, dims=_g(gate_position="G4")),
-    PaperMatch({"table1": ("9",)}, dims=_g(gate_position="G5")),
+               dims=_g(gate_position=VALUE)),
+    PaperMatch({"table1": ("7",)}, dims=_g(gate_position=KEY)),
+    PaperMatch({"table1": ("8",)}, dims=_g(gate_position=QUERY)),
+    PaperMatch({"table1": ("9",)}, dims=_g(gate_position=DENSE_OUTPUT)),
     PaperMatch({"table1": ("10",), "table2": ("9",), "table4": ("3",)},
-               dims=_g(gate_position="G1", gate_granularity="headwise")),
-    PaperMatch({"table1": ("11",)}, dims=_g(gate_position="G2", gate_granularity="headwise")),
+               dims=_g(gate_position=SDPA_OUTPUT, gate_granularity="headwise")),
+    PaperMatch({"table1": ("11",)}, dims=_g(gate_position=VALUE, gate_granularity="headwise")),
     PaperMatch({"table1": ("12",), "table4": ("4",)},
-               dims=_g(gate_position="G1", gate_sharing="head_shared")),
-    PaperMatch({"table1": ("13",)}, dims=_g(gate_position="G2", gate_sharing="head_shared")),
+               dims=_g(gate_position=SDPA_OUTPUT, gate_sharing="head_shared")),
+    PaperMatch({"table1": ("13",)}, dims=_g(gate_position=VALUE, gate_sharing="head_shared")),
     PaperMatch({"table1": ("14",), "table3": ("4",)},
-               dims=_g(gate_position="G1", gate_combine="additive", gate_activation="silu")),
-    PaperMatch({"table1": ("15",)}, dims=_g(gate_position="G1", gate_activation="silu")),
+               dims=_g(gate_position=SDPA_OUTPUT, gate_combine="additive", gate_activation="silu")),
+    PaperMatch({"table1": ("15",)}, dims=_g(gate_position=SDPA_OUTPUT, gate_activation="silu")),
     PaperMatch({"table3": ("5",)}, dims=_g(nonlinearity="rmsnorm")),
     PaperMatch({"table3": ("6",)}, dims=_g(nonlinearity="silu")),
     PaperMatch({"table3": ("7",)},
-               dims=_g(gate_position="G1", gate_combine="additive", gate_activation="identity")),
-    PaperMatch({"table4": ("6",)}, dims=_g(gate_position="G1", gate_input_dependent=False)),
-    PaperMatch({"table4": ("7",)}, dims=_g(gate_position="G1", gate_activation="ns_sigmoid")),
+               dims=_g(gate_position=SDPA_OUTPUT, gate_combine="additive",
+                       gate_activation="identity")),
+    PaperMatch({"table4": ("6",)}, dims=_g(gate_position=SDPA_OUTPUT, gate_input_dependent=False)),
+    PaperMatch({"table4": ("7",)},
+               dims=_g(gate_position=SDPA_OUTPUT, gate_activation="ns_sigmoid")),
 )
 
 

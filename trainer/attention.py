@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from contract.config import ModelConfig
+from contract.gate_positions import DENSE_OUTPUT, KEY, QUERY, SDPA_OUTPUT, VALUE
 from trainer.gates import Gate, build_gates
 from trainer.norms import RMSNorm
 from trainer.probes import first_token_column
@@ -53,7 +54,7 @@ class Attention(nn.Module):
         self.n_head, self.n_kv_head, self.head_dim = cfg.n_head, cfg.n_kv_head, cfg.head_dim
         d, hd = cfg.d_model, cfg.head_dim
         self.gates = build_gates(cfg.gates, cfg.n_head, cfg.n_kv_head, hd, d, cfg.init_std)
-        g1 = cast(Gate, self.gates["G1"]) if "G1" in self.gates else None
+        g1 = cast(Gate, self.gates[SDPA_OUTPUT]) if SDPA_OUTPUT in self.gates else None
         self.g1_width = g1.width if g1 is not None and g1.fused else 0
         # one GEMM for q and the G1 gate logits, split after
         self.q_proj = nn.Linear(d, cfg.n_head * hd + self.g1_width, bias=False)
@@ -76,19 +77,19 @@ class Attention(nn.Module):
         v = self.v_proj(x).view(B, T, self.n_kv_head, self.head_dim)
         if self.q_norm is not None and self.k_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
-        q = self._gate("G4", q, x, scores)
-        k = self._gate("G3", k, x, scores)
-        v = self._gate("G2", v, x, scores)
+        q = self._gate(QUERY, q, x, scores)
+        k = self._gate(KEY, k, x, scores)
+        v = self._gate(VALUE, v, x, scores)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         y = self._attend(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
         y = y.transpose(1, 2)  # (B, T, H, D)
-        y = self._gate("G1", y, x, scores, g1_logits if self.g1_width else None)
+        y = self._gate(SDPA_OUTPUT, y, x, scores, g1_logits if self.g1_width else None)
         if self.g1_norm is not None:  # nonlinearity == "rmsnorm"
             y = self.g1_norm(y)
         elif self.nonlinearity == "silu":
             y = F.silu(y)
         y = self.o_proj(y.reshape(B, T, self.n_head * self.head_dim))  # (B, T, d_model)
-        y = self._gate("G5", y, x, scores)
+        y = self._gate(DENSE_OUTPUT, y, x, scores)
         if self.record is not None and self.first_gate is not None:
             self.record[-1]["gate_scores"] = scores[self.first_gate].detach().float().flatten()
         return y

@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from contract.config import GateSpec
+from contract.gate_positions import SDPA_OUTPUT
 from contract.gate_shapes import gate_heads, score_shape
 
 
@@ -99,10 +100,11 @@ def build_gates(gates: tuple[GateSpec, ...], n_head: int, n_kv_head: int, head_d
                 d_model: int, init_std: float) -> nn.ModuleDict:
     """A ModuleDict keyed by position; G1 input-dependent gates are fused into q_proj when
     that keeps q_proj's width a multiple of 8."""
+    def fused(g: GateSpec, heads: int) -> bool:  # the attention module fuses G1 only
+        return g.position == SDPA_OUTPUT and _aligned(score_shape(g, heads, head_dim, d_model))
+
     return nn.ModuleDict({
-        g.position: Gate(g, heads, head_dim, d_model, init_std,
-                         fused=g.position == "G1" and _aligned(score_shape(g, heads, head_dim,
-                                                                           d_model)))
+        g.position: Gate(g, heads, head_dim, d_model, init_std, fused=fused(g, heads))
         for g in gates
         for heads in (gate_heads(g.position, n_head, n_kv_head),)
     })

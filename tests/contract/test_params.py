@@ -244,17 +244,17 @@ def test_counting_imports_neither_torch_nor_the_model() -> None:
 
 
 def test_heads_per_position_have_one_owner() -> None:
-    """contract/gate_shapes.py says which positions have heads (trainer/gates.py kept its own
-    copy): the config refuses a headwise gate exactly where the shapes have no heads."""
+    """contract/gate_positions.py says which positions have heads (trainer/gates.py kept its
+    own copy): the config refuses a headwise gate exactly where the shapes have no heads."""
     from pydantic import ValidationError
 
-    from contract import gate_shapes
+    from contract import gate_positions, gate_shapes
     from contract.config import GateSpec
 
     for pos in ("G1", "G2", "G3", "G4", "G5"):
         shape = gate_shapes.score_shape(GateSpec(position=pos), n_heads=4, head_dim=8,
                                         d_model=32)
-        has_heads = pos in gate_shapes.HEAD_POSITIONS
+        has_heads = gate_positions.POSITIONS[pos].has_heads
         assert len(shape) == (2 if has_heads else 1)
         try:
             GateSpec(position=pos, granularity="headwise")
