@@ -14,6 +14,7 @@ from results_db.engine import (
 )
 from results_db.live import LiveMixin
 from results_db.migrate import HEAD_REVISION, ensure_head
+from results_db.provenance import ProvenanceMixin
 from results_db.query import ReaderMixin, ReadOnlyQueryError
 from results_db.sqlite_lock import write_lock_holder
 from results_db.store import WriterMixin
@@ -21,9 +22,10 @@ from results_db.store import WriterMixin
 __all__ = ["ReadOnlyQueryError", "ResultsDB"]
 
 
-class ResultsDB(WriterMixin, ReaderMixin, AnalysisMixin, LiveMixin):
+class ResultsDB(WriterMixin, ReaderMixin, AnalysisMixin, LiveMixin, ProvenanceMixin):
     """Writes (WriterMixin, store.py), polars reads (ReaderMixin, query.py), conclusions
-    (AnalysisMixin, analysis/api.py) and live-run reads (LiveMixin, live.py)."""
+    (AnalysisMixin, analysis/api.py), live-run reads (LiveMixin, live.py) and what produced
+    each attempt (ProvenanceMixin, provenance.py)."""
 
     def __init__(self, url: URL, migrate: bool = True, readonly: bool = False) -> None:
         self.url: URL = url

@@ -33,7 +33,6 @@ def utcnow() -> datetime:
 
 class UTCDateTime(TypeDecorator[datetime]):
     """Naive-UTC storage, aware-UTC in Python: the same on SQLite and PostgreSQL."""
-
     impl = DateTime(timezone=False)
     cache_ok = True
 
@@ -172,3 +171,34 @@ class Artifact(Base):
     path: Mapped[str | None] = mapped_column(Text)
     data: Mapped[Any | None] = mapped_column(JSON)
     created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Provenance(Base):
+    """What produced an attempt (contract/provenance.py names the columns): its code version,
+    package versions, accelerator, CPU and DeepSpeed config. One row per attempt, written by
+    the trainer's reporter at the attempt's start (migration 0006_provenance)."""
+
+    __tablename__ = "provenance"
+    attempt_id: Mapped[int] = mapped_column(ForeignKey("attempts.id", ondelete="CASCADE"),
+                                            primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    source: Mapped[str] = mapped_column(String(16))
+    git_commit: Mapped[str | None] = mapped_column(String(64))
+    dirty: Mapped[bool | None] = mapped_column(Boolean)
+    diff_sha256: Mapped[str | None] = mapped_column(String(64))
+    code_version: Mapped[str] = mapped_column(String(128), index=True)
+    python: Mapped[str | None] = mapped_column(String(64))
+    gatesweep: Mapped[str | None] = mapped_column(String(64))
+    torch: Mapped[str | None] = mapped_column(String(64))
+    deepspeed: Mapped[str | None] = mapped_column(String(64))
+    ray: Mapped[str | None] = mapped_column(String(64))
+    polars: Mapped[str | None] = mapped_column(String(64))
+    sqlalchemy: Mapped[str | None] = mapped_column(String(64))
+    accelerator: Mapped[str] = mapped_column(String(32))
+    device_model: Mapped[str | None] = mapped_column(String(255))
+    device_count: Mapped[int] = mapped_column(Integer, default=0)
+    cpu_model: Mapped[str | None] = mapped_column(String(255))
+    cpu_threads: Mapped[int | None] = mapped_column(Integer)
+    world_size: Mapped[int] = mapped_column(Integer, default=1)
+    deepspeed_config: Mapped[Any | None] = mapped_column(JSON)
+    recorded: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

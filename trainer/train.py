@@ -42,14 +42,19 @@ import numpy as np
 import torch
 import torch.distributed as tdist
 
-from contract import metrics
+from contract import metrics, provenance
 from contract.config import RunSpec
+from contract.params import count_params
 from contract.reporter import Reporter
 from trainer import checkpoint
 from trainer.data import build_data, data_artifact, data_summary, ppl_set_config
+from trainer.dist import ensure_single_process_dist
 from trainer.engine import build_engine, resolve_precision, set_lr, train_step, trainer_clips
 from trainer.evaluation import perplexity, probe_metrics, validation_loss
+from trainer.final_eval import run_final_evals
+from trainer.model import build_model
 from trainer.preempt import Preempted, StopRequest, sigterm_stops
+from trainer.provenance import collect as collect_provenance
 from trainer.schedule import lr_at
 from trainer.stability import DivergenceDetector, SpikeDetector
 from trainer.stepstats import StepRow, StepStats, Window
@@ -64,7 +69,6 @@ class TrainResult:
 
 class _RankZeroReporter:
     """Forwards to the real reporter on rank 0 only."""
-
     def __init__(self, inner: Reporter, rank: int) -> None:
         self.inner, self.active = inner, rank == 0
 
@@ -112,14 +116,10 @@ def _set_rng_state(state: dict[str, Any]) -> None:
 
 class _Run:
     """The state of one attempt; ``execute`` runs it."""
-
     last_eval: dict[str, float] | None  # the newest validation values, None after a step
 
     def __init__(self, spec: RunSpec, reporter: Reporter, checkpoint_dir: str | Path,
                  stop: StopRequest | None = None) -> None:
-        from contract.params import count_params
-        from trainer.dist import ensure_single_process_dist
-        from trainer.model import build_model
 
         self.t0 = time.perf_counter()
         self.spec, self.t, self.ckpt_dir = spec, spec.train, Path(checkpoint_dir)
@@ -144,6 +144,10 @@ class _Run:
                        metrics.PARAMS_GATES: float(counts.gates)}
         precision = resolve_precision(self.t.precision)
         self.engine = build_engine(model, spec, precision, self.world)
+        # What produced this attempt (code, packages, device, the DeepSpeed config used): once
+        # per attempt, before the first step; a resumed attempt may run on other code or host.
+        self.rep.artifact(provenance.ARTIFACT,
+                          collect_provenance(self.engine, self.world).to_json())
         self.own_clip = trainer_clips(spec)
         self.device = self.engine.device
         self.spikes, self.divergence = SpikeDetector(), DivergenceDetector()
@@ -347,7 +351,6 @@ class _Run:
         """spec.eval.benchmarks / longctx (trainer/final_eval.py), rank 0, after training."""
         if self.rank != 0 or not (self.spec.eval.benchmarks or self.spec.eval.longctx):
             return {}
-        from trainer.final_eval import run_final_evals
 
         return run_final_evals(self.engine, self.spec, None, self.rep.inner, self.device)
 

@@ -30,7 +30,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from contract.provenance import ARTIFACT as PROVENANCE
 from contract.reporter import Reporter
+from orchestrator.run.dbretry import with_db_retry
 
 if TYPE_CHECKING:
     from results_db import ResultsDB
@@ -94,6 +96,11 @@ class DBReporter:
 
     def artifact(self, kind: str, payload: str | Path | Mapping[str, Any]) -> None:
         self._raise_if_superseded()
+        if kind == PROVENANCE and not isinstance(payload, (str, Path)):
+            # one row per attempt in its own table (results_db/provenance.py), not a blob
+            self._write("provenance", lambda: self.db.record_provenance(
+                self.run_id, self.attempt_id, payload))
+            return
         if isinstance(payload, (str, Path)):
             self._write(f"artifact {kind}", lambda: self.db.add_artifact(
                 self.run_id, self.attempt_id, kind, path=str(payload)))
@@ -161,8 +168,6 @@ class DBReporter:
         return False
 
     def _write(self, what: str, fn: Any) -> None:
-        from orchestrator.run.dbretry import with_db_retry
-
         with_db_retry(fn, f"run {self.run_id}: writing {what}", self.db_wait_s)
 
     def _beat_loop(self, interval: float) -> None:
