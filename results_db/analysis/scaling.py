@@ -19,6 +19,11 @@ value of every axis the baseline was swept over, e.g. ``n_layer``), seed by seed
   Fewer than two distinct x values: "cannot judge" (no line through one point); one seed: a
   slope without a CI. ``iso_flops`` rows: the iso-FLOP delta at the largest compute both
   reached, per group.
+- **undefined**: a change in % of a baseline mean of 0 has no value, and values near the
+  float limits (1e308 against 1e-308) overflow to inf/NaN. Such a point's delta % and CI are
+  null, never inf/NaN; trends rest on the points where the comparison is finite and their
+  sentence names the points where it is not; with none left the verdict is "undefined", never
+  a verdict computed from NaN.
 
 Pure polars/numpy: the DB reads are in api.py (AnalysisMixin.scaling).
 """
@@ -44,6 +49,7 @@ TREND_COLUMNS = ("variant", "lr", "size", "x", "n_points", "n_seeds", "x_from", 
                  "delta_pct_from", "delta_pct_to", "ci_low_pct", "ci_high_pct", "slope",
                  "slope_ci_low", "slope_ci_high", "flops_overhead_pct", "verdict", "sentence")
 UNITS = {"tokens": "tokens", "params": "parameters", "flops": "FLOPs", "iso_flops": "FLOPs"}
+UNDEFINED = "undefined: the baseline's mean is 0 or the values are not finite floats"
 
 
 @dataclass(frozen=True)
@@ -71,24 +77,38 @@ def _sizes(info: pl.DataFrame) -> pl.DataFrame:
     return info.with_columns(size=label)
 
 
-def _ci(values: Sequence[float]) -> tuple[float, float | None, float | None]:
-    """(mean, low, high): the two-sided t-interval over ``values`` (no CI for one)."""
+def _ci(values: Sequence[float]) -> tuple[float | None, float | None, float | None]:
+    """(mean, low, high): the two-sided t-interval over ``values`` (no CI for one); all None
+    when the arithmetic leaves the finite floats (no verdict may come from inf/NaN)."""
     n = len(values)
     mean = math.fsum(values) / n
+    if not math.isfinite(mean):
+        return None, None, None
     if n < 2:
         return mean, None, None
     sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
     half = t_quantile(0.5 + LEVEL / 2, n - 1) * sd / math.sqrt(n)
+    if not math.isfinite(half):
+        return None, None, None
     return mean, mean - half, mean + half
 
 
-def _slope(x: Sequence[float], y: Sequence[float]) -> float | None:
-    """Least-squares slope of y on log10(x) (numpy.polyfit); None with < 2 distinct x."""
+def _finite(v: float | None) -> bool:
+    return v is not None and math.isfinite(v)
+
+
+def _slope(x: Sequence[float], y: Sequence[float | None]) -> float | None:
+    """Least-squares slope of y on log10(x) (numpy.polyfit) over the finite y (an undefined
+    point is null); None with < 2 distinct x left, or when the fit is not finite."""
     import numpy as np
 
-    if len(set(x)) < 2:
+    kept = [(a, b) for a, b in zip(x, y) if _finite(b)]
+    if len({a for a, _ in kept}) < 2:
         return None
-    return float(np.polyfit(np.log10(np.asarray(x, float)), np.asarray(y, float), 1)[0])
+    with np.errstate(all="ignore"):
+        fit = float(np.polyfit(np.log10(np.asarray([a for a, _ in kept], float)),
+                               np.asarray([b for _, b in kept], float), 1)[0])
+    return fit if math.isfinite(fit) else None
 
 
 def _iso(pairs: pl.DataFrame, pts: pl.DataFrame) -> pl.DataFrame:
@@ -144,6 +164,10 @@ def _points(pairs: pl.DataFrame, cells: pl.DataFrame) -> pl.DataFrame:
         mean=pl.col("value").mean(), delta=d.mean(), _sd=d.std(),
         iso_n=di.count().cast(pl.Int64), _iso_base=pl.col("iso_base").mean(),
         _iso_d=di.mean(), _iso_sd=di.std())
+    # the inputs are finite (_pairs): an inf/NaN here is an overflow (1e308 - 1e-308 summed
+    # over seeds), an undefined value, not a measurement
+    agg = agg.with_columns(pl.when(pl.col(c).is_finite()).then(pl.col(c)).alias(c) for c in (
+        "base_mean", "mean", "delta", "_sd", "_iso_base", "_iso_d", "_iso_sd"))
     rows = []
     for r in agg.iter_rows(named=True):
         t = t_quantile(0.5 + LEVEL / 2, r["n"] - 1) if r["n"] >= 2 else None
@@ -161,13 +185,17 @@ def _points(pairs: pl.DataFrame, cells: pl.DataFrame) -> pl.DataFrame:
 
 def _pct(mean: float | None, sd: float | None, n: int, t: float | None, base: float | None,
          prefix: str) -> dict[str, float | None]:
-    """delta %, CI low/high % of one point (None where undefined)."""
+    """delta %, CI low/high % of one point (all None where undefined: a baseline mean of 0,
+    or values whose difference or spread is not a finite float)."""
     pct = low = high = None
-    if mean is not None and base is not None and base != 0 and n >= 1:
-        pct = 100.0 * mean / base
+    if mean is not None and base is not None and _finite(mean) and _finite(base) and base != 0 \
+            and n >= 1:
+        pct = 100.0 * (mean / base)  # divided first: 100 * 1e307 overflows, the ratio not
         if t is not None and sd is not None:
-            half = 100.0 * t * sd / math.sqrt(n) / abs(base)
+            half = 100.0 * t * (sd / math.sqrt(n) / abs(base))
             low, high = pct - half, pct + half
+    if not all(v is None or math.isfinite(v) for v in (pct, low, high)):
+        pct = low = high = None
     return {f"{prefix}delta_pct": pct, f"{prefix}ci_low_pct": low, f"{prefix}ci_high_pct": high}
 
 
@@ -196,7 +224,9 @@ def _slope_verdict(n_x: int, slopes: Sequence[float], low: float | None, high: f
 
 
 def _iso_verdict(low: float | None, high: float | None, pct: float | None,
-                 higher: bool) -> str:
+                 higher: bool, reached: bool = False) -> str:
+    if pct is None and reached:
+        return UNDEFINED
     if pct is None:
         return "cannot compare: the baseline's curve does not reach the variant's compute"
     if low is None or high is None:
@@ -213,25 +243,40 @@ def _label(row: dict[str, object], with_lr: bool) -> str:
 
 
 def _trend_row(base: dict[str, object], x: str, xs: Sequence[float], per_seed: dict[int, tuple],
-               first: dict, last: dict, higher: bool, metric: str, name: str) -> dict:
-    """One trend row: slope per seed over (x, y) pairs, mean and t-CI over seeds, sentence."""
+               pts: Sequence[dict], higher: bool, metric: str, name: str) -> dict:
+    """One trend row: slope per seed over (x, y) pairs, mean and t-CI over seeds, sentence.
+    ``pts`` are the points at ``xs`` (delta_pct, ci_low_pct, ci_high_pct; None: undefined)."""
     slopes = [s for s in (_slope(*per_seed[k]) for k in sorted(per_seed)) if s is not None]
     slope, low, high = _ci(slopes) if slopes else (None, None, None)
-    n_x = len(set(xs))
-    verdict = _slope_verdict(n_x, slopes, low, high, higher, x)
+    defined = [(xv, p) for xv, p in zip(xs, pts) if p["delta_pct"] is not None]
+    undefined = sorted({xv for xv, p in zip(xs, pts) if p["delta_pct"] is None})
+    n_x, n_def = len(set(xs)), len({xv for xv, _ in defined})
     unit = UNITS[x]
+    if not defined or (slopes and slope is None) or (undefined and n_x >= 2 and n_def < 2):
+        verdict = UNDEFINED
+    else:
+        verdict = _slope_verdict(n_x, slopes, low, high, higher, x)
+    first, last = (defined[0][1], defined[-1][1]) if defined else (pts[0], pts[-1])
     to = last["delta_pct"]
-    if n_x < 2:
-        at = f"{to:+.2f} %" if to is not None else "no delta"
-        sentence = (f"{name}: Δ {metric} {at} at {_fmt(xs[0], unit) if xs else '?'} {unit}; "
-                    f"{verdict}.")
+    at_x = (f"{', '.join(_fmt(v, unit) for v in undefined[:3])}"
+            f"{' ...' if len(undefined) > 3 else ''} {unit}")
+    where = (f" The comparison is undefined at {at_x} (the baseline's mean is 0 or a value is "
+             "not a finite float there)." if undefined else "")
+    if not defined:
+        sentence = (f"{name}: Δ {metric} is undefined at {at_x}: the baseline's mean is 0 or a "
+                    "value is not a finite float there.")
+        slope = low = high = None
+    elif n_x < 2 or verdict == UNDEFINED:
+        at = f"{to:+.2f} % at {_fmt(defined[-1][0], unit)} {unit}"
+        sentence = f"{name}: Δ {metric} {at}; {verdict}.{where}"
         slope = low = high = None
     else:
-        ci = f" [{low:+.2f}, {high:+.2f}]" if low is not None else ""
+        ci = f" [{low:+.2f}, {high:+.2f}]" if low is not None and high is not None else ""
         fr = first["delta_pct"]
-        sentence = (f"{name}: Δ {metric} goes from {fr:+.2f} % at {_fmt(min(xs), unit)} {unit} "
-                    f"to {to:+.2f} % at {_fmt(max(xs), unit)}; slope {slope:+.2f} pp per decade"
-                    f"{ci} over {len(slopes)} seed{'s' if len(slopes) != 1 else ''}: {verdict}.")
+        sentence = (f"{name}: Δ {metric} goes from {fr:+.2f} % at {_fmt(defined[0][0], unit)} "
+                    f"{unit} to {to:+.2f} % at {_fmt(defined[-1][0], unit)}; slope "
+                    f"{slope:+.2f} pp per decade{ci} over {len(slopes)} "
+                    f"seed{'s' if len(slopes) != 1 else ''}: {verdict}.{where}")
     return {**base, "x": x, "n_points": n_x, "n_seeds": len(slopes),
             "x_from": float(min(xs)) if xs else None, "x_to": float(max(xs)) if xs else None,
             "delta_pct_from": first["delta_pct"], "delta_pct_to": to,
@@ -247,7 +292,7 @@ def _iso_row(base: dict[str, object], pts: list[dict], higher: bool, metric: str
     p = max(have, key=lambda r: (r["iso_n"], r["step"])) if have else pts[-1]
     pct = p["iso_delta_pct"] if have else None
     low, high = (p["iso_ci_low_pct"], p["iso_ci_high_pct"]) if have else (None, None)
-    verdict = _iso_verdict(low, high, pct, higher)
+    verdict = _iso_verdict(low, high, pct, higher, reached=any(q["iso_n"] for q in pts))
     over = base["flops_overhead_pct"]
     cost = f"; it costs {over:+.1f} % FLOPs per token" if over is not None else ""
     at = (f"Δ {metric} {pct:+.2f} %" + (f" [{low:+.2f}, {high:+.2f}]" if low is not None else "")
@@ -276,8 +321,8 @@ def _trends(pairs: pl.DataFrame, points: pl.DataFrame, cells: pl.DataFrame, high
         name, plist = _label(cell, with_lr), pts.to_dicts()
         by_seed = {s: (g["tokens"].to_list(), g["d_pct"].to_list())
                    for (s,), g in pr.group_by("seed", maintain_order=True)}
-        rows.append(_trend_row(base, "tokens", pts["tokens"].to_list(), by_seed, plist[0],
-                               plist[-1], higher, metric, name))
+        rows.append(_trend_row(base, "tokens", pts["tokens"].to_list(), by_seed, plist,
+                               higher, metric, name))
         rows.append(_iso_row(base, plist, higher, metric, name))
         last = pr.filter(pl.col("step") == plist[-1]["step"])
         finals.setdefault((cell["variant"], cell["lr"]), []).append(({**cell, **plist[-1]}, last))
@@ -296,7 +341,7 @@ def _trends(pairs: pl.DataFrame, points: pl.DataFrame, cells: pl.DataFrame, high
                     xs.append(float(p[col]))
                     ys.append(y)
             rows.append(_trend_row(base, x, [float(p[col]) for p, _ in have], per_seed,
-                                   have[0][0], have[-1][0], higher, metric, name))
+                                   [p for p, _ in have], higher, metric, name))
     return rows
 
 
@@ -333,8 +378,9 @@ def scaling(series: pl.DataFrame, runs: pl.DataFrame, info: pl.DataFrame,
         return Scaling(_empty(POINT_COLUMNS), _empty(TREND_COLUMNS), metric, baseline)
     points = _points(pairs, cells)
     pairs = pairs.join(points.select("group_key", "step", "base_mean"), on=["group_key", "step"])
-    pairs = pairs.with_columns(
-        d_pct=100.0 * (pl.col("value") - pl.col("base_value")) / pl.col("base_mean"))
+    d_pct = 100.0 * ((pl.col("value") - pl.col("base_value")) / pl.col("base_mean"))
+    # a baseline mean of 0, or an overflow: null (undefined), never inf/NaN in a slope
+    pairs = pairs.with_columns(d_pct=pl.when(d_pct.is_finite()).then(d_pct))
     trends = _trends(pairs, points, cells, higher, metric)
     return Scaling(points.select(POINT_COLUMNS),
                    pl.DataFrame(trends, schema=_schema(TREND_COLUMNS)), metric, baseline)
