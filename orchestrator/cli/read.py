@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -15,7 +16,9 @@ import typer
 import yaml
 from rich.table import Table
 
+import results_db
 from contract.errors import UserError
+from contract.states import STATUS_GROUPS
 from orchestrator.cli.app import (
     DbOpt,
     StaleOpt,
@@ -26,6 +29,9 @@ from orchestrator.cli.app import (
     split_csv,
     stale_after,
 )
+from orchestrator.cli.frame_format import csv_text, write_stdout
+from orchestrator.cli.outfiles import out_dir as make_dir
+from orchestrator.cli.outfiles import write_files
 
 if TYPE_CHECKING:
     import polars as pl
@@ -56,7 +62,6 @@ def status(sweep: Annotated[str | None, typer.Argument()] = None, db: DbOpt = No
     `submit`/`rerun` are what mark them lost)."""
     import polars as pl
 
-    from contract.states import STATUS_GROUPS
 
     d = open_sweep(db, sweep)
     frame = d.sweep_status(sweep)
@@ -97,7 +102,6 @@ def sweep_eta(live: pl.DataFrame) -> float | None:
     known = running.filter(pl.col("eta_s").is_not_null() & pl.col("started").is_not_null())
     if known.height == 0:
         return None
-    from datetime import datetime, timezone
 
     now = datetime.now(timezone.utc)
     lengths = [(now - st).total_seconds() + eta for st, eta in
@@ -127,7 +131,8 @@ def runs(db: DbOpt = None, sweep: Annotated[str | None, typer.Option()] = None,
 
 @app.command()
 def show(run: str, db: DbOpt = None) -> None:
-    """One run: config, attempts, last metrics, summaries, error and traceback."""
+    """One run: config, attempts, what produced each attempt (code version, packages,
+    device), last metrics, summaries, error and traceback."""
     from orchestrator.run.rerun import resolve_runs
 
     d = open_read(db)
@@ -143,6 +148,7 @@ def show(run: str, db: DbOpt = None) -> None:
         t.add_row(str(a.number), a.status, str(a.started)[:19], str(a.ended or "")[:19],
                   a.host or "", str(a.pid or ""), (a.error or "")[:120])
     out.print(t)
+    print_provenance(d, row.id)
     last = last_metrics(d, row.id)
     if last.height:
         print_frame(last, "last metrics")
@@ -152,6 +158,30 @@ def show(run: str, db: DbOpt = None) -> None:
     failed = [a for a in attempts if a.traceback]
     if failed:
         out.print(f"traceback of attempt {failed[-1].number}:\n{failed[-1].traceback}")
+
+
+def print_provenance(d: ResultsDB, run_id: int) -> None:
+    """What produced each attempt (db.provenance): code version, packages, device, CPU; the
+    DeepSpeed config of the newest attempt as JSON."""
+    from contract.provenance import short_key
+
+    prov = d.provenance(run_ids=[run_id])
+    if prov.height == 0:
+        out.print("provenance: not recorded (trained before provenance was recorded, or never "
+                  "started)")
+        return
+    t = Table(title="provenance")
+    for c in ("#", "code", "python", "torch", "deepspeed", "ray", "device", "cpu"):
+        t.add_column(c)
+    for r in prov.iter_rows(named=True):
+        device = r["accelerator"] + (f" {r['device_count']} x {r['device_model']}"
+                                     if r["device_model"] else "")
+        t.add_row(str(r["attempt"]), short_key(r["code_version"]), r["python"] or "",
+                  r["torch"] or "", r["deepspeed"] or "", r["ray"] or "",
+                  f"{device}, {r['world_size']} rank(s)",
+                  f"{r['cpu_model'] or '?'} ({r['cpu_threads'] or '?'} threads)")
+    out.print(t)
+    out.print(f"deepspeed config (attempt {prov['attempt'][-1]}): {prov['deepspeed_config'][-1]}")
 
 
 def last_metrics(d: ResultsDB, run_id: int) -> pl.DataFrame:
@@ -182,7 +212,6 @@ def query(sql: str, db: DbOpt = None,
     stops at --timeout, --max-rows or --max-mb, and on Ctrl-C. On PostgreSQL, a superuser
     role (or one holding pg_read_server_files / pg_execute_server_program) is refused: SQL
     from it reaches the server's files and programs, which no read-only transaction stops."""
-    import results_db
 
     if format not in ("table", "csv", "json", "parquet"):
         raise UserError(f"--format: {format!r} is not one of table, csv, json, parquet")
@@ -205,8 +234,6 @@ def query(sql: str, db: DbOpt = None,
 
 
 def write_frame(frame: pl.DataFrame, fmt: str, path: Path | None) -> None:
-    from orchestrator.cli.frame_format import csv_text, write_stdout
-
     if path is None:
         if fmt == "csv":
             write_stdout(csv_text(frame))
@@ -218,7 +245,6 @@ def write_frame(frame: pl.DataFrame, fmt: str, path: Path | None) -> None:
         else:
             print_frame(frame)
         return
-    from orchestrator.cli.outfiles import write_files
 
     # table to a file is CSV (a rich table is for terminals)
     writers = {"parquet": frame.write_parquet,
@@ -239,8 +265,6 @@ def export(out_dir: Annotated[Path, typer.Option("--out", help="Directory for th
     d = open_sweep(db, sweep)
     runs_f = d.runs(sweep=sweep)
     ids = [int(i) for i in runs_f["id"].to_list()] if runs_f.height else []
-    from orchestrator.cli.outfiles import out_dir as make_dir
-    from orchestrator.cli.outfiles import write_files
 
     frames = {"runs": runs_f, "summaries": d.summaries(run_ids=ids),
               "metrics": d.metrics(run_ids=ids)}

@@ -12,12 +12,18 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from orchestrator.cli.app import DbOpt, app, check_metrics, open_sweep, out
+from contract.analysis_defaults import METRIC, MIN_EFFECT, STABILITY_METRIC, STABILITY_TOL
+from orchestrator.cli.app import DbOpt, app, check_metrics, open_sweep, out, split_csv
 from orchestrator.cli.frame_format import check_format, render
+from results_db.analysis.columns import shown_columns
+from results_db.analysis.stability import DIVERGED_SEEDS, lr_text
+from results_db.analysis.summary import effects_sentence
+from results_db.vocab import higher_is_better
 
 if TYPE_CHECKING:
     import polars as pl
 
+    from results_db import ResultsDB
     from results_db.analysis.stability import Stability
 
 FormatOpt = Annotated[str, typer.Option("--format", help="table|csv|json|markdown|latex")]
@@ -27,8 +33,14 @@ EffectOpt = Annotated[float, typer.Option(
     help="Smallest relative change that matters (0.01 = 1 %); sets 'needs >= k seeds'")]
 
 # Human formats show these; csv/json show every column (dimensions, keys, params too).
-BOARD_COLUMNS = ["rank", "variant", "lr", "n", "mean", "std", "delta_pct", "ci", "verdict",
-                 "seeds_needed"]
+BOARD_COLUMNS = shown_columns()  # results_db's leaderboard schema
+
+
+def with_mix(d: ResultsDB, sweep: str, summary: str) -> str:
+    """``summary`` and, on its own line, results_db's sentence saying that the runs compared
+    came from different code or packages (db.code_mix), when they did: never silently."""
+    note = d.code_mix(sweep).sentence
+    return "\n".join(t for t in (summary, note) if t)
 
 
 def with_ci_text(frame: pl.DataFrame, low: str = "ci_low_pct", high: str = "ci_high_pct",
@@ -44,19 +56,18 @@ def with_ci_text(frame: pl.DataFrame, low: str = "ci_low_pct", high: str = "ci_h
 
 
 @app.command()
-def leaderboard(sweep: str, db: DbOpt = None, metric: MetricOpt = "val/ppl",
-                min_effect: EffectOpt = 0.01, format: FormatOpt = "table") -> None:
+def leaderboard(sweep: str, db: DbOpt = None, metric: MetricOpt = METRIC,
+                min_effect: EffectOpt = MIN_EFFECT, format: FormatOpt = "table") -> None:
     """Variants ranked by METRIC with n, mean, std, the 95 % CI of the change vs the baseline
     and a verdict (better / worse / within noise / needs >= k seeds)."""
     check_format(format)
     d = open_sweep(db, sweep)
     check_metrics(d, sweep, [metric])
     board = d.leaderboard(sweep, metric, min_effect=min_effect)
-    summary = d.verdict_summary(sweep, metric, min_effect=min_effect)
+    summary = with_mix(d, sweep, d.verdict_summary(sweep, metric, min_effect=min_effect))
     if format in ("csv", "json"):
         render(out, board, format, title=f"{sweep}: {metric}", summary=summary)
         return
-    from results_db.vocab import higher_is_better
 
     shown = with_ci_text(board)
     better = "higher" if higher_is_better(metric) else "lower"
@@ -71,10 +82,9 @@ def table(sweep: str, db: DbOpt = None,
           ] = False,
           metrics: Annotated[str | None, typer.Option(
               help="Comma-separated metrics [default: results_db's ablation metrics]")] = None,
-          min_effect: EffectOpt = 0.01, format: FormatOpt = "table") -> None:
+          min_effect: EffectOpt = MIN_EFFECT, format: FormatOpt = "table") -> None:
     """The ablation table: per variant (and LR) every metric with its CI and verdict, the
     verdict summary on top."""
-    from orchestrator.cli.app import split_csv
 
     check_format(format)
     d = open_sweep(db, sweep)
@@ -82,7 +92,8 @@ def table(sweep: str, db: DbOpt = None,
     check_metrics(d, sweep, names or [], "--metrics")
     kw = {"metrics": names} if names else {}
     t = d.ablation_table(sweep, min_effect=min_effect, **kw)
-    summary = d.verdict_summary(sweep, (names or ["val/ppl"])[0], min_effect=min_effect)
+    summary = with_mix(d, sweep, d.verdict_summary(sweep, (names or [METRIC])[0],
+                                                   min_effect=min_effect))
     if format in ("csv", "json"):
         render(out, t, format, title=f"{sweep}: ablation table", summary=summary)
         return
@@ -130,8 +141,8 @@ EFFECT_COLUMNS = ["lr", "dimension", "value", "n_variants", "n_runs", "mean_delt
 
 
 @app.command()
-def effects(sweep: str, db: DbOpt = None, metric: MetricOpt = "val/ppl",
-            min_effect: EffectOpt = 0.01, format: FormatOpt = "table") -> None:
+def effects(sweep: str, db: DbOpt = None, metric: MetricOpt = METRIC,
+            min_effect: EffectOpt = MIN_EFFECT, format: FormatOpt = "table") -> None:
     """Main effect of each gate dimension at each learning rate: the change vs the baseline
     for each value, averaged over the other dimensions by a least-squares fit over the runs
     (estimated marginal means), with a 95 % CI and a verdict; the verdict sentence on top."""
@@ -139,9 +150,8 @@ def effects(sweep: str, db: DbOpt = None, metric: MetricOpt = "val/ppl",
     d = open_sweep(db, sweep)
     check_metrics(d, sweep, [metric])
     eff = d.effects(sweep, metric, min_effect=min_effect)
-    from results_db.analysis.summary import effects_sentence
 
-    summary = effects_sentence(eff, sweep, metric)
+    summary = with_mix(d, sweep, effects_sentence(eff, sweep, metric))
     title = f"{sweep}: main effects on {metric}"
     if format in ("csv", "json"):
         render(out, eff, format, title=title, summary=summary)
@@ -157,7 +167,7 @@ SCALING_POINTS = ["variant", "size", "step", "tokens", "flops", "n", "delta_pct"
 
 
 @app.command()
-def scaling(sweep: str, db: DbOpt = None, metric: MetricOpt = "val/ppl",
+def scaling(sweep: str, db: DbOpt = None, metric: MetricOpt = METRIC,
             points: Annotated[bool, typer.Option(
                 "--points", help="Print the delta at every evaluation step instead of the "
                                  "trends")] = False,
@@ -171,10 +181,10 @@ def scaling(sweep: str, db: DbOpt = None, metric: MetricOpt = "val/ppl",
     sc = d.scaling(sweep, metric)
     frame = sc.points if points else sc.trends
     title = f"{sweep}: {metric} vs scale" + (" (every evaluation step)" if points else "")
-    summary = "\n".join(sc.sentences) or (
+    summary = with_mix(d, sweep, "\n".join(sc.sentences) or (
         f"{sweep}: no {metric} evaluation point of a variant pairs with the baseline's "
         f"({sc.baseline or 'no baseline variant'}) at the same seed and step; the runs need "
-        f"{metric} logged during training (train.eval_every) and to have succeeded")
+        f"{metric} logged during training (train.eval_every) and to have succeeded"))
     if format in ("csv", "json"):
         render(out, frame, format, title=title, summary=summary)
         return
@@ -197,7 +207,7 @@ def scaling(sweep: str, db: DbOpt = None, metric: MetricOpt = "val/ppl",
 
 STABILITY_SUMMARY = ["label", "best_lr", "max_stable_lr", "seeds", "seed_msls", "n_lrs",
                      "lrs", "min_diverged_lr", "rel_at_top_lr"]
-STABILITY_CURVE = ["label", "lr", "n", "mean", "std", "diverged", "loss_spikes",
+STABILITY_CURVE = ["label", "lr", "n", "mean", "std", DIVERGED_SEEDS, "loss_spikes",
                    "max_activation", "stable", "delta_pct", "ci", "verdict"]
 
 
@@ -206,7 +216,6 @@ def stability_frames(st: Stability) -> tuple[pl.DataFrame, pl.DataFrame]:
     as 'agree/of', the label first and the lr_group_key hash last."""
     import polars as pl
 
-    from results_db.analysis.stability import lr_text
 
     lrs = [" ".join(lr_text(v) for v in (x or [])) for x in st.summary["lrs"].to_list()]
     seeds = [f"{a}/{n}" if n else "" for a, n in zip(st.summary["seeds_agree"].to_list(),
@@ -221,9 +230,9 @@ def stability_frames(st: Stability) -> tuple[pl.DataFrame, pl.DataFrame]:
 
 @app.command()
 def stability(sweep: str, db: DbOpt = None,
-              metric: Annotated[str, typer.Option("--metric")] = "val/loss",
+              metric: Annotated[str, typer.Option("--metric")] = STABILITY_METRIC,
               tol: Annotated[float, typer.Option(min=0.0, max=10.0, help=(
-                  "Relative tolerance vs the variant's best LR"))] = 0.05,
+                  "Relative tolerance vs the variant's best LR"))] = STABILITY_TOL,
               curve: Annotated[bool, typer.Option(
                   "--curve", help="Print the loss-vs-LR curve instead of the summary")] = False,
               format: FormatOpt = "table") -> None:
@@ -240,7 +249,7 @@ def stability(sweep: str, db: DbOpt = None,
         return
     summary, points = stability_frames(st)
     frame = points if curve else summary
-    text = f"{st.sentence}\n{st.rule}" if st.sentence else st.rule
+    text = with_mix(d, sweep, f"{st.sentence}\n{st.rule}" if st.sentence else st.rule)
     title = f"{sweep}: {'loss vs LR' if curve else 'stability'} ({metric})"
     if format in ("csv", "json"):
         render(out, frame, format, title=title, summary=text)

@@ -87,18 +87,23 @@ def play(db: ResultsDB, run_id: int, end: str = "succeeded", *, host: str = "syn
          points: Iterable[tuple[int, str, float]] = (),
          summaries: Mapping[str, float] | None = None,
          artifacts: Iterable[tuple[str, dict[str, Any]]] = (),
+         provenance: Mapping[str, Any] | None = None,
          error: str = FAILURE, traceback: str | None = None) -> int | None:
     """One attempt of run ``run_id`` up to ``end``; returns the attempt id (None: pending).
 
     Points, then summaries, are logged before the end (a running run shows its curve, a
     failed one the curve up to the failure); the scenario decides which runs have summaries
     (the trainer writes them after its final evaluation, so a run may fail after them).
-    ``artifacts``: (kind, kwargs of add_artifact), logged right after the start."""
+    ``artifacts``: (kind, kwargs of add_artifact), logged right after the start;
+    ``provenance``: the attempt's provenance document, recorded at its start as the DB
+    reporter does (db.record_provenance)."""
     if end not in ENDS:
         raise ValueError(f"play: end {end!r} is not one of {ENDS}")
     if end == "pending":
         return None
     att = db.start_attempt(run_id, host=host)
+    if provenance is not None:
+        db.record_provenance(run_id, att.id, provenance)
     for kind, kw in artifacts:
         db.add_artifact(run_id, att.id, kind, **kw)
     pts = list(points)
