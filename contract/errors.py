@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
+from contract.ids import ascii_int
+
 
 def format_path(path: tuple[str | int, ...]) -> str:
     return ".".join(str(p) for p in path)
@@ -100,7 +102,7 @@ def pydantic_problems(exc: ValidationError) -> list[Problem]:
         m = _KEY_IN_MESSAGE.match(msg)
         key = loc
         if m is not None:
-            named = tuple(int(p) if p.isdigit() else p for p in m.group(1).split("."))
+            named = tuple(p if ascii_int(p) is None else int(p) for p in m.group(1).split("."))
             if named[:len(loc)] == loc and len(named) > len(loc):
                 key = named
         out.append(Problem(loc, key, msg, m is not None, got, kind))

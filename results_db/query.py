@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -27,7 +28,10 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import DBAPIError, ResourceClosedError
 
+from contract.config import RunSpec
+from contract.ids import parse_id
 from contract.states import DONE_BAD, DONE_OK, RunStatus, parse_status
+from results_db.downsample import read_metrics
 from results_db.rows import AttemptRow, RunRow
 from results_db.schema import DIM_COLUMNS, Artifact, Attempt, Base, Run, Summary, Sweep
 from results_db.sqlread import (
@@ -190,12 +194,10 @@ class ReaderMixin:
         """One run by id (int or digit string) or by name (the newest run with that name)."""
         from sqlalchemy.orm import Session
 
-        ref = str(id_or_name)
+        rid = parse_id(id_or_name)  # the one id rule (contract/ids.py): else a name
         with Session(self.reader) as s:
-            # an id is ASCII digits within SQL's 64-bit integers ('99999999999999999999' or
-            # '١٢' can only be names: binding them as ids overflows or misreads)
-            if ref.isascii() and ref.isdigit() and int(ref) < 2 ** 63:
-                row = s.get(Run, int(ref))
+            if rid is not None:
+                row = s.get(Run, rid)
                 if row is not None or isinstance(id_or_name, int):
                     return None if row is None else RunRow.of(row)
             row = s.scalar(select(Run).where(Run.name == str(id_or_name))
@@ -275,7 +277,6 @@ class ReaderMixin:
         (run, name) keeping each step bucket's min, max, last point and one NaN (its first)
         (downsample.py, which reads the rollup table where the DB has one); a series of at
         most ``max_points`` points comes back whole."""
-        from results_db.downsample import read_metrics
 
         return read_metrics(self.reader, run_ids, names, max_points)
 
@@ -297,11 +298,9 @@ class ReaderMixin:
     def tokens_per_step(self, sweep: str) -> dict[int, int]:
         """{run id: tokens per optimizer step} (RunSpec.tokens_per_step of its config; runs
         whose stored config is not a valid RunSpec are left out)."""
-        import json
 
         from pydantic import ValidationError
 
-        from contract.config import RunSpec
 
         df = frame(self.reader, select(Run.id, cast(Run.config, Text).label("config"))
                    .join(Sweep, Sweep.id == Run.sweep_id).where(Sweep.name == sweep))

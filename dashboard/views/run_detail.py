@@ -10,6 +10,9 @@ from typing import TYPE_CHECKING
 import polars as pl
 import streamlit as st
 
+from contract.ids import parse_id
+from contract.metrics import TRAIN_LOSS, VAL_LOSS
+from contract.states import RunStatus
 from dashboard import charts, data, palette
 from dashboard.configdiff import config_diff
 from dashboard.mdtext import code, md
@@ -21,9 +24,10 @@ if TYPE_CHECKING:
     from results_db import AttemptRow, RunRow
 
 # a finished run (any way) or a lost one; pending/running ones are already scheduled
-RERUNNABLE = tuple(s for s in (*DONE_STATES, *WAITING_STATES) if s != "pending")
+RERUNNABLE = tuple(s for s in (*DONE_STATES, *WAITING_STATES) if s != RunStatus.PENDING)
 LIVE = ACTIVE_STATES  # may move on its own: running, or waiting for a driver
 REFRESH_S = 3
+CURVES = (TRAIN_LOSS, VAL_LOSS)  # one chart each, side by side
 CHECKPOINT_KINDS = ("checkpoint_dir", "checkpoint")
 
 
@@ -34,8 +38,8 @@ def _pick_run(runs: pl.DataFrame) -> int:
     """Variant, then one of its runs (?run=ID preselects both)."""
     runs = runs.sort("id")
     variants = runs["variant"].unique(maintain_order=True).to_list()
-    wanted = st.query_params.get("run")
-    hit = runs.filter(pl.col("id") == int(wanted)) if wanted and wanted.isdigit() else runs[:0]
+    wanted = parse_id(st.query_params.get("run"))  # contract/ids.py: '²' is no id
+    hit = runs.filter(pl.col("id") == wanted) if wanted is not None else runs[:0]
     v_index = variants.index(hit["variant"][0]) if hit.height else 0
     c1, c2 = st.columns([1, 3])
     variant = c1.selectbox("Variant", variants, index=v_index, key="rd_variant")
@@ -68,7 +72,7 @@ def _attempts(attempts: list[AttemptRow]) -> None:
     for a in attempts:
         if a.traceback or a.error:
             with st.expander(f"attempt {a.number}: {a.status} — {md((a.error or '')[:80])}",
-                             expanded=a is attempts[-1] and a.status == "failed"):
+                             expanded=a is attempts[-1] and a.status == RunStatus.FAILED):
                 st.code(a.traceback or a.error, language="python")
 
 
@@ -135,14 +139,14 @@ def _state_block(url: str, run_id: int) -> None:
 
 
 def _curves(url: str, sweep: str, run: RunRow) -> None:
-    raw = data.metrics(url, (run.id,), ("train/loss", "val/loss"), 1000)
+    raw = data.metrics(url, (run.id,), CURVES, 1000)
     if raw.is_empty():
         st.caption("No training points yet." if run.status in LIVE else
                    f"No training points were recorded (status {run.status}).")
         return
     colors = palette.colors(data.variants(url, sweep), data.baseline(url, sweep))
     cols = st.columns(2)
-    for col, name in zip(cols, ("train/loss", "val/loss"), strict=True):
+    for col, name in zip(cols, CURVES, strict=True):
         pts = raw.filter(pl.col("name") == name)
         if pts.is_empty():
             col.caption(f"{name}: no points.")

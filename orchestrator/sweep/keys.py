@@ -17,6 +17,7 @@ from typing import Any, Union
 from pydantic import BaseModel
 
 from contract.config import RunSpec
+from contract.ids import ascii_int
 from orchestrator.sweep import gate_shorthand
 
 # Set by the expansion itself, never by a delta.
@@ -28,7 +29,8 @@ def split(key: str) -> list[str | int]:
     """'model.gates.0.position' -> ['model', 'gates', 0, 'position']."""
     parts: list[str | int] = []
     for p in key.split("."):
-        parts.append(int(p) if p.isdigit() else p)
+        index = ascii_int(p)  # the one rule: '²' is a key, not a broken index
+        parts.append(p if index is None else index)
     return parts
 
 

@@ -293,3 +293,19 @@ def test_curves_and_run_detail_with_empty_single_point_and_odd_curves(
     assert {"type": "point", "filled": True, "size": 80} in \
         [layer["mark"] for layer in json.loads(chart.proto.spec)["layer"]]
     snapshot(at)
+
+
+@pytest.mark.parametrize("ref", ["²", "١", "-1", " 1", "1e3", "99999999999999999999999", ""])
+def test_run_detail_link_with_a_non_ascii_or_odd_run_id(ref: str, db_of: Any,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 35: ``?page=Run detail&run=²`` crashed the page (str.isdigit accepts '²', int()
+    refuses it); '١' was read as run 1. One rule (contract/ids.py): ASCII digits only, so
+    these preselect nothing and the page shows its first run."""
+    monkeypatch.setenv("GATESWEEP_DB", db_of("single_seed"))
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["page"] = "Run detail"
+    at.query_params["run"] = ref
+    at.run()
+    snapshot(at)  # no exception
+    variants = at.selectbox(key="rd_variant").options
+    assert at.selectbox(key="rd_variant").value == variants[0]

@@ -1,0 +1,36 @@
+"""Issue 35: one rule for an integer in typed or linked text (contract/ids.py), ASCII digits
+only; str.isdigit() took '²' (int() then raised) and '١٢' (read as 12)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from contract.ids import MAX_ID, ascii_int, parse_id
+from orchestrator.cli.main import main
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("0", 0), ("7", 7), ("007", 7), (str(MAX_ID), MAX_ID), ("²", None), ("١٢", None),
+    ("-1", None), ("+1", None), (" 1", None), ("1 ", None), ("1_000", None), ("", None),
+    ("1e3", None), ("９", None)])
+def test_ascii_digits_only(text: str, value: int | None) -> None:
+    assert parse_id(text) == value
+    assert ascii_int(text) == (None if value is None else int(text))
+
+
+def test_ids_beyond_64_bits_and_non_text_are_names() -> None:
+    assert parse_id(str(MAX_ID + 1)) is None and ascii_int(str(MAX_ID + 1)) == MAX_ID + 1
+    assert parse_id(True) is None and parse_id(3) == 3 and parse_id(-3) is None
+    assert parse_id(None) is None and parse_id(2.0) is None
+
+
+def test_a_sweep_key_with_a_superscript_index_names_the_key(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "s.yaml"
+    f.write_text("name: t\nbase:\n  model: {preset: tiny}\nvariants:\n  baseline: {}\n"
+                 "  g: {model.gates.²: {position: G1}}\n")
+    assert main(["validate", str(f), "--no-data"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "s.yaml:6: variants.g.model.gates.²" in err, err
