@@ -7,7 +7,10 @@ runs that did not succeed, 130 when interrupted.
 
 from __future__ import annotations
 
+import ctypes
+import importlib.util
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -15,8 +18,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+import results_db
 from contract.errors import Interrupted, UserError
-from contract.states import CANCELLABLE
+from contract.states import CANCELLABLE, parse_status
 
 # The command modules register on `app` when imported; app.py holds what they share.
 from orchestrator.cli import evaluate, read, results  # noqa: F401
@@ -29,10 +33,14 @@ from orchestrator.cli.app import (
     db_url,
     err,
     open_read,
+    open_sweep,
     out,
     split_csv,
     stale_after,
 )
+from orchestrator.cli.detach import follow_hint, submit_detached
+from orchestrator.sweep.plan import check_data, make_plan, not_in_file_note
+from orchestrator.sweep.table import print_runs
 
 if TYPE_CHECKING:
     import polars as pl
@@ -47,8 +55,6 @@ def validate(file: Path, db: DbOpt = None, params: Annotated[bool, typer.Option(
              ) -> None:
     """Validate a sweep file (and its data files) and print its expanded run table (with each
     run's DB state when the DB exists; nothing is ever written)."""
-    from orchestrator.sweep.plan import check_data, make_plan, not_in_file_note
-    from orchestrator.sweep.table import print_runs
 
     plan = make_plan(file)
     if data:
@@ -75,14 +81,10 @@ def submit(file: Path, db: DbOpt = None,
                                                    "--detach the cluster's driver does)")
                            ] = True) -> None:
     """Expand a sweep, skip what already succeeded, run the rest on Ray Tune."""
-    from orchestrator.sweep.plan import check_data, make_plan
-
     plan = make_plan(file)  # invalid files stop here: nothing written, nothing scheduled
     if data and not (detach and not dry_run):  # a detached sweep's data is on the cluster
         check_data(plan)
     if detach and not dry_run:
-        from orchestrator.cli.detach import follow_hint, submit_detached
-
         job = submit_detached(file, db_url(db), address, storage, max_concurrent, force)
         out.print(follow_hint(job, db_url(db)))
         return
@@ -98,9 +100,6 @@ def submit(file: Path, db: DbOpt = None,
 
 
 def _dry_run(db: str | None, plan: Plan, params: bool) -> None:
-    from orchestrator.sweep.plan import not_in_file_note
-    from orchestrator.sweep.table import print_runs
-
     status, sweep_runs = _known_status(db, plan)
     by_name = {r.name: status.get(r.fingerprint, "new") for r in plan.runs}
     print_runs(out, f"{plan.spec.name} (dry run)", plan.runs, status=by_name,
@@ -116,7 +115,6 @@ def _known_status(db: str | None, plan: Plan
                   ) -> tuple[dict[str, str], pl.DataFrame | None]:
     """(fingerprint -> status of the plan's runs, the plan's sweep's runs) from an existing DB,
     opened read-only (no DB: nothing known)."""
-    import results_db
 
     try:
         frame = open_read(db).runs(with_config=False,
@@ -141,9 +139,13 @@ def rerun(runs: Annotated[list[str] | None, typer.Argument(help="Run ids or name
           fresh: Annotated[bool, typer.Option(help="Ignore checkpoints")] = False,
           address: Annotated[str | None, typer.Option()] = None,
           detach: Annotated[bool, typer.Option(help="Run in the background")] = False,
-          storage: Annotated[Path | None, typer.Option()] = None) -> None:
+          storage: Annotated[Path | None, typer.Option()] = None,
+          code_other: Annotated[bool, typer.Option(
+              "--code-other-than-current",
+              help="With --sweep: the runs (default: succeeded, diverged) whose newest attempt "
+                   "another code version trained (or none recorded); implies --fresh")
+          ] = False) -> None:
     """New attempt of runs (resumes from the last checkpoint unless --fresh)."""
-    import results_db
     from orchestrator.run.rerun import rerun_runs
     from orchestrator.run.submit import summarise
 
@@ -151,25 +153,29 @@ def rerun(runs: Annotated[list[str] | None, typer.Argument(help="Run ids or name
     refs: list[str | int] = list(runs or [])
     if not refs and sweep is None:
         raise UserError("rerun: give run ids/names, or --sweep S [--status failed,lost]")
+    if code_other and (refs or sweep is None):
+        raise UserError("rerun --code-other-than-current: give --sweep S and no run ids")
     # a mistyped --db or sweep is an error, not a new empty DB (the writer open creates one)
     check_runs_readonly(db, refs, sweep)  # with ids and --sweep: each id must be in it
     if status is not None:  # a typo must not widen what is taken (pending runs are)
-        from contract.states import parse_status
-
         try:
             [parse_status(s) for s in split_csv(status) or []]
         except ValueError as exc:
             raise UserError(str(exc).replace("status:", "--status:", 1)) from None
     if not refs and sweep is not None:  # (one of the two is given: checked above)
+        from orchestrator.run.code_cache import code_rerun_plan
         from orchestrator.run.rerun import sweep_rerun_plan
 
-        plan = sweep_rerun_plan(results_db.open(url), sweep, split_csv(status))
+        pick = code_rerun_plan if code_other else sweep_rerun_plan
+        plan = pick(results_db.open(url), sweep, split_csv(status))
+        fresh = fresh or code_other  # the other code's checkpoints must not be resumed
         for rid, why in plan.left:
             out.print(f"rerun: left run {rid} alone: {why}", highlight=False)
         refs = list(plan.take)
         if not refs:
-            out.print(f"rerun: nothing to rerun in sweep {sweep} "
-                      f"(status {status or 'failed,lost'}, or pending with no live driver)")
+            why = ("no result of another code version" if code_other else
+                   f"status {status or 'failed,lost'}, or pending with no live driver")
+            out.print(f"rerun: nothing to rerun in sweep {sweep} ({why})")
             return
     final = rerun_runs(url, refs, fresh=fresh, address=address, detach=detach,
                        storage=storage, console=None if detach else out)
@@ -183,8 +189,6 @@ def rerun(runs: Annotated[list[str] | None, typer.Argument(help="Run ids or name
 def cancel(runs: Annotated[list[str] | None, typer.Argument()] = None, db: DbOpt = None,
            sweep: Annotated[str | None, typer.Option()] = None) -> None:
     """Cancel pending/running runs (running trials stop at their next heartbeat)."""
-    import results_db
-    from orchestrator.cli.app import open_sweep
     from orchestrator.run.rerun import resolve_runs
 
     if not runs and not sweep:
@@ -205,7 +209,6 @@ def cancel(runs: Annotated[list[str] | None, typer.Argument()] = None, db: DbOpt
 def check_runs_readonly(db: str | None, refs: list[str | int], sweep: str | None) -> None:
     """That ``refs`` (and ``sweep``) exist, on a read-only handle: an unknown run, sweep or DB
     file is one line (exit 2) and nothing is created before the writer opens."""
-    from orchestrator.cli.app import open_sweep
     from orchestrator.run.rerun import resolve_runs
 
     resolve_runs(open_sweep(db, sweep), refs, sweep)
@@ -217,8 +220,6 @@ def dashboard(db: DbOpt = None, port: Annotated[int, typer.Option()] = 8501,
                                                      "start runs: keep it local)")] = "127.0.0.1"
               ) -> None:
     """Serve the Streamlit dashboard on HOST:PORT (127.0.0.1 by default)."""
-    import importlib.util
-
     spec = importlib.util.find_spec("dashboard")
     if spec is None or not spec.submodule_search_locations:
         raise UserError("the dashboard package is not installed (pip install -e .)")
@@ -238,7 +239,6 @@ def _serve_owned(cmd: list[str], env: dict[str, str]) -> int:
     (or SIGHUP) to us stops it too, Ctrl-C stops it when it reached only us, and on Linux it
     gets SIGTERM if we die (even by SIGKILL). Returns its exit code (0 after a stop we asked
     for); a plain subprocess.call left it serving the port after every SIGTERM."""
-    import signal
 
     proc = subprocess.Popen(cmd, env=env, preexec_fn=_die_with_parent)
     stopping = False
@@ -271,9 +271,6 @@ def _die_with_parent() -> None:
     """In the child, before exec: ask Linux for SIGTERM when the parent dies
     (prctl PR_SET_PDEATHSIG); elsewhere nothing (the signal handlers above still apply)."""
     if sys.platform.startswith("linux"):
-        import ctypes
-        import signal
-
         PR_SET_PDEATHSIG = 1
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM))
 
@@ -281,8 +278,6 @@ def _die_with_parent() -> None:
 @db_app.command("upgrade")
 def db_upgrade(db: DbOpt = None) -> None:
     """Create or migrate the results DB schema to the newest revision."""
-    import results_db
-
     rev = results_db.upgrade(db_url(db))
     out.print(f"database at revision {rev}")
 

@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
+import results_db
 from contract.states import DONE_OK
 from orchestrator.run import scheduler
+from orchestrator.run.code_cache import requeue_other_code
 from orchestrator.run.progress import Progress
 from orchestrator.run.trial_job import TrialJob
 from orchestrator.sweep.plan import Plan, make_plan, not_in_file_note  # noqa: F401 - re-exported
@@ -26,8 +28,6 @@ OK_STATES = tuple(sorted(s.value for s in DONE_OK))  # succeeded, diverged
 
 def register(db: ResultsDB, plan: Plan, force: bool) -> RegisterResult:
     """Sweep row + one run row per expanded run; returns results_db.RegisterResult."""
-    import results_db
-
     counts = param_counts(plan.runs)
     new = []
     for r in plan.runs:
@@ -59,7 +59,6 @@ def run_submit(db_url: str, plan: Plan, *, force: bool, storage: Path, address: 
     ``stale_after`` seconds, or each attempt's own heartbeat-derived threshold when None),
     and pending/lost/failed runs are registered to run again. Runs another live driver holds
     are left to it and waited for, so the summary and exit code cover the whole sweep."""
-    import results_db
 
     db = results_db.open(db_url)
     # A killed earlier submit's attempts become lost: after each one's own threshold (a few
@@ -68,6 +67,8 @@ def run_submit(db_url: str, plan: Plan, *, force: bool, storage: Path, address: 
     if stale_after is not None:
         db.reconcile(stale_after_s=stale_after)
     res = register(db, plan, force)
+    res = requeue_other_code(db, plan, res, storage,
+                             lambda m: console.print(m, highlight=False))  # cached_by
     note = not_in_file_note(plan, db.runs(sweep=plan.spec.name, with_config=False,
                                           columns=["fingerprint", "variant"]))
     if note:

@@ -16,6 +16,7 @@ exclude: [{variant: sdpa_headwise, train.lr: 1e-3}]   # then drop rows matching 
 resources: {cpus: 1}                  # per trial (merged over base.resources)
 retries: 0                            # Tune FailureConfig(max_failures=...)
 max_concurrent: 2                     # default: what the cluster's CPUs/GPUs allow
+cached_by: config                     # what "already ran" means (CACHED_BY)
 ```
 Errors name FILE:LINE and the key path and say what was expected; nothing is written or
 scheduled for an invalid file.
@@ -24,8 +25,9 @@ scheduled for an invalid file.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
@@ -39,11 +41,16 @@ MAX_AXIS_VALUES = 1000
 MAX_LR = 10.0  # beyond this no optimiser setting trains: a typo (1e2 for 1e-2), not a ladder
 MAX_LR_DECADES = 6  # lr_ladder.max / lr_ladder.min at most 1e6
 _BASE_KEYS = ("model", "train", "data", "eval", "resources")
+# What makes a finished run a cache hit for `submit`: the same config (its fingerprint; the
+# default), or the same config trained by the current code version too
+# (contract.provenance.CodeVersion.key), so a trainer fix retrains the runs the old code made.
+# Fingerprints are the same either way.
+CachedBy = Literal["config", "config_and_code"]
+CACHED_BY: tuple[str, ...] = get_args(CachedBy)
 
 
 class LrLadder(StrictModel):
     """``steps`` learning rates spaced geometrically from ``min`` to ``max`` (inclusive)."""
-
     min: float = Field(gt=0, le=MAX_LR)
     max: float = Field(gt=0, le=MAX_LR)
     steps: int = Field(ge=2, le=MAX_AXIS_VALUES)
@@ -72,7 +79,6 @@ class LrLadder(StrictModel):
 
 class SweepSpec(StrictModel):
     """The sweep file; its numbers obey the same rule as the RunSpec's (contract.config)."""
-
     name: str = Field(pattern=NAME_PATTERN, max_length=100)
     description: str = ""
     base: dict[str, Any] = Field(default_factory=dict)
@@ -86,12 +92,11 @@ class SweepSpec(StrictModel):
     resources: Resources | None = None
     retries: int = Field(default=0, ge=0, le=100)
     max_concurrent: int | None = Field(default=None, ge=1, le=100_000)
+    cached_by: CachedBy = "config"
 
     @field_validator("variants")
     @classmethod
     def _variant_names(cls, v: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        import re
-
         for name in v:
             if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.]*", name):  # "$" allows a final \n
                 raise ValueError(f"variant name {name!r} must match [A-Za-z0-9][A-Za-z0-9_.]* "
