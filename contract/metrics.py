@@ -3,8 +3,15 @@
 Per-layer variants append ``/layer_{i}``; per-set validation PPL is ``val/<set>/ppl``;
 benchmarks are ``bench/<task>`` (the task's main metric: the first of its metric_list under its
 first filter) and ``bench/<task>/<metric>[/<filter>]`` for every metric it reports; long context
-is ``longctx/<method>/<factor>x/{ppl,tail_ppl,retrieval_acc}``.
+is ``longctx/<method>/<factor>x/{ppl,tail_ppl,retrieval_acc}``. Every name is spelled here:
+other modules use these constants, families and builders (tests/test_vocabulary.py).
 """
+
+import re
+
+# Families: a name's first segment with its "/", what lists group and filter names by.
+TRAIN, VAL, PROBE, STABILITY, BENCH, LONGCTX, PARAMS, COST, DATA = (
+    "train/", "val/", "probe/", "stability/", "bench/", "longctx/", "params/", "cost/", "data/")
 
 TRAIN_LOSS = "train/loss"
 TRAIN_LR = "train/lr"
@@ -32,12 +39,28 @@ def per_layer(name: str, layer: int) -> str:
 
 
 def val_set_ppl(set_name: str) -> str:
-    return f"val/{set_name}/ppl"
+    return f"{VAL}{set_name}/ppl"
 
 
-def bench(task: str) -> str:
-    return f"bench/{task}"
+def data_info(key: str) -> str:
+    """``data/<key>``: a summary of the run's data (data/train_tokens, data/val_bytes, ...)."""
+    return f"{DATA}{key}"
+
+
+def bench(task: str, metric: str | None = None, filt: str | None = None) -> str:
+    """``bench/<task>`` (the task's main metric), ``bench/<task>/<metric>[/<filter>]``."""
+    return "/".join(p for p in (f"{BENCH}{task}", metric, filt) if p)
+
+
+def is_bench_main(name: str) -> bool:
+    """``bench/<task>`` (the task's main metric), not ``bench/<task>/<metric>[/<filter>]``."""
+    return name.startswith(BENCH) and name.count("/") == 1
 
 
 def longctx(method: str, factor: int, metric: str = "ppl") -> str:
-    return f"longctx/{method}/{factor}x/{metric}"
+    return f"{LONGCTX}{method}/{factor}x/{metric}"
+
+
+# longctx(method, factor, kind) read back, for the kinds a table shows
+LONGCTX_NAME = re.compile(rf"^{LONGCTX}(?P<method>[^/]+)/(?P<factor>\d+)x/"
+                          r"(?P<kind>ppl|retrieval_acc)$")

@@ -15,12 +15,18 @@ from typing import Any, Literal
 
 import polars as pl
 
+from contract.metrics import (
+    BENCH,
+    FIRST_TOKEN_ATTENTION,
+    GATE_SCORE_MEAN,
+    LOSS_SPIKES,
+    MAX_ACTIVATION,
+    MAX_GRAD_NORM,
+    VAL_PPL,
+    is_bench_main,
+)
 from dashboard import longctx, paper
 from dashboard.tables import (
-    FIRST_ATTN,
-    GATE_SCORE,
-    MAX_ACT,
-    VAL_PPL,
     fmt_delta_ci,
     fmt_lr,
     fmt_mean_std,
@@ -40,10 +46,10 @@ KINDS: dict[str, str] = {
 }
 PROBE_COLUMNS: tuple[tuple[str, str, str], ...] = (
     # (our label, metric, Table 4 column)
-    ("Gate score", GATE_SCORE, "Gate score"), ("M-Act", MAX_ACT, "M-Act"),
-    ("F-Attn", FIRST_ATTN, "F-Attn"), ("PPL", VAL_PPL, "PPL"),
+    ("Gate score", GATE_SCORE_MEAN, "Gate score"), ("M-Act", MAX_ACTIVATION, "M-Act"),
+    ("F-Attn", FIRST_TOKEN_ATTENTION, "F-Attn"), ("PPL", VAL_PPL, "PPL"),
 )
-STABILITY_METRICS: tuple[str, ...] = ("stability/loss_spikes", "stability/max_grad_norm", VAL_PPL)
+STABILITY_METRICS: tuple[str, ...] = (LOSS_SPIKES, MAX_GRAD_NORM, VAL_PPL)
 SCALE_CAVEAT = ("The paper's figures come from a 15A2B MoE / 1.7B dense model trained on "
                 "400B-3.5T tokens: compare the DIRECTION of each effect (the 'Agree' column), "
                 "not the values.")
@@ -55,11 +61,6 @@ class AblationTable:
     numeric: pl.DataFrame  # one row per group, floats (CSV export)
     display: pl.DataFrame  # the same rows as strings (page, Markdown, LaTeX)
     baseline: str | None
-
-
-def is_bench_main(name: str) -> bool:
-    """``bench/<task>`` (the task's main metric), not ``bench/<task>/<metric>[/<filter>]``."""
-    return name.startswith("bench/") and name.count("/") == 1
 
 
 def metric_names(kind: str, available: list[str]) -> list[str]:
@@ -118,7 +119,7 @@ def _quality_rows(rows: list[dict[str, Any]], benches: list[str], with_paper: bo
                  r[f"{m}:delta_pct"], r[f"{m}:ci_low_pct"], r[f"{m}:ci_high_pct"]),
              "Verdict": r[f"{m}:verdict"] or "–"}
         for b in benches:
-            d[b.removeprefix("bench/")] = fmt_mean_std(r[f"{b}:mean"], r[f"{b}:std"])
+            d[b.removeprefix(BENCH)] = fmt_mean_std(r[f"{b}:mean"], r[f"{b}:std"])
         d["n"] = str(r[f"{m}:n"] or 0)
         if with_paper:
             pp = paper_ppl(r, tables)
@@ -176,10 +177,10 @@ def _stability_rows(rows: list[dict[str, Any]], msl: pl.DataFrame | None,
         div = sum(g["n_diverged"] or 0 for g in group)
         total = div + sum(g["n"] or 0 for g in group)
         d = {"Variant": variant, **label_columns(group[0]), "Diverged": f"{div}/{total}",
-             "Loss spikes": fmt_mean_std(best["stability/loss_spikes:mean"],
-                                         best["stability/loss_spikes:std"]),
-             "Max grad norm": fmt_mean_std(best["stability/max_grad_norm:mean"],
-                                           best["stability/max_grad_norm:std"]),
+             "Loss spikes": fmt_mean_std(best[f"{LOSS_SPIKES}:mean"],
+                                         best[f"{LOSS_SPIKES}:std"]),
+             "Max grad norm": fmt_mean_std(best[f"{MAX_GRAD_NORM}:mean"],
+                                           best[f"{MAX_GRAD_NORM}:std"]),
              "LRs": ", ".join(fmt_lr(g["lr"]) for g in sorted(group, key=lambda g: g["lr"] or 0)),
              "Best LR": fmt_lr(s.get("best_lr")), "Max stable LR": fmt_lr(s.get("max_stable_lr"))}
         if with_paper:

@@ -14,8 +14,10 @@ import altair as alt
 import numpy as np
 import polars as pl
 
+from dashboard.curvedata import colour_order
 from dashboard.palette import scale
 from dashboard.tables import fmt_verdict
+from results_db.analysis.stability import DIVERGED_SEEDS
 from results_db.vocab import verdict_kind
 
 # What a layered chart is typed as once `.properties()`/`.interactive()` ran (altair's stubs)
@@ -180,7 +182,6 @@ def curves(series: pl.DataFrame, y_title: str, colors: dict[str, str], *, x: str
     instead of the variant, in the key's numeric order."""
     scale = alt.Scale(type="log") if log_y else alt.Scale(zero=False)
     if color_by is not None:
-        from dashboard.curvedata import colour_order
         color = alt.Color("colour:N", title=color_by,
                           sort=colour_order(series["colour"].to_list()),
                           scale=alt.Scale(scheme="viridis"),
@@ -320,14 +321,14 @@ def vs_lr(curve: pl.DataFrame, y: str, title: str, colors: dict[str, str], *, lo
         tooltip=["variant", alt.Tooltip("lr:Q", format=".2e"),
                  alt.Tooltip(f"{y}:Q", format=".4g"),
                  "state" if "state" in curve.columns else "stable", "n",
-                 *(["diverged"] if "diverged" in curve.columns else [])]))
-    if diverged and "diverged" in curve.columns:  # a cross where a seed diverged
-        div = curve.filter(pl.col("diverged") > 0)
+                 *([DIVERGED_SEEDS] if DIVERGED_SEEDS in curve.columns else [])]))
+    if diverged and DIVERGED_SEEDS in curve.columns:  # a cross where a seed diverged
+        div = curve.filter(pl.col(DIVERGED_SEEDS) > 0)
         if div.height:
             layers.append(alt.Chart(div.to_pandas()).mark_point(
                 shape="cross", size=160, filled=True).encode(
                 x=x, y=alt.Y(f"{y}:Q", scale=scale), color=color,
-                tooltip=["variant", alt.Tooltip("lr:Q", format=".2e"), "diverged"]))
+                tooltip=["variant", alt.Tooltip("lr:Q", format=".2e"), DIVERGED_SEEDS]))
     if msl is not None and msl.height:
         layers.append(alt.Chart(msl.to_pandas()).mark_rule(strokeDash=[6, 4]).encode(
             x=alt.X("max_stable_lr:Q", scale=alt.Scale(type="log")), color=color,

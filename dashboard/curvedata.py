@@ -12,11 +12,13 @@ from typing import cast
 
 import polars as pl
 
+from contract.metrics import TRAIN
+
 GRID = 200  # common x bins for the seed mean: downsampled runs keep different steps
 # Smoothing is for dense, noisy series logged every few steps (training); an evaluation series
 # (val/*, probes) has a handful of points, and an EMA over 3-5 of them moves the last one far
 # from its value (a final val/loss of 1.465 read ~2.2): those are drawn as measured.
-SMOOTHABLE_PREFIXES: tuple[str, ...] = ("train/",)
+SMOOTHABLE_PREFIXES: tuple[str, ...] = (TRAIN,)
 
 
 def smoothable(name: str) -> bool:

@@ -15,6 +15,7 @@ import polars as pl
 import streamlit as st
 
 import results_db
+from contract.analysis_defaults import STABILITY_METRIC, STABILITY_TOL
 from dashboard import ablation
 from results_db.analysis.summary import verdict_sentence
 
@@ -151,7 +152,8 @@ def _effects(url: str, sweep: str, metric: str, version: tuple[int, ...]) -> pl.
     return open_db(url).effects(sweep, metric)
 
 
-def stability(url: str, sweep: str, metric: str = "val/loss", tol: float = 0.05) -> Any:
+def stability(url: str, sweep: str, metric: str = STABILITY_METRIC,
+              tol: float = STABILITY_TOL) -> Any:
     """db.stability: None for a sweep without an LR axis."""
     return _stability(url, sweep, metric, tol, sweep_state(url, sweep))
 

@@ -1,7 +1,7 @@
 """The long-context table (paper Table 5 style): one row per variant, one column per RoPE
 extension method and length factor found in the sweep's summaries.
 
-Metric names (trainer/longctx.py): ``longctx/<method>/<f>x/{ppl,tail_ppl,retrieval_acc}``.
+Metric names (contract/metrics.py): ``longctx/<method>/<f>x/{ppl,tail_ppl,retrieval_acc}``.
 The table shows ``ppl`` and ``retrieval_acc``; methods in the paper's order (none, linear, ntk,
 yarn; others after, by name), factors ascending. The paper's Table 5 reports RULER accuracy at
 4k-128k tokens on a 15A2B model, not PPL: it is not put beside ours.
@@ -9,13 +9,13 @@ yarn; others after, by name), factors ascending. The paper's Table 5 reports RUL
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from contract.metrics import LONGCTX_NAME
+
 METHOD_ORDER: tuple[str, ...] = ("none", "linear", "ntk", "yarn")
 SHOWN: tuple[str, ...] = ("ppl", "retrieval_acc")  # tail_ppl: in the DB, not in the table
-_NAME = re.compile(r"^longctx/(?P<method>[^/]+)/(?P<factor>\d+)x/(?P<kind>ppl|retrieval_acc)$")
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ def columns(names: Iterable[str]) -> list[LongCtxColumn]:
     columns, each by method (paper order) then factor."""
     found = []
     for name in set(names):
-        hit = _NAME.match(name)
+        hit = LONGCTX_NAME.match(name)
         if hit:
             found.append(LongCtxColumn(name, hit["method"], int(hit["factor"]), hit["kind"]))
 

@@ -14,13 +14,10 @@ from typing import Any
 
 import polars as pl
 
+from contract import metrics
+from contract.analysis_defaults import MIN_EFFECT
+from contract.metrics import VAL_PPL
 from dashboard.labels import activation_label, human_count, method_label, score_shape
-
-VAL_PPL = "val/ppl"
-VAL_LOSS = "val/loss"
-GATE_SCORE = "probe/gate_score_mean"
-MAX_ACT = "probe/max_activation"
-FIRST_ATTN = "probe/first_token_attention"
 
 
 def fmt_num(v: float | None) -> str:
@@ -99,7 +96,7 @@ def fmt_abs_delta_ci(delta: float | None, lo: float | None, hi: float | None) ->
     return f"{signed(delta)} [{signed(lo)}, {signed(hi)}]"
 
 
-def fmt_verdict(verdict: str | None, min_effect: float = 0.01) -> str:
+def fmt_verdict(verdict: str | None, min_effect: float = MIN_EFFECT) -> str:
     """The verdict as the page shows it: 'needs >= k seeds' says what k is for (an effect of
     ``min_effect``, db.leaderboard's default 1 %), so "-29.9 % ... needs >= 417 seeds" does
     not read as "this effect needs 417 seeds"."""
@@ -112,8 +109,9 @@ def fmt_verdict(verdict: str | None, min_effect: float = 0.01) -> str:
 
 # The metric picker's order: what a researcher ranks by first (validation and benchmark
 # quality), then the mechanistic probes and stability, then training, parameters and cost.
-METRIC_GROUPS: tuple[str, ...] = ("val/", "bench/", "longctx/", "probe/", "stability/", "train/",
-                                  "params/", "cost/", "data/")
+METRIC_GROUPS: tuple[str, ...] = (metrics.VAL, metrics.BENCH, metrics.LONGCTX, metrics.PROBE,
+                                  metrics.STABILITY, metrics.TRAIN, metrics.PARAMS, metrics.COST,
+                                  metrics.DATA)
 
 
 def metric_order(names: Sequence[str]) -> list[str]:

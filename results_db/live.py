@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, and_, func, select
 
+from contract.metrics import TRAIN_LOSS, TRAIN_TOKENS_PER_S
 from contract.states import LIVE, WAITING, parse_status, stale_after_s, status_group
 from results_db.schema import Attempt, Metric, Run, Sweep, utcnow
 
@@ -51,8 +52,8 @@ class LiveMixin:
             return pl.DataFrame(schema=_schema())
         now = utcnow()
         atts = {r["run_id"]: r for r in self._live_attempts(ids)}
-        loss = {r["run_id"]: r for r in self._latest_points(ids, "train/loss")}
-        tps = {r["run_id"]: r for r in self._latest_points(ids, "train/tokens_per_s")}
+        loss = {r["run_id"]: r for r in self._latest_points(ids, TRAIN_LOSS)}
+        tps = {r["run_id"]: r for r in self._latest_points(ids, TRAIN_TOKENS_PER_S)}
         first = {r["attempt_id"]: r["first_step"]
                  for r in self._first_steps([a["attempt_id"] for a in atts.values()])}
         rows = []
@@ -103,7 +104,7 @@ class LiveMixin:
         if not attempt_ids:
             return []
         return self._rows(select(Metric.attempt_id, func.min(Metric.step).label("first_step"))
-                          .where(Metric.attempt_id.in_(attempt_ids), Metric.name == "train/loss")
+                          .where(Metric.attempt_id.in_(attempt_ids), Metric.name == TRAIN_LOSS)
                           .group_by(Metric.attempt_id))
 
 

@@ -17,6 +17,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
+from contract.metrics import PARAMS_GATES, PARAMS_TOTAL
 from contract.states import CACHED, RunStatus, allowed, check_transition, parse_status
 from results_db import rollup
 from results_db.claims import ClaimMixin, NotFound, close_attempts
@@ -173,7 +174,7 @@ class WriterMixin(ClaimMixin):
                 set_={"value": ins.excluded.value, "attempt_id": ins.excluded.attempt_id})
             s.execute(stmt, rows)
             params = {col: int(v) for key, col in
-                      (("params/total", "params_total"), ("params/gates", "params_gates"))
+                      ((PARAMS_TOTAL, "params_total"), (PARAMS_GATES, "params_gates"))
                       if (v := values.get(key)) is not None and not math.isnan(float(v))}
             if params:
                 s.execute(update(Run).where(Run.id == run_id).values(**params))

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from contract import gate_dims
+from contract.metrics import BENCH
 from contract.states import CACHED, RunStatus
 
 # The gate dimension columns of `runs` (derived from model.gates by results_db/dims.py) plus
@@ -63,7 +64,7 @@ def verdict_kind(verdict: str | None) -> str | None:
 
 # Metric direction: quality metrics where higher is better; everything else (losses,
 # perplexities, spikes, activations, attention sink) is lower-is-better.
-_HIGHER_PREFIXES = ("bench/",)
+_HIGHER_PREFIXES = (BENCH,)
 _HIGHER_PARTS = ("acc", "exact_match", "retrieval", "f1", "tokens_per_s")
 _LOWER_PARTS = ("ppl", "perplexity", "loss", "bits_per_byte", "bpb")
 

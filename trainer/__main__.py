@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from contract.metrics import TRAIN, VAL
 from contract.reporter import MemoryReporter
 from trainer.runfile import load_spec
 
@@ -25,7 +26,7 @@ class PrintingReporter(MemoryReporter):
 
     def log(self, step: int, metrics: Mapping[str, float]) -> None:
         super().log(step, metrics)
-        shown = {k: v for k, v in metrics.items() if k.startswith(("train/", "val/"))}
+        shown = {k: v for k, v in metrics.items() if k.startswith((TRAIN, VAL))}
         if shown:
             text = "  ".join(f"{k}={v:.4g}" for k, v in sorted(shown.items()))
             print(f"step {step:>6}  {text}", flush=True)

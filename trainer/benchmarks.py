@@ -35,6 +35,7 @@ import yaml
 from torch import nn
 
 from contract.config import BenchmarkSpec
+from contract.metrics import bench as bench_name
 from trainer.tasks import TASKS_DIR
 
 log = logging.getLogger(__name__)
@@ -59,7 +60,7 @@ class BenchResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def summaries(self) -> dict[str, float]:
-        return {f"bench/{self.task}": self.value, **self.metrics}
+        return {bench_name(self.task): self.value, **self.metrics}
 
     def artifact(self) -> dict[str, Any]:
         return {"task": self.task, "metric": self.metric, "value": self.value,
@@ -179,8 +180,7 @@ def map_results(task: str, results: dict[str, Any], bench: BenchmarkSpec) -> Ben
     metrics = {}
     for key in keys:
         name, filt = key.split(",", 1)
-        suffix = "" if filt == filters[0] else f"/{filt}"
-        metrics[f"bench/{task}/{name}{suffix}"] = values[key]
+        metrics[bench_name(task, name, None if filt == filters[0] else filt)] = values[key]
     n = results.get("n-samples", {}).get(task, {}).get("effective", 0)
     return BenchResult(task=task, metric=primary.removesuffix(",none"), value=values[primary],
                        metrics=metrics, num_fewshot=bench.num_fewshot, limit=bench.limit,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from contract.metrics import data_info
 from trainer.datacheck import check
 
 __all__ = ["check", "data_summary", "data_artifact", "build_data", "build_source",
@@ -27,14 +28,13 @@ __all__ = ["check", "data_summary", "data_artifact", "build_data", "build_source
 _TORCH_NAMES = {"build_data", "build_source", "ppl_set_config", "DataStream", "SyntheticSource",
                 "ArraySource", "Batch", "_DATA_SEED", "_generator"}
 
-DATA_PREFIX = "data/"  # summaries: data/train_tokens, data/val_tokens, data/train_bytes, ...
 _NUMERIC_INFO = ("files", "train_files", "val_files", "train_bytes", "val_bytes", "bytes",
                  "train_tokens", "val_tokens", "skipped_non_utf8")
 
 
 def data_summary(info: dict[str, object]) -> dict[str, float]:
     """The numeric part of a stream's ``info`` as run summaries (``data/<name>``)."""
-    return {DATA_PREFIX + k: float(info[k]) for k in _NUMERIC_INFO  # type: ignore[arg-type]
+    return {data_info(k): float(info[k]) for k in _NUMERIC_INFO  # type: ignore[arg-type]
             if isinstance(info.get(k), (int, float)) and not isinstance(info.get(k), bool)}
 
 

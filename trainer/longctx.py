@@ -11,7 +11,7 @@ extension method:
   the training length ("dynamic" scaling per length). At 1x every method is plain RoPE, so it
   is evaluated once and reported under each method.
 
-Metrics, summary names ``longctx/<method>/<f>x/<metric>`` (``longctx_name`` below):
+Metrics, summary names ``longctx/<method>/<f>x/<metric>`` (contract.metrics.longctx):
 - ``ppl``: exp of the mean next-token cross-entropy over the whole sequence;
 - ``tail_ppl``: the same over the last ``train.seq_len`` positions only, the part that lies
   wholly beyond the trained positions (at 1x equal to ``ppl``);
@@ -34,6 +34,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from contract.config import LongContextConfig, RunSpec
+from contract.metrics import longctx
 from trainer.data import DataStream, build_source
 from trainer.rope import RopeMethod, RopeScaling
 
@@ -53,10 +54,6 @@ def model_logits(model: nn.Module, idx: torch.Tensor) -> torch.Tensor:
     out = model(idx)
     logits = out.logits if hasattr(out, "logits") else out
     return logits.float()
-
-
-def longctx_name(method: str, factor: int, metric: str) -> str:
-    return f"longctx/{method}/{factor}x/{metric}"
 
 
 def scaling_for(method: RopeMethod, factor: int, train_len: int) -> RopeScaling | None:
@@ -178,7 +175,7 @@ def evaluate_longctx(model: nn.Module, spec: RunSpec, cfg: LongContextConfig | N
                     done[scaling] = evaluate_length(model, batches, train_len,
                                                     spec.model.vocab_size, cfg.retrieval, device)
                 for metric, value in done[scaling].items():
-                    results[longctx_name(method, factor, metric)] = value
+                    results[longctx(method, factor, metric)] = value
     finally:
         cast("GatedLM", model).set_rope_scaling(previous)
         model.train(was_training)

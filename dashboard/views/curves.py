@@ -11,17 +11,20 @@ from __future__ import annotations
 import polars as pl
 import streamlit as st
 
+from contract import metrics
+from contract.states import RunStatus
 from dashboard import charts, curvedata, data, palette
 from dashboard.mdtext import md
 from dashboard.tables import fmt_lr, row_labels
 from dashboard.views.common import follow_new, show_chart, watch
 
-CURVES: dict[str, str] = {"train/loss": "training loss", "val/loss": "validation loss",
-                          "val/ppl": "validation perplexity", "train/lr": "learning rate",
-                          "train/grad_norm": "grad norm", "train/tokens_per_s": "tokens/s",
-                          "probe/max_activation": "max |activation|",
-                          "probe/first_token_attention": "first-token attention"}
-DEFAULT_CURVES = ("train/loss", "val/loss")
+CURVES: dict[str, str] = {metrics.TRAIN_LOSS: "training loss", metrics.VAL_LOSS: "validation loss",
+                          metrics.VAL_PPL: "validation perplexity",
+                          metrics.TRAIN_LR: "learning rate", metrics.TRAIN_GRAD_NORM: "grad norm",
+                          metrics.TRAIN_TOKENS_PER_S: "tokens/s",
+                          metrics.MAX_ACTIVATION: "max |activation|",
+                          metrics.FIRST_TOKEN_ATTENTION: "first-token attention"}
+DEFAULT_CURVES = (metrics.TRAIN_LOSS, metrics.VAL_LOSS)
 MAX_RUNS = 100
 MAX_VARIANTS = 20
 MAX_OPTIONS = 500
@@ -35,7 +38,7 @@ def _run_labels(runs: pl.DataFrame) -> dict[int, str]:
 
 def default_runs(runs: pl.DataFrame) -> list[int]:
     """Every run that has started (all variants, all LRs), up to MAX_RUNS."""
-    started = runs.filter(pl.col("status") != "pending").sort("id")
+    started = runs.filter(pl.col("status") != RunStatus.PENDING).sort("id")
     return started["id"].head(MAX_RUNS).to_list()
 
 
@@ -106,7 +109,7 @@ def render(url: str, sweep: str) -> None:  # app.py: these pages need a sweep
     if not picked or not opts["names"]:
         st.info("Pick at least one run and one metric.")
         return
-    live = runs.filter(pl.col("id").is_in(picked) & (pl.col("status") == "running")).height
+    live = runs.filter(pl.col("id").is_in(picked) & (pl.col("status") == RunStatus.RUNNING)).height
     draw = st.fragment(run_every=LIVE_REFRESH_S if live else None)(_draw)
     draw(url, sweep, tuple(sorted(picked)), opts, points)
     if live:
@@ -142,7 +145,7 @@ def _draw(url: str, sweep: str, picked: tuple[int, ...], opts: dict, max_points:
                        + (" (tokens need the runs' RunSpec)" if opts["x"] == "tokens" else "."))
             continue
         spikes = None
-        if name == "train/loss":
+        if name == metrics.TRAIN_LOSS:
             raw_runs = curvedata.per_run(pts, names).drop("lr").rename(
                 {"series": "run", "x": "step"})
             spikes = charts.mark_spikes(raw_runs).rename({"run": "series", "step": "x"})

@@ -15,12 +15,12 @@ import urllib.parse
 import polars as pl
 import streamlit as st
 
+from contract.analysis_defaults import METRIC
 from contract.metrics import PARAMS_TOTAL, TOKENS, WALL_S
 from dashboard import charts, compare, data, palette
 from dashboard.mdtext import code, md
 from dashboard.status import STATES, nothing_to_rank, unranked_variants
 from dashboard.tables import (
-    VAL_PPL,
     apply_filters,
     fmt_abs_delta_ci,
     fmt_delta_ci,
@@ -33,7 +33,9 @@ from dashboard.tables import (
 )
 from dashboard.views.common import show_chart, show_rows, table_height, watch
 from results_db.analysis.bestlr import best_vs_best
-from results_db.vocab import higher_is_better, verdict_kind
+from results_db.analysis.columns import FIRST_STAT
+from results_db.analysis.compare import seed_deltas as run_deltas
+from results_db.vocab import RESULT_STATES, higher_is_better, verdict_kind
 
 # verdict order of the "by verdict" sort: the conclusions first, the reference, then the rest
 _VERDICT_ORDER = ("better", "baseline", "within noise", "needs", "n = 1", "no data", "worse")
@@ -67,7 +69,7 @@ def display_frame(board: pl.DataFrame, url_of: dict[str, str] | None = None,
     if "row" not in board.columns:
         board = board.with_columns(row_labels(board))
     lo = board.columns.index("lr") + 1 if "lr" in board.columns else 2
-    dims = board.columns[lo:board.columns.index("n")]
+    dims = board.columns[lo:board.columns.index(FIRST_STAT)]
     rows = []
     for r in board.iter_rows(named=True):
         row = {"rank": "" if r["rank"] is None else str(r["rank"]),
@@ -101,7 +103,7 @@ def _seeds_for_delta(r: dict) -> str:
 def _filters(board: pl.DataFrame) -> dict[str, list[str]]:
     """One multiselect per dimension column that varies in this sweep."""
     lo = board.columns.index("lr") if "lr" in board.columns else 2
-    dims = [c for c in board.columns[lo:board.columns.index("n")]
+    dims = [c for c in board.columns[lo:board.columns.index(FIRST_STAT)]
             if board[c].cast(pl.String).n_unique() > 1]
     chosen: dict[str, list[str]] = {}
     if not dims:
@@ -173,20 +175,18 @@ def cost_columns(url: str, sweep: str, states: tuple[str, ...]) -> dict[str, dic
 
 def seed_deltas(url: str, sweep: str, metric: str, board: pl.DataFrame,
                 states: tuple[str, ...]) -> pl.DataFrame:
-    """(row, variant, seed, delta_pct): each run's value relative to its row's baseline mean (the
-    row's mean - Δ), for the dots beside each mean ± CI."""
+    """(row, variant, seed, delta_pct): each run's change vs its row's baseline mean, in % as
+    results_db computes every delta_pct (results_db.analysis.compare.seed_deltas), for the dots
+    beside each mean ± CI."""
     runs = data.runs(url, sweep).filter(pl.col("status").is_in(list(states)))
     vals = data.summaries(url, sweep, (metric,)).filter(pl.col("name") == metric)
-    ref = board.filter(~pl.col("is_baseline") & pl.col("delta").is_not_null()).select(
-        "group_key", "row", "variant", base=pl.col("mean") - pl.col("delta"))
     # cast: an empty read has untyped (Null) columns, which do not join
     ids = runs.select(pl.col("id").cast(pl.Int64).alias("run_id"),
                       pl.col("group_key").cast(pl.String), "seed")
-    joined = vals.with_columns(pl.col("run_id").cast(pl.Int64)).join(ids, on="run_id") \
-        .join(ref.with_columns(pl.col("group_key").cast(pl.String)), on="group_key")
-    return joined.filter(pl.col("base") != 0).select(
-        "row", "variant", "seed",
-        delta_pct=100.0 * (pl.col("value") - pl.col("base")) / pl.col("base"))
+    values = vals.with_columns(pl.col("run_id").cast(pl.Int64)).join(ids, on="run_id")
+    labels = board.select(pl.col("group_key").cast(pl.String), "row", "variant")
+    return run_deltas(board, values.select("group_key", "seed", "value")) \
+        .join(labels, on="group_key").select("row", "variant", "seed", "delta_pct")
 
 
 def _table(board: pl.DataFrame, url: str, sweep: str, states: tuple[str, ...]) -> None:
@@ -214,16 +214,17 @@ def _table(board: pl.DataFrame, url: str, sweep: str, states: tuple[str, ...]) -
 def render(url: str, sweep: str) -> None:  # app.py: these pages need a sweep
     st.header(f"Leaderboard — {md(sweep)}")
     watch(url, sweep, "lb")
-    names = metric_order(data.summary_names(url, sweep)) or [VAL_PPL]
+    names = metric_order(data.summary_names(url, sweep)) or [METRIC]
     c1, c2, c3, c4 = st.columns([2, 1, 2, 1])
-    metric = c1.selectbox("Metric", names, index=names.index(VAL_PPL) if VAL_PPL in names else 0,
+    metric = c1.selectbox("Metric", names, index=names.index(METRIC) if METRIC in names else 0,
                           key="lb_metric")
     # keyed per metric: each metric keeps its own direction, defaulting to the natural one
     ascending = c2.toggle("Lower is better", value=default_ascending(metric),
                           key=f"lb_asc_{metric}")
-    states = c3.multiselect("Run states", list(STATES), default=["succeeded"], key="lb_states")
+    states = c3.multiselect("Run states", list(STATES), default=list(RESULT_STATES),
+                            key="lb_states")
     order = c4.radio("Sort", ["verdict", "rank"], horizontal=True, key="lb_sort")
-    key = tuple(states or ["succeeded"])
+    key = tuple(states or RESULT_STATES)
     board = data.leaderboard(url, sweep, metric, ascending, key)
     if board.is_empty() or board["mean"].is_null().all():
         st.info(nothing_to_rank(data.runs(url, sweep), key, metric))

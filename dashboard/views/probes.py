@@ -7,15 +7,18 @@ from __future__ import annotations
 import polars as pl
 import streamlit as st
 
+from contract.metrics import FIRST_TOKEN_ATTENTION, GATE_SCORE_MEAN, MAX_ACTIVATION, VAL_PPL
+from contract.states import RunStatus
 from dashboard import charts, data, palette
 from dashboard.mdtext import md
-from dashboard.tables import FIRST_ATTN, GATE_SCORE, MAX_ACT, VAL_PPL, fmt_lr, row_labels
+from dashboard.tables import fmt_lr, row_labels
 from dashboard.views.common import show_chart, watch
+from results_db.vocab import RESULT_STATES
 
-PER_LAYER: dict[str, str] = {FIRST_ATTN: "first-token attention (attention sink)",
-                             MAX_ACT: "max |activation| (massive activations, log scale)",
-                             GATE_SCORE: "mean gate score"}
-LOG_SCALE = (MAX_ACT,)  # a 120k line must not flatten the ~1k ones
+PER_LAYER: dict[str, str] = {FIRST_TOKEN_ATTENTION: "first-token attention (attention sink)",
+                             MAX_ACTIVATION: "max |activation| (massive activations, log scale)",
+                             GATE_SCORE_MEAN: "mean gate score"}
+LOG_SCALE = (MAX_ACTIVATION,)  # a 120k line must not flatten the ~1k ones
 
 
 MAX_DEFAULT = 30  # rows drawn by default (all of a 16-variant sweep); more are picked by hand
@@ -25,7 +28,7 @@ STACK_ABOVE = 6  # more rows than this: one full-width chart per probe, not thre
 def run_rows(runs: pl.DataFrame) -> pl.DataFrame:
     """(id, variant, row, lr) of the succeeded runs: row = variant (+ '@ lr=..' when several),
     lr as text ('3e-3') for the LR dash."""
-    ok = runs.filter(pl.col("status") == "succeeded")
+    ok = runs.filter(pl.col("status") == RunStatus.SUCCEEDED)
     return ok.with_columns(row_labels(ok)).select(
         "id", "variant", "row", pl.col("lr").map_elements(fmt_lr, return_dtype=pl.String))
 
@@ -86,7 +89,7 @@ def _ranked(url: str, sweep: str | None) -> list[str]:
     """The leaderboard's rows (val/ppl, best first); [] before anything finished."""
     if sweep is None or VAL_PPL not in data.summary_names(url, sweep):
         return []
-    board = data.leaderboard(url, sweep, VAL_PPL, True, ("succeeded",))
+    board = data.leaderboard(url, sweep, VAL_PPL, True, RESULT_STATES)
     return row_labels(board).to_list() if board.height else []
 
 

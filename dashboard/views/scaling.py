@@ -11,6 +11,8 @@ import altair as alt
 import polars as pl
 import streamlit as st
 
+from contract.analysis_defaults import METRIC
+from contract.metrics import VAL
 from dashboard import data, palette
 from dashboard.charts import LEGEND, Layered
 from dashboard.mdtext import md
@@ -64,8 +66,8 @@ def delta_chart(points: pl.DataFrame, x: str, metric: str, colors: dict[str, str
 
 
 def _metric(url: str, sweep: str) -> str:
-    names = [n for n in data.summary_names(url, sweep) if n.startswith("val/")] or ["val/ppl"]
-    default = names.index("val/ppl") if "val/ppl" in names else 0
+    names = [n for n in data.summary_names(url, sweep) if n.startswith(VAL)] or [METRIC]
+    default = names.index(METRIC) if METRIC in names else 0
     return str(st.selectbox("Metric", names, index=default, key="sc_metric"))
 
 

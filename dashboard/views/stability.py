@@ -10,12 +10,14 @@ from typing import cast
 import polars as pl
 import streamlit as st
 
+from contract.analysis_defaults import STABILITY_METRIC, STABILITY_TOL
 from dashboard import charts, data, palette
 from dashboard.mdtext import md
 from dashboard.tables import fmt_delta_ci, fmt_lr, fmt_num, fmt_verdict
 from dashboard.views.common import show_chart, table_height, watch
+from results_db.analysis.stability import DIVERGED_SEEDS
 
-TOLERANCES = (0.02, 0.05, 0.10, 0.20)
+TOLERANCES = tuple(sorted({0.02, STABILITY_TOL, 0.10, 0.20}))
 
 
 def has_lr_axis(url: str, sweep: str) -> bool:
@@ -75,7 +77,7 @@ def lr_states(curve: pl.DataFrame, summary: pl.DataFrame) -> pl.DataFrame:
     as instability -- drawing it hollow read as "unstable")."""
     best = summary.select("lr_group_key", "best_lr")
     out = curve.join(best, on="lr_group_key", how="left")
-    below = (pl.col("diverged").fill_null(0) == 0) & pl.col("best_lr").is_not_null() \
+    below = (pl.col(DIVERGED_SEEDS).fill_null(0) == 0) & pl.col("best_lr").is_not_null() \
         & (pl.col("lr") < pl.col("best_lr")) & ~pl.col("stable")
     return out.with_columns(state=pl.when(pl.col("stable")).then(pl.lit("stable"))
                             .when(below).then(pl.lit(UNDER))
@@ -85,9 +87,9 @@ def lr_states(curve: pl.DataFrame, summary: pl.DataFrame) -> pl.DataFrame:
 def render_view(url: str, sweep: str, key: str = "st") -> bool:
     """Draw the view; False (and nothing drawn) for a sweep without an LR axis."""
     c1, c2 = st.columns([1, 3])
-    tol = c1.select_slider("Tolerance", TOLERANCES, value=0.05, key=f"{key}_tol",
+    tol = c1.select_slider("Tolerance", TOLERANCES, value=STABILITY_TOL, key=f"{key}_tol",
                            format_func=lambda t: f"{t:.0%}")
-    stab = data.stability(url, sweep, "val/loss", tol)
+    stab = data.stability(url, sweep, STABILITY_METRIC, tol)
     if stab is None:
         return False
     c2.info(f"**Max stable LR rule** (tolerance {tol:.0%}): {stab.rule}")

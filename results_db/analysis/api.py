@@ -8,15 +8,31 @@ the dashboard, benchmarks/reproduction_table.py -- calls these methods or those 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
+from contract.analysis_defaults import METRIC, MIN_EFFECT, STABILITY_METRIC, STABILITY_TOL
+from contract.config import RunSpec
+from contract.flops import flops_per_token
+from contract.metrics import (
+    FIRST_TOKEN_ATTENTION,
+    GATE_SCORE_MEAN,
+    LOSS_SPIKES,
+    MAX_ACTIVATION,
+    VAL_LOSS,
+    VAL_PPL,
+)
+from contract.params import count
 from results_db.analysis.baseline import pick_baseline
+from results_db.analysis.columns import HEAD, STAT_COLUMNS, TAIL
 from results_db.analysis.compare import compare, rank, varying
 from results_db.analysis.effects import main_effects
-from results_db.analysis.scaling import Scaling
+from results_db.analysis.scaling import Scaling, scaling
 from results_db.analysis.stability import EXTRA_METRICS, Stability, analyse
 from results_db.analysis.summary import effects_sentence, verdict_sentence
+from results_db.analysis.table import ablation
+from results_db.frames import RUN_KEYS, first_runs, group_info, runs_wide
 from results_db.vocab import RESULT_STATES, higher_is_better
 
 if TYPE_CHECKING:
@@ -26,18 +42,10 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
 
 ABLATION_METRICS: tuple[str, ...] = (
-    "val/ppl", "val/loss", "probe/first_token_attention", "probe/max_activation",
-    "probe/gate_score_mean", "stability/loss_spikes")
-# Leaderboard columns in contract order; the dimension columns that vary go after "lr".
-HEAD = ("rank", "variant", "lr")
-STATS = ("n", "mean", "std", "is_baseline", "delta", "delta_pct", "ci_low", "ci_high",
-         "ci_low_pct", "ci_high_pct", "ci_method", "verdict", "seeds_needed")
-STABILITY_METRIC, STABILITY_TOL = "val/loss", 0.05  # the LR rule's defaults
+    VAL_PPL, VAL_LOSS, FIRST_TOKEN_ATTENTION, MAX_ACTIVATION, GATE_SCORE_MEAN, LOSS_SPIKES)
 # What compare.py and stability.py read of each run (frames.RUN_KEYS: fewer cells, faster).
 COMPARE_KEYS = ("run_id", "group_key", "seed", "status")
 LADDER_KEYS = ("run_id", "lr_group_key", "variant", "lr", "seed", "status")
-TAIL = ("metric", "baseline", "n_diverged", "group_key", "lr_group_key", "params_total",
-        "params_gates", "seeds_observed")
 
 
 class AnalysisMixin:
@@ -57,7 +65,6 @@ class AnalysisMixin:
         """The sweep's baseline variant (results_db.analysis.baseline.pick_baseline) over all
         its runs, whatever their state; None when no variant qualifies. The rule looks at
         each variant's first run only, so only those are read."""
-        from results_db.frames import first_runs
 
         return pick_baseline(first_runs(self.reader, sweep))
 
@@ -65,7 +72,6 @@ class AnalysisMixin:
               stability: bool = False) -> tuple[pl.DataFrame, pl.DataFrame]:
         """(runs x metrics, wide; the seed groups' labels): one read serves every table;
         the LR ladders' columns only when ``stability`` needs them."""
-        from results_db.frames import RUN_KEYS, group_info, runs_wide
 
         keys = RUN_KEYS if stability else COMPARE_KEYS
         return (runs_wide(self.reader, sweep, metrics, keys=keys),
@@ -77,7 +83,7 @@ class AnalysisMixin:
         return compare(runs, info, metric, self.baseline(sweep), states=states,
                        min_effect=min_effect, higher=higher)
 
-    def leaderboard(self, sweep: str, metric: str = "val/ppl", *, min_effect: float = 0.01,
+    def leaderboard(self, sweep: str, metric: str = METRIC, *, min_effect: float = MIN_EFFECT,
                     states: Sequence[str] = RESULT_STATES,
                     ascending: bool | None = None) -> pl.DataFrame:
         """One row per (variant, learning rate) seed group, best first: rank, variant, lr,
@@ -92,25 +98,24 @@ class AnalysisMixin:
         higher = higher_is_better(metric) if ascending is None else not ascending
         t = self._compare(sweep, metric, min_effect, states, higher)
         t = t.with_columns(rank=rank(t, higher))
-        cols = [*HEAD, *varying(t), *STATS, *TAIL]
+        cols = [*HEAD, *varying(t), *STAT_COLUMNS, *TAIL]
         return t.select(cols).sort(pl.col("rank"), "variant", "lr", nulls_last=True)
 
-    def verdict_summary(self, sweep: str, metric: str = "val/ppl", *,
-                        min_effect: float = 0.01) -> str:
+    def verdict_summary(self, sweep: str, metric: str = METRIC, *,
+                        min_effect: float = MIN_EFFECT) -> str:
         """The leaderboard in one sentence: "3 of 15 variants beat the baseline beyond
         noise; ..." (results_db/analysis/summary.py)."""
         board = self.leaderboard(sweep, metric, min_effect=min_effect)
         return verdict_sentence(board, sweep, metric)
 
     def ablation_table(self, sweep: str, metrics: Sequence[str] = ABLATION_METRICS, *,
-                       min_effect: float = 0.01,
+                       min_effect: float = MIN_EFFECT,
                        states: Sequence[str] = RESULT_STATES) -> pl.DataFrame:
         """One row per seed group (baseline first, then declared order): variant, lr, all
         dimension columns, n, n_diverged, is_baseline, and per metric ``<m>:<column>`` for
         n, mean, std, delta, delta_pct, ci_low/high(_pct), ci_method, verdict, seeds_needed,
         plus ``<m>:text`` ("12.3 ± 0.41"). With an LR axis, the ladder's max_stable_lr.
         One read of the runs serves every metric and the stability summary."""
-        from results_db.analysis.table import ablation
 
         if not metrics:
             raise ValueError("ablation_table: metrics is empty; give at least one name")
@@ -122,7 +127,7 @@ class AnalysisMixin:
         ladders = _ladders(analyse(runs, STABILITY_METRIC, STABILITY_TOL))
         return ablation(tables, list(metrics), ladders)
 
-    def effects(self, sweep: str, metric: str = "val/ppl", *, min_effect: float = 0.01,
+    def effects(self, sweep: str, metric: str = METRIC, *, min_effect: float = MIN_EFFECT,
                 states: Sequence[str] = RESULT_STATES) -> pl.DataFrame:
         """Main effects: per (learning rate, dimension, value), the estimated marginal mean
         of the change vs the baseline from an OLS fit over the runs, with a 95 % CI
@@ -134,13 +139,13 @@ class AnalysisMixin:
                         min_effect=min_effect, higher=higher)
         return main_effects(table, runs, metric, higher, min_effect, states)
 
-    def effects_summary(self, sweep: str, metric: str = "val/ppl", *,
-                        min_effect: float = 0.01) -> str:
+    def effects_summary(self, sweep: str, metric: str = METRIC, *,
+                        min_effect: float = MIN_EFFECT) -> str:
         """The main effects in words (results_db/analysis/summary.py effects_sentence)."""
         return effects_sentence(self.effects(sweep, metric, min_effect=min_effect), sweep,
                                 metric)
 
-    def scaling(self, sweep: str, metric: str = "val/ppl", *,
+    def scaling(self, sweep: str, metric: str = METRIC, *,
                 states: Sequence[str] = RESULT_STATES) -> Scaling:
         """Does each variant's delta hold with scale (results_db/analysis/scaling.py)?
         ``.points``: per (group, evaluation step) the paired delta vs the baseline with a 95 %
@@ -149,8 +154,6 @@ class AnalysisMixin:
         variant, across the sizes) with CIs, the iso-FLOP delta, and one sentence each."""
         import polars as pl
 
-        from results_db.analysis.scaling import scaling
-        from results_db.frames import group_info, runs_wide
 
         runs = runs_wide(self.reader, sweep, [], keys=COMPARE_KEYS)
         series = self.metrics(runs["run_id"].to_list(), names=[metric]) if runs.height else \
@@ -163,14 +166,10 @@ class AnalysisMixin:
         """Per seed group: tokens per step, parameters (contract/params.py) and training FLOPs
         per token (contract/flops.py) from its first run's config; null where that config is
         not a valid RunSpec."""
-        import json
 
         import polars as pl
         from pydantic import ValidationError
 
-        from contract.config import RunSpec
-        from contract.flops import flops_per_token
-        from contract.params import count
 
         runs = self.runs(sweep, columns=["id", "group_key"]).unique("group_key", keep="first")
         rows: list[tuple[Any, int | None, int | None, float | None]] = []
@@ -199,7 +198,6 @@ class AnalysisMixin:
           seed_msls;
         - ``.per_seed`` per (ladder, seed): best_lr, max_stable_lr;
         - ``.rule`` and ``.sentence`` (the outcome in words, with seed agreement and CIs)."""
-        from results_db.frames import group_info, runs_wide
 
         runs = runs_wide(self.reader, sweep, [metric, *EXTRA_METRICS])
         info = group_info(self.reader, sweep)
@@ -209,8 +207,6 @@ class AnalysisMixin:
         return st if _ladders(st) is not None else None
 
     def _stability(self, sweep: str, metric: str, tol: float) -> Stability:
-        from results_db.frames import runs_wide
-
         runs = runs_wide(self.reader, sweep, [metric, *EXTRA_METRICS], keys=LADDER_KEYS)
         return analyse(runs, metric, tol)
 

@@ -23,7 +23,9 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from contract.analysis_defaults import MIN_EFFECT
 from contract.states import parse_status
+from results_db.analysis.columns import STAT_COLUMNS, STATS
 from results_db.analysis.stats import seeds_needed_many, t_column
 from results_db.analysis.verdict import verdict_expr
 from results_db.vocab import DIMENSIONS, GATE_DIMENSIONS, RESULT_STATES, higher_is_better
@@ -33,8 +35,6 @@ if TYPE_CHECKING:
 
 INFO = ("variant", "lr", "lr_group_key", *[d for d in DIMENSIONS if d != "lr"], "n_gates",
         "params_total", "params_gates")
-STAT_COLUMNS = ("n", "mean", "std", "is_baseline", "delta", "delta_pct", "ci_low", "ci_high",
-                "ci_low_pct", "ci_high_pct", "ci_method", "verdict", "seeds_needed")
 _NUL = "\u0000"  # a null cell in a match key: null matches null, as in Python's ==
 
 
@@ -152,7 +152,7 @@ def _ci(t: pl.DataFrame, paired_diffs: pl.DataFrame) -> pl.DataFrame:
 
 
 def compare(runs: pl.DataFrame, info: pl.DataFrame, metric: str, baseline: str | None, *,
-            states: Sequence[str] = RESULT_STATES, min_effect: float = 0.01,
+            states: Sequence[str] = RESULT_STATES, min_effect: float = MIN_EFFECT,
             higher: bool | None = None) -> pl.DataFrame:
     """Per group (declared order): group_key, INFO, n_diverged, STAT_COLUMNS, metric,
     baseline. ``runs``: one row per run (run_id, group_key, seed, status and a ``metric``
@@ -206,20 +206,39 @@ def _judge(t: pl.DataFrame, higher: bool, min_effect: float) -> pl.DataFrame:
     obs = t.select(pl.when(effect > 0).then(pl.col("_rel") / effect)).to_series()
     t = t.with_columns(seeds_observed=pl.when(obs.is_not_null()).then(
         seeds_needed_many(obs, 1.0, t["ci_method"] == "paired")))
-    pct = {f"{c}_pct": pl.when(bmean != 0).then(100.0 * pl.col(c) / bmean.abs())
-           for c in ("delta", "ci_low", "ci_high")}
+    pct = {f"{c}_pct": pct_of_base(pl.col(c), bmean) for c in ("delta", "ci_low", "ci_high")}
     return t.with_columns(**pct).with_columns(
         verdict=verdict_expr(higher_is_better=higher, min_effect=min_effect))
+
+
+def pct_of_base(value: pl.Expr, base_mean: pl.Expr) -> pl.Expr:
+    """THE percentage rule of every ``*_pct`` value: 100 * value / |baseline mean| (a negative
+    mean keeps the sign of the change and low <= high); null when the baseline mean is 0."""
+    import polars as pl
+
+    return pl.when(base_mean != 0).then(100.0 * value / base_mean.abs())
+
+
+def seed_deltas(board: pl.DataFrame, values: pl.DataFrame) -> pl.DataFrame:
+    """Each run's own change vs its row's baseline mean, in % by the rule of delta_pct
+    (pct_of_base): (group_key, seed, delta_pct) for the runs in ``values`` (group_key, seed,
+    value) of the non-baseline rows of ``board`` (a leaderboard: group_key, is_baseline, mean,
+    delta) that have a delta; none where the baseline mean is 0. The dashboard draws them as
+    the dots beside each mean and CI."""
+    import polars as pl
+
+    ref = board.filter(~pl.col("is_baseline") & pl.col("delta").is_not_null()).select(
+        pl.col("group_key").cast(pl.String), base=pl.col("mean") - pl.col("delta"))
+    joined = values.with_columns(pl.col("group_key").cast(pl.String)).join(ref, on="group_key")
+    return joined.filter(pl.col("base") != 0).select(
+        "group_key", "seed",
+        delta_pct=pct_of_base(pl.col("value") - pl.col("base"), pl.col("base")))
 
 
 def _frame(table: pl.DataFrame | None) -> pl.DataFrame:
     import polars as pl
 
-    schema = {"n": pl.Int64, "mean": pl.Float64, "std": pl.Float64, "is_baseline": pl.Boolean,
-              **{c: pl.Float64 for c in STAT_COLUMNS if c.startswith(("delta", "ci_")) and
-                 c != "ci_method"},
-              "ci_method": pl.String, "verdict": pl.String, "seeds_needed": pl.Int64,
-              "seeds_observed": pl.Int64,
+    schema = {**{s.name: getattr(pl, s.dtype) for s in STATS}, "seeds_observed": pl.Int64,
               "lr": pl.Float64, "variant": pl.String, "group_key": pl.String,
               "n_diverged": pl.Int64, "metric": pl.String, "baseline": pl.String}
     if table is None:

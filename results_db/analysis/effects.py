@@ -38,6 +38,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from contract.analysis_defaults import MIN_EFFECT
 from results_db.analysis.compare import _key, match_axes, varying
 from results_db.analysis.stats import LEVEL, t_quantile
 from results_db.vocab import DIMENSIONS, RESULT_STATES
@@ -214,7 +215,7 @@ def _verdict(low: float | None, high: float | None, n_groups: int, higher: bool,
 
 
 def main_effects(table: pl.DataFrame, runs: pl.DataFrame, metric: str, higher: bool,
-                 min_effect: float = 0.01,
+                 min_effect: float = MIN_EFFECT,
                  states: Sequence[str] = RESULT_STATES) -> pl.DataFrame:
     """``table``: compare.compare() output (one row per group, with is_baseline, mean,
     delta_pct and the dimension columns); ``runs``: the runs frame it was computed from

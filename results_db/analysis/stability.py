@@ -42,16 +42,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from contract.analysis_defaults import STABILITY_METRIC, STABILITY_TOL
+from contract.metrics import DIVERGED, LOSS_SPIKES, MAX_ACTIVATION
+from contract.states import RunStatus as S
 from results_db.analysis.stats import t_column
 from results_db.vocab import DIMENSIONS, RESULT_STATES, higher_is_better
 
 if TYPE_CHECKING:
     import polars as pl
 
-DIVERGED_FLAG = "stability/diverged"
-SPIKES = "stability/loss_spikes"
-MAX_ACT = "probe/max_activation"
-EXTRA_METRICS = (DIVERGED_FLAG, SPIKES, MAX_ACT)
+EXTRA_METRICS = (DIVERGED, LOSS_SPIKES, MAX_ACTIVATION)
+# The curve's count of the seeds that diverged at an LR: the column is named by the state.
+DIVERGED_SEEDS: str = S.DIVERGED.value
 
 
 @dataclass(frozen=True)
@@ -76,11 +78,11 @@ def _points(runs: pl.DataFrame, metric: str) -> pl.DataFrame:
     (sum of the finite counts; null without any), max_activation (largest finite)."""
     import polars as pl
 
-    flag = pl.col(DIVERGED_FLAG).fill_null(0.0).fill_nan(0.0) > 0  # NaN flag: not a flag
-    bad = (pl.col("status") == "diverged") | flag | ~pl.col(metric).is_finite().fill_null(False)
+    flag = pl.col(DIVERGED).fill_null(0.0).fill_nan(0.0) > 0  # NaN flag: not a flag
+    bad = (pl.col("status") == S.DIVERGED) | flag | ~pl.col(metric).is_finite().fill_null(False)
     ok = ~bad & pl.col("status").is_in(list(RESULT_STATES))
-    spikes = pl.col(SPIKES).filter(pl.col(SPIKES).is_finite().fill_null(False))
-    acts = pl.col(MAX_ACT).filter(pl.col(MAX_ACT).is_finite().fill_null(False))
+    spikes = pl.col(LOSS_SPIKES).filter(pl.col(LOSS_SPIKES).is_finite().fill_null(False))
+    acts = pl.col(MAX_ACTIVATION).filter(pl.col(MAX_ACTIVATION).is_finite().fill_null(False))
     r = runs.filter(pl.col("lr").is_not_null()).sort("run_id")
     names = r.group_by("lr_group_key", maintain_order=True).agg(
         variant=pl.col("variant").unique(maintain_order=True).str.join(","))
@@ -104,7 +106,7 @@ def _ladders(pts: pl.DataFrame, tol: float) -> tuple[pl.DataFrame, pl.DataFrame]
     import polars as pl
 
     lad = "lr_group_key"
-    mean, div, lr = pl.col("mean"), pl.col("diverged"), pl.col("lr")
+    mean, div, lr = pl.col("mean"), pl.col(DIVERGED_SEEDS), pl.col("lr")
     okp = (div == 0) & mean.is_not_null()
     pts = pts.with_columns(_i=pl.int_range(pl.len()).over(lad),
                            _best=mean.filter(okp).min().over(lad))
@@ -138,8 +140,8 @@ def _seed_points(runs: pl.DataFrame, metric: str) -> pl.DataFrame:
     and ``seed`` say which."""
     import polars as pl
 
-    flag = pl.col(DIVERGED_FLAG).fill_null(0.0).fill_nan(0.0) > 0
-    bad = (pl.col("status") == "diverged") | flag | ~pl.col(metric).is_finite().fill_null(False)
+    flag = pl.col(DIVERGED).fill_null(0.0).fill_nan(0.0) > 0
+    bad = (pl.col("status") == S.DIVERGED) | flag | ~pl.col(metric).is_finite().fill_null(False)
     ok = ~bad & pl.col("status").is_in(list(RESULT_STATES))
     r = runs.filter(pl.col("lr").is_not_null() & pl.col("seed").is_not_null()).sort("run_id")
     pts = r.group_by("lr_group_key", "seed", "lr", maintain_order=True).agg(
@@ -246,7 +248,7 @@ def _vs_baseline(curve: pl.DataFrame, table: pl.DataFrame | None) -> pl.DataFram
     return curve.join(vs, on=["lr_group_key", "lr"], how="left", maintain_order="left")
 
 
-def analyse(runs: pl.DataFrame, metric: str = "val/loss", tol: float = 0.05, *,
+def analyse(runs: pl.DataFrame, metric: str = STABILITY_METRIC, tol: float = STABILITY_TOL, *,
             info: pl.DataFrame | None = None, table: pl.DataFrame | None = None,
             baseline: str | None = None) -> Stability:
     """``runs``: one row per finished run with variant, lr, lr_group_key, run_id, status
@@ -331,7 +333,8 @@ def _at_baseline_limit(st: Stability, metric: str, baseline: str | None) -> str:
                           & pl.col("delta_pct").is_not_null())
     if pts.is_empty():
         return ""
-    what = "diverged" if above.filter(pl.col("lr") == at)["diverged"][0] else "degraded"
+    what = S.DIVERGED.value if above.filter(pl.col("lr") == at)[DIVERGED_SEEDS][0] \
+        else "degraded"
     items = []
     for r in pts.iter_rows(named=True):
         ci = ("" if r["ci_low_pct"] is None else
@@ -345,7 +348,7 @@ def _at_baseline_limit(st: Stability, metric: str, baseline: str | None) -> str:
 _CURVE = {"lr_group_key": "String", "variant": "String", "lr": "Float64", "n": "Int64",
           "mean": "Float64", "std": "Float64", "ci_low": "Float64", "ci_high": "Float64",
           "rel_to_best": "Float64", "max_activation": "Float64", "loss_spikes": "Float64",
-          "diverged": "Int64", "degraded": "Boolean", "stable": "Boolean", "label": "String",
+          DIVERGED_SEEDS: "Int64", "degraded": "Boolean", "stable": "Boolean", "label": "String",
           "is_baseline": "Boolean", "delta_pct": "Float64", "ci_low_pct": "Float64",
           "ci_high_pct": "Float64", "ci_method": "String", "verdict": "String"}
 _SUMMARY = {"lr_group_key": "String", "variant": "String", "best_lr": "Float64",

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from contract.analysis_defaults import MIN_EFFECT
 from results_db.analysis.tdist import betainc, t_cdf, t_quantile, t_quantiles
 
 if TYPE_CHECKING:
@@ -170,7 +171,7 @@ def seeds_needed_many(rel_std: pl.Series, min_effect: float, paired: pl.Series, 
     return out.alias("seeds_needed")
 
 
-def seeds_needed(rel_std: float, min_effect: float = 0.01, *, paired: bool = False,
+def seeds_needed(rel_std: float, min_effect: float = MIN_EFFECT, *, paired: bool = False,
                  level: float = LEVEL, power: float = POWER) -> int:
     """Seeds per variant to detect a relative effect ``min_effect`` (0.01 = 1 %) with a
     two-sided test at ``level`` and ``power``, given the relative seed std ``rel_std``

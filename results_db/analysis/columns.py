@@ -1,0 +1,52 @@
+"""THE column schema of the leaderboard (``db.leaderboard``; compare.py computes the statistics).
+
+Each statistic is one row here: its name, its polars dtype and how a human table shows it.
+compare.py casts its output to these dtypes and api.py orders the leaderboard by them; the
+formatters read the schema instead of listing names (orchestrator/cli/results.py picks the
+human columns from ``shown``; the dashboard finds the dimension columns before the first
+statistic). Adding a statistic is its computation in compare.py and its row here; a formatter
+that shows it specially (the dashboard's page) is the one other place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Stat:
+    name: str
+    dtype: str  # polars dtype name (pl.Int64, pl.Float64, ...: getattr(pl, dtype))
+    # the human formats' cell (table, markdown, latex): its column there, "ci" for the two bounds
+    # of the 95 % CI shown as one "[lo, hi] %"; None: machine formats (csv, json) only
+    shown: str | None
+
+
+STATS: tuple[Stat, ...] = (
+    Stat("n", "Int64", "n"),  # finite values of the metric over the runs in the states asked
+    Stat("mean", "Float64", "mean"),
+    Stat("std", "Float64", "std"),  # ddof 1
+    Stat("is_baseline", "Boolean", None),
+    Stat("delta", "Float64", None),  # mean - the baseline's, in the metric's units
+    Stat("delta_pct", "Float64", "delta_pct"),  # percentages: of |baseline mean|
+    Stat("ci_low", "Float64", None),
+    Stat("ci_high", "Float64", None),
+    Stat("ci_low_pct", "Float64", "ci"),
+    Stat("ci_high_pct", "Float64", "ci"),
+    Stat("ci_method", "String", None),  # paired | welch
+    Stat("verdict", "String", "verdict"),  # results_db.vocab.VERDICTS
+    Stat("seeds_needed", "Int64", "seeds_needed"),  # to resolve min_effect
+)
+STAT_COLUMNS: tuple[str, ...] = tuple(s.name for s in STATS)
+FIRST_STAT = STAT_COLUMNS[0]  # the dimension columns that vary sit between "lr" and it
+
+# The leaderboard's columns around the statistics: rank and labels first, the dimension
+# columns that vary after "lr", then STATS, then the group's bookkeeping.
+HEAD: tuple[str, ...] = ("rank", "variant", "lr")
+TAIL: tuple[str, ...] = ("metric", "baseline", "n_diverged", "group_key", "lr_group_key",
+                         "params_total", "params_gates", "seeds_observed")
+
+
+def shown_columns() -> list[str]:
+    """The leaderboard's columns in a human table: HEAD, then each statistic's cell once."""
+    return [*HEAD, *dict.fromkeys(s.shown for s in STATS if s.shown)]
