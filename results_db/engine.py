@@ -38,7 +38,12 @@ DB_ENV = "GATESWEEP_DB"  # THE results DB when no --db/url is given (default_url
 def default_url() -> str:
     """$GATESWEEP_DB, else sqlite:///results.db (an empty variable counts as unset): the one
     rule every entry point (CLI, dashboard, screenshot, results_db.open) applies."""
-    return os.environ.get(DB_ENV) or DEFAULT_URL
+    url = os.environ.get(DB_ENV) or DEFAULT_URL
+    try:  # a value that cannot be a DB URL names the variable it came from
+        parse_url(url)
+    except ValueError as exc:
+        raise ValueError(f"environment variable {DB_ENV}: {exc}") from None
+    return url
 APP_NAME = "gatesweep"  # PostgreSQL application_name prefix (results_db.pgstat counts by it)
 
 
@@ -102,12 +107,17 @@ def parse_url(url: str | URL) -> URL:
         return url
     if "://" not in url and url not in ("", ":memory:"):
         return URL.create("sqlite", database=str(Path(url).expanduser()))
+    shown = url.split("://", 1)[0] + "://..." if "@" in url else url
     try:
-        return make_url(url)
+        u = make_url(url)
     except (ArgumentError, ValueError):  # ValueError: e.g. a non-numeric port
-        shown = url.split("://", 1)[0] + "://..." if "@" in url else url
         raise ValueError(f"db url: {shown!r} is not a database URL; expected "
                          "sqlite:///PATH, postgresql://USER@HOST/DB or a file path") from None
+    if any("\x00" in str(part or "") for part in (u.database, u.host, u.username)):
+        # '%00' decodes to NUL: no file or host has one (the OS said "embedded null byte")
+        raise ValueError(f"db url: {shown!r} holds a NUL byte (%00); expected "
+                         "sqlite:///PATH, postgresql://USER@HOST/DB or a file path")
+    return u
 
 
 def resolve_url(url: str | URL | None) -> URL:

@@ -8,6 +8,7 @@ must answer in well under half a second.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from pathlib import Path
@@ -15,6 +16,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+
+import results_db
+from contract.errors import UserError
+from contract.textout import terminal
+from orchestrator.run.dbretry import db_wait_s
+from orchestrator.run.env import absolute_db_url, float_env
+from orchestrator.run.trial_job import heartbeat_interval
 
 if TYPE_CHECKING:
     from results_db import ResultsDB
@@ -39,7 +47,6 @@ class TextConsole(Console):
         super().__init__(markup=False, emoji=False, highlight=False, **kw)
 
     def render_str(self, text: str, **kw: Any) -> Any:  # every str a Table or print() shows
-        from contract.textout import terminal
 
         return super().render_str(terminal(text), **{**kw, "markup": False, "emoji": False})
 
@@ -51,23 +58,20 @@ err = TextConsole(stderr=True, soft_wrap=True)
 DbOpt = Annotated[str | None, typer.Option("--db", help="Results DB URL or SQLite file path "
                                            "[default: $GATESWEEP_DB or sqlite:///results.db]")]
 StaleOpt = Annotated[float | None, typer.Option(
-    "--stale-after", help="Seconds without a heartbeat before a running run counts as lost "
-                          "[default: $GATESWEEP_STALE_AFTER, else each attempt's own 3 heartbeat "
-                          "intervals + 2 s: 17 s at the default 5 s]")]
+    "--stale-after", min=0.0, max=1e9,
+    help="Seconds without a heartbeat before a running run counts as lost "
+         "[default: $GATESWEEP_STALE_AFTER, else each attempt's own 3 heartbeat "
+         "intervals + 2 s: 17 s at the default 5 s]")]
 StorageOpt = Annotated[Path, typer.Option("--storage", help="Checkpoints and Tune state")]
 
 
 def db_url(db: str | None) -> str:
-    import results_db
-    from orchestrator.run.env import absolute_db_url
-
     return absolute_db_url(db or results_db.default_url())
 
 
 def open_read(db: str | None) -> ResultsDB:
     """The results DB of a read-only command: never created, migrated or changed (mode=ro);
     a missing DB raises results_db.DBNotFound (a FileNotFoundError: exit 2)."""
-    import results_db
 
     return results_db.open(db_url(db), readonly=True)
 
@@ -75,7 +79,6 @@ def open_read(db: str | None) -> ResultsDB:
 def open_sweep(db: str | None, sweep: str | None) -> ResultsDB:
     """open_read, refusing a --sweep/SWEEP the DB does not know (exit 2, one line) instead of
     printing an empty answer for a typo."""
-    from contract.errors import UserError
 
     d = open_read(db)
     if sweep is not None and d.sweep_status(sweep).height == 0:
@@ -87,8 +90,6 @@ def open_sweep(db: str | None, sweep: str | None) -> ResultsDB:
 
 def check_metrics(d: ResultsDB, sweep: str, metrics: list[str], option: str = "--metric") -> None:
     """A metric the sweep never recorded is a typo, not a table of 'no data' rows (exit 2)."""
-    from contract.errors import UserError
-
     known = d.summary_names(sweep)
     if not known:  # nothing finished yet: no typo to catch, the table says "no data"
         return
@@ -103,11 +104,23 @@ def stale_after(value: float | None) -> float | None:
     """--stale-after, else $GATESWEEP_STALE_AFTER, else None: each attempt's own threshold,
     derived from its heartbeat interval (contract.states.stale_after_s)."""
 
-    from orchestrator.run.env import float_env
 
     if value is not None:
+        if not 0 < value < math.inf:  # 0 would call every live run lost (submit marks them)
+            raise UserError(f"--stale-after {value:g}: expected seconds > 0")
         return value
-    return float_env(STALE_ENV, 0.0) if os.environ.get(STALE_ENV) else None
+    return float_env(STALE_ENV, 0.0, above=True) if os.environ.get(STALE_ENV) else None
+
+
+def check_env() -> None:
+    """Every GATESWEEP_* setting read once by its owner, before a command prints or changes
+    anything: a bad value is one line naming the variable (exit 2), not a retry loop that spins
+    (DB_WAIT_S=nan), every run flagged stale (STALE_AFTER=-5) or a refusal after the table
+    printed, or after `rerun` had re-queued its runs."""
+    results_db.default_url()
+    stale_after(None)
+    db_wait_s()
+    heartbeat_interval()
 
 
 def split_csv(value: str | None) -> list[str] | None:

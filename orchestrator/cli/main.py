@@ -20,7 +20,7 @@ import typer
 
 import results_db
 from contract.errors import Interrupted, UserError
-from contract.states import CANCELLABLE, parse_status
+from contract.states import CANCELLABLE, DONE_OK, RunStatus, parse_status
 
 # The command modules register on `app` when imported; app.py holds what they share.
 from orchestrator.cli import evaluate, read, results  # noqa: F401
@@ -29,6 +29,7 @@ from orchestrator.cli.app import (
     StaleOpt,
     StorageOpt,
     app,
+    check_env,
     db_app,
     db_url,
     err,
@@ -104,7 +105,7 @@ def _dry_run(db: str | None, plan: Plan, params: bool) -> None:
     by_name = {r.name: status.get(r.fingerprint, "new") for r in plan.runs}
     print_runs(out, f"{plan.spec.name} (dry run)", plan.runs, status=by_name,
                with_params=params)
-    cached = sum(s in ("succeeded", "diverged") for s in by_name.values())
+    cached = sum(s in DONE_OK for s in by_name.values())
     out.print(f"dry run: {len(by_name)} runs, {cached} cached, {len(by_name) - cached} to run; "
               "nothing was written or scheduled")
     if note := not_in_file_note(plan, sweep_runs):
@@ -200,7 +201,7 @@ def cancel(runs: Annotated[list[str] | None, typer.Argument()] = None, db: DbOpt
     else:
         frame = d.runs(sweep=sweep, status=CANCELLABLE)
         ids = [int(i) for i in frame["id"].to_list()] if frame.height else []
-    changed = results_db.open(db_url(db)).set_status(ids, "cancelled")
+    changed = results_db.open(db_url(db)).set_status(ids, RunStatus.CANCELLED)
     out.print(f"cancelled {len(changed)} run(s)" + (f" ({len(ids) - len(changed)} were "
                                                     "already finished)" if len(changed) <
                                                     len(ids) else ""))
@@ -215,7 +216,7 @@ def check_runs_readonly(db: str | None, refs: list[str | int], sweep: str | None
 
 
 @app.command()
-def dashboard(db: DbOpt = None, port: Annotated[int, typer.Option()] = 8501,
+def dashboard(db: DbOpt = None, port: Annotated[int, typer.Option(min=1, max=65535)] = 8501,
               host: Annotated[str, typer.Option(help="Listen address (the dashboard can "
                                                      "start runs: keep it local)")] = "127.0.0.1"
               ) -> None:
@@ -290,6 +291,7 @@ def main(argv: list[str] | None = None) -> int:
         from click import ClickException  # type: ignore[assignment]
 
     try:
+        check_env()  # GATESWEEP_* settings, before anything is printed or changed
         # standalone_mode=False: click *returns* a typer.Exit's code instead of raising it
         rv = app(args=argv, standalone_mode=False)
     except UserError as exc:  # SpecError included: every issue of a sweep file, located

@@ -13,11 +13,13 @@ its callback, so nothing is scheduled onto a DB that cannot record it.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from orchestrator.run.env import float_env
 from results_db import DBUnavailable
 
 T = TypeVar("T")
@@ -33,12 +35,7 @@ class DBOutage(DBUnavailable):
 
 def db_wait_s() -> float:
     """GATESWEEP_DB_WAIT_S (seconds >= 0; 0: do not wait), default 300."""
-    from orchestrator.run.env import float_env
-
-    value = float_env(DB_WAIT_ENV, DEFAULT_DB_WAIT_S)
-    if value < 0:
-        raise ValueError(f"environment variable {DB_WAIT_ENV}={value:g}: expected seconds >= 0")
-    return value
+    return float_env(DB_WAIT_ENV, DEFAULT_DB_WAIT_S, minimum=0.0)
 
 
 def with_db_retry(fn: Callable[[], T], what: str, wait_s: float,
@@ -46,6 +43,8 @@ def with_db_retry(fn: Callable[[], T], what: str, wait_s: float,
     """``fn()``, retried while it raises DBUnavailable, for at most ``wait_s`` seconds
     (backoff 0.5 s doubling to 10 s); then DBOutage naming ``what``. ``say`` hears one line
     when the wait starts and one when it ends. ``wait_s`` 0: the first error as it is."""
+    if not 0 <= wait_s < math.inf:  # NaN passed every comparison below: a spin, no sleep
+        raise ValueError(f"with_db_retry: wait_s={wait_s!r}; expected finite seconds >= 0")
     deadline, backoff, first = None, FIRST_BACKOFF_S, None
     while True:
         try:

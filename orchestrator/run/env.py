@@ -11,7 +11,9 @@
 
 from __future__ import annotations
 
+import math
 import os
+import sys
 from pathlib import Path
 
 LAUNCHER_VARS = ("MASTER_PORT", "MASTER_ADDR", "RANK", "WORLD_SIZE", "LOCAL_RANK",
@@ -63,20 +65,27 @@ def prepare_trial_env() -> None:
         os.environ["DS_ACCELERATOR"] = "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def float_env(name: str, default: float) -> float:
+def float_env(name: str, default: float, *, minimum: float = 0.0, above: bool = False
+              ) -> float:
+    """THE rule for a number of seconds in an environment variable: unset or '' -> ``default``;
+    else a finite number >= ``minimum`` (> with ``above``). Text, NaN, inf or a value below
+    the bound is a ValueError naming the variable: NaN compared false with every bound, so a
+    retry loop waiting for ``nan`` seconds spun without sleeping or giving up."""
     raw = os.environ.get(name)
     if raw is None or raw == "":
         return default
+    bound = f"{'>' if above else '>='} {minimum:g}"
     try:
-        return float(raw)
+        value = float(raw)
     except ValueError:
-        raise ValueError(f"environment variable {name}={raw!r}: expected a number of "
-                         "seconds") from None
+        value = math.nan
+    if not math.isfinite(value) or value < minimum or (above and value == minimum):
+        raise ValueError(f"environment variable {name}={raw!r}: expected a finite number of "
+                         f"seconds {bound}")
+    return value
 
 
 def _dist_initialized() -> bool:
-    import sys
-
     dist = sys.modules.get("torch.distributed")
     return bool(dist is not None and dist.is_available() and dist.is_initialized())
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from contract.config import RunSpec
 from contract.states import DEFAULT_HEARTBEAT_S
+from orchestrator.run.env import float_env
 
 HEARTBEAT_S_ENV = "GATESWEEP_HEARTBEAT_S"
 FLUSH_S_ENV = "GATESWEEP_FLUSH_S"
@@ -31,15 +32,12 @@ def driver_owner(kind: str = "submit") -> str:
 
 def heartbeat_interval() -> float:
     """GATESWEEP_HEARTBEAT_S, default contract.states.DEFAULT_HEARTBEAT_S (5 s)."""
-    from orchestrator.run.env import float_env
-
-    return float_env(HEARTBEAT_S_ENV, DEFAULT_HEARTBEAT_S)
+    return float_env(HEARTBEAT_S_ENV, DEFAULT_HEARTBEAT_S, minimum=0.0, above=True)
 
 
 @dataclass(frozen=True)
 class TrialJob:
     """One run to execute as one trial. Build it with :meth:`of` (validates the spec once)."""
-
     run_id: int
     name: str
     spec: RunSpec
