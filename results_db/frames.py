@@ -7,13 +7,14 @@ stability) is decided in results_db/analysis/ over these frames.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine
 
+from contract.states import DONE_OK
 from results_db.sqlread import frame, in_list
-from results_db.vocab import DIMENSIONS, FINISHED_STATES
+from results_db.vocab import DIMENSIONS
 
 if TYPE_CHECKING:
     import polars as pl
@@ -59,7 +60,7 @@ def _first_ids(by: str, st: str | None) -> str:
 
 
 def runs_wide(engine: Engine, sweep: str, metrics: Sequence[str],
-              states: Sequence[str] = FINISHED_STATES,
+              states: Collection[str] = DONE_OK,
               keys: Sequence[str] = RUN_KEYS) -> pl.DataFrame:
     """One row per run of ``sweep`` in ``states``, by id: ``keys`` (some of RUN_KEYS: every
     cell fetched costs, so a caller asks for what it reads), then one Float64 column
@@ -88,7 +89,7 @@ def runs_wide(engine: Engine, sweep: str, metrics: Sequence[str],
 
 
 def group_info(engine: Engine, sweep: str,
-               states: Sequence[str] = FINISHED_STATES) -> pl.DataFrame:
+               states: Collection[str] = DONE_OK) -> pl.DataFrame:
     """One row per seed group (group_key) of ``sweep``'s runs in ``states``, in order of its
     first run: group_key and RUN_INFO of that first run (what labels the group)."""
     params: dict[str, Any] = {"sweep": sweep}
@@ -107,3 +108,23 @@ def first_runs(engine: Engine, sweep: str) -> pl.DataFrame:
       WHERE r.id IN ({_first_ids("variant", None)}) ORDER BY r.id""", {"sweep": sweep})
     return _typed(df)
 
+
+
+def sweep_attempts(engine: Engine, sweep: str) -> pl.DataFrame:
+    """Every attempt of ``sweep``'s runs: run_id, started, ended (null while running) and the
+    run's ``resources.gpus`` as stored in its config (what a decide: budget spends)."""
+    import polars as pl
+
+    df = frame(engine, """SELECT a.run_id AS run_id, a.started AS started, a.ended AS ended,
+      r.config AS config FROM attempts a JOIN runs r ON r.id = a.run_id
+      JOIN sweeps w ON w.id = r.sweep_id WHERE w.name = :sweep ORDER BY a.id""",
+               {"sweep": sweep})
+    if df.height == 0:
+        return pl.DataFrame(schema={"run_id": pl.Int64, "started": pl.Datetime("us", "UTC"),
+                                    "ended": pl.Datetime("us", "UTC"), "gpus": pl.Float64})
+    gpus = pl.col("config").str.json_path_match("$.resources.gpus").cast(pl.Float64,
+                                                                        strict=False)
+    when = {c: pl.col(c).cast(pl.String).str.to_datetime(time_zone="UTC", strict=False)
+            if df.schema[c] == pl.String else pl.col(c).dt.replace_time_zone("UTC")
+            for c in ("started", "ended")}
+    return df.select(pl.col("run_id").cast(pl.Int64), **when, gpus=gpus.fill_null(0.0))

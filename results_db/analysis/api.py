@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from contract.analysis_defaults import METRIC, MIN_EFFECT, STABILITY_METRIC, STABILITY_TOL
@@ -29,10 +30,11 @@ from results_db.analysis.columns import HEAD, STAT_COLUMNS, TAIL
 from results_db.analysis.compare import compare, rank, varying
 from results_db.analysis.effects import main_effects
 from results_db.analysis.scaling import Scaling, scaling
+from results_db.analysis.sequential import DecideRule, Spent, read_rows, spent
 from results_db.analysis.stability import EXTRA_METRICS, Stability, analyse
 from results_db.analysis.summary import effects_sentence, verdict_sentence
 from results_db.analysis.table import ablation
-from results_db.frames import RUN_KEYS, first_runs, group_info, runs_wide
+from results_db.frames import RUN_KEYS, first_runs, group_info, runs_wide, sweep_attempts
 from results_db.vocab import RESULT_STATES, higher_is_better
 
 if TYPE_CHECKING:
@@ -100,6 +102,22 @@ class AnalysisMixin:
         t = t.with_columns(rank=rank(t, higher))
         cols = [*HEAD, *varying(t), *STAT_COLUMNS, *TAIL]
         return t.select(cols).sort(pl.col("rank"), "variant", "lr", nulls_last=True)
+
+    def decide_rows(self, sweep: str, rule: DecideRule, method: str = "bonferroni"
+                    ) -> pl.DataFrame:
+        """The rows of an adaptive (``decide:``) sweep read anytime-validly, one per variant
+        row with a baseline (results_db/analysis/sequential.py)."""
+        import polars as pl
+
+        runs, info = self._read(sweep, [rule.metric])
+        values = runs.select("run_id", "group_key", "seed", "status",
+                             value=pl.col(rule.metric))
+        return read_rows(values, info, self.baseline(sweep), rule, method)
+
+    def decide_spent(self, sweep: str) -> Spent:
+        """Runs, wall hours and GPU-hours the sweep has used (a decide: budget)."""
+        n = self.runs(sweep=sweep, with_config=False, columns=["id"]).height
+        return spent(sweep_attempts(self.reader, sweep), n, datetime.now(UTC))
 
     def verdict_summary(self, sweep: str, metric: str = METRIC, *,
                         min_effect: float = MIN_EFFECT) -> str:

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from contract.analysis_defaults import MIN_EFFECT
-from contract.states import parse_status
+from contract.states import RunStatus, parse_status
 from results_db.analysis.columns import STAT_COLUMNS, STATS
 from results_db.analysis.stats import seeds_needed_many, t_column
 from results_db.analysis.verdict import verdict_expr
@@ -46,7 +46,7 @@ def _groups(runs: pl.DataFrame, info: pl.DataFrame, ok: pl.Expr) -> pl.DataFrame
 
     seed = pl.col("seed").filter(ok)
     stats = (runs.sort("run_id").group_by("group_key", maintain_order=True)
-             .agg(n_diverged=(pl.col("status") == "diverged").sum().cast(pl.Int64),
+             .agg(n_diverged=(pl.col("status") == RunStatus.DIVERGED).sum().cast(pl.Int64),
                   n=ok.sum().cast(pl.Int64), mean=pl.col("value").filter(ok).mean(),
                   std=pl.col("value").filter(ok).std(), seeds=seed.sort(),
                   distinct=seed.n_unique() == ok.sum()))
@@ -269,3 +269,16 @@ def varying(table: pl.DataFrame, exclude: Sequence[str] = ("lr",)) -> list[str]:
         if col.n_unique() > 1:
             out.append(c)
     return out
+
+
+def matched_groups(values: pl.DataFrame, info: pl.DataFrame, baseline: str | None
+                   ) -> pl.DataFrame:
+    """The seed groups of ``values`` (run_id, group_key, seed, status, value) over the result
+    states, each with is_baseline and base_key: the rows this module compares and the baseline
+    group of each (sequential.py reads the same rows anytime-validly)."""
+    import polars as pl
+
+    ok = pl.col("status").is_in(list(RESULT_STATES)) & pl.col("value").is_finite() \
+        .fill_null(False)
+    groups = _groups(values, info, ok)
+    return _match(groups, baseline) if groups.height else groups

@@ -1,0 +1,98 @@
+"""An adaptive sweep's rows read anytime-validly (results_db/analysis/sequential.py) on a real
+SQLite results DB whose runs were registered by the submit path: the pairing with the baseline
+by seed, Bonferroni over the rows, Holm on request, diverged seeds counted but not averaged,
+and the budget spent."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import results_db
+from contract.metrics import VAL_PPL
+from results_db.analysis import confseq
+from results_db.analysis.sequential import DecideRule
+from tests.support.synthdb import play, register
+
+RULE = DecideRule(metric=VAL_PPL, margin=0.02, relative=True, error_rate=0.05, max_seeds=12,
+                  higher_is_better=False)
+
+
+def _sweep(tmp_path: Path, values: dict[str, list[float | None]]) -> results_db.ResultsDB:
+    """One LR, seeds 0..n-1 per variant; None = the seed diverged."""
+    n = max(len(v) for v in values.values())
+    spec = {"name": "adapt", "base": {"model": {"preset": "tiny"}, "train": {"steps": 40}},
+            "variants": {name: ({} if name == "baseline" else
+                                {"model.gates": [{"position": "G1"}]} if name == "gated" else
+                                {"model.gates": [{"position": "G2"}]})
+                         for name in values},
+            "seeds": list(range(n))}
+    db = results_db.open(f"sqlite:///{tmp_path / 'r.db'}")
+    for reg in register(db, spec, tmp_path):
+        v = values[reg.run.variant][reg.run.seed]
+        if v is None:
+            play(db, reg.id, "diverged")
+        else:
+            play(db, reg.id, "succeeded", summaries={VAL_PPL: v})
+    return db
+
+
+def test_rows_pair_by_seed_and_read_the_confidence_sequence(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    base = 10 + rng.normal(0, 0.3, 10)
+    gated = base * (1 - 0.08) + rng.normal(0, 0.05, 10)  # 8 % better, tight pairs
+    value = base * (1 + rng.normal(0, 0.2, 10))  # noisy, no effect
+    db = _sweep(tmp_path, {"baseline": base.tolist(), "gated": gated.tolist(),
+                           "value": value.tolist()})
+    rows = db.decide_rows("adapt", RULE)
+    assert rows["variant"].to_list() == ["gated", "value"]
+    assert rows["family"].to_list() == [2, 2] and rows["level"][0] == pytest.approx(0.975)
+    g = rows.row(0, named=True)
+    d = (gated - base) / np.abs(base)
+    ref = confseq.read(d, 0.05 / 2)
+    assert g["n"] == 10 and g["mean"] == pytest.approx(d.mean())
+    assert (g["low"], g["high"]) == pytest.approx((ref.low, ref.high))
+    assert g["verdict"] == "better" and g["high"] < 0
+    v = rows.row(1, named=True)
+    assert v["verdict"] == "undecided" and v["more_seeds"] is None or v["more_seeds"] >= 1
+
+
+def test_a_diverged_seed_is_counted_and_never_averaged(tmp_path: Path) -> None:
+    db = _sweep(tmp_path, {"baseline": [10.0, 10.2, 9.9, 10.1, 10.0, 10.3],
+                           "gated": [9.0, None, 9.1, 9.2, 9.0, 9.3]})
+    row = db.decide_rows("adapt", RULE).row(0, named=True)
+    assert row["n"] == 5 and row["n_diverged"] == 1
+    assert row["seeds"] == [0, 1, 2, 3, 4, 5]  # seed 1 ran (diverged): it is not run again
+
+
+def test_three_seeds_never_decide_and_the_cap_says_inconclusive(tmp_path: Path) -> None:
+    db = _sweep(tmp_path, {"baseline": [10.0, 10.1, 9.9], "gated": [5.0, 5.1, 4.9]})
+    row = db.decide_rows("adapt", RULE).row(0, named=True)
+    assert row["verdict"] == "undecided" and math.isinf(row["low"])
+    capped = DecideRule(**{**RULE.__dict__, "max_seeds": 3})
+    assert db.decide_rows("adapt", capped)["verdict"][0] == "inconclusive"
+
+
+def test_holm_calls_at_least_what_bonferroni_calls(tmp_path: Path) -> None:
+    rng = np.random.default_rng(11)
+    base = 10 + rng.normal(0, 0.3, 8)
+    db = _sweep(tmp_path, {"baseline": base.tolist(),
+                           "gated": (base * 0.97 + rng.normal(0, 0.04, 8)).tolist(),
+                           "value": (base * 0.985 + rng.normal(0, 0.04, 8)).tolist()})
+    bonf = db.decide_rows("adapt", RULE)
+    holm = db.decide_rows("adapt", RULE, method="holm")
+    called = {"better", "worse"}
+    assert set(holm.filter(holm["verdict"].is_in(called))["variant"]) >= \
+        set(bonf.filter(bonf["verdict"].is_in(called))["variant"])
+    assert holm["rule"][0] == "holm"
+    with pytest.raises(ValueError, match="rule: expected one of"):
+        db.decide_rows("adapt", RULE, method="sidak")
+
+
+def test_budget_spent_counts_runs_and_attempt_hours(tmp_path: Path) -> None:
+    db = _sweep(tmp_path, {"baseline": [10.0, 10.1], "gated": [9.0, 9.1]})
+    used = db.decide_spent("adapt")
+    assert used.runs == 4 and 0 <= used.wall_hours < 0.1 and used.gpu_hours == 0.0
