@@ -22,6 +22,7 @@ from contract.errors import UserError
 from contract.textout import terminal
 from orchestrator.run.dbretry import db_wait_s
 from orchestrator.run.env import absolute_db_url, float_env
+from orchestrator.run.paths import storage_arg
 from orchestrator.run.trial_job import heartbeat_interval
 
 if TYPE_CHECKING:
@@ -62,7 +63,20 @@ StaleOpt = Annotated[float | None, typer.Option(
     help="Seconds without a heartbeat before a running run counts as lost "
          "[default: $GATESWEEP_STALE_AFTER, else each attempt's own 3 heartbeat "
          "intervals + 2 s: 17 s at the default 5 s]")]
-StorageOpt = Annotated[Path, typer.Option("--storage", help="Checkpoints and Tune state")]
+
+
+def _storage(raw: str) -> Path:
+    try:  # the rule is orchestrator/run/paths.py's; click reports it as a bad --storage
+        return storage_arg(raw)
+    except UserError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+StorageOpt = Annotated[Path, typer.Option("--storage", parser=_storage,
+                                          help="Checkpoints and Tune state")]
+RerunStorageOpt = Annotated[Path | None, typer.Option(
+    "--storage", parser=_storage, help="Checkpoints (default: where the run's attempts "
+                                       "checkpointed, else beside its sweep's runs, else ./runs)")]
 
 
 def db_url(db: str | None) -> str:

@@ -26,6 +26,7 @@ from contract.states import CANCELLABLE, DONE_OK, RunStatus, parse_status
 from orchestrator.cli import evaluate, read, results  # noqa: F401
 from orchestrator.cli.app import (
     DbOpt,
+    RerunStorageOpt,
     StaleOpt,
     StorageOpt,
     app,
@@ -92,11 +93,21 @@ def submit(file: Path, db: DbOpt = None,
     if dry_run:
         _dry_run(db, plan, params)
         return
+    from orchestrator.run.adaptive import run_adaptive
     from orchestrator.run.submit import run_submit
 
-    code = run_submit(db_url(db), plan, force=force, storage=storage, address=address,
-                      max_concurrent=max_concurrent, stale_after=stale_after(stale),
-                      console=out)
+    if plan.spec.decide is not None:  # seeds allocated until rows decide
+        if force:
+            raise UserError("submit --force: an adaptive (decide:) sweep keeps its seeds; "
+                            "rerun the runs to redo with `orchestrator rerun --sweep "
+                            f"{plan.spec.name}`")
+        code = run_adaptive(db_url(db), plan, storage=storage, address=address,
+                            max_concurrent=max_concurrent, stale_after=stale_after(stale),
+                            console=out)
+    else:
+        code = run_submit(db_url(db), plan, force=force, storage=storage, address=address,
+                          max_concurrent=max_concurrent, stale_after=stale_after(stale),
+                          console=out)
     raise typer.Exit(code)
 
 
@@ -140,7 +151,7 @@ def rerun(runs: Annotated[list[str] | None, typer.Argument(help="Run ids or name
           fresh: Annotated[bool, typer.Option(help="Ignore checkpoints")] = False,
           address: Annotated[str | None, typer.Option()] = None,
           detach: Annotated[bool, typer.Option(help="Run in the background")] = False,
-          storage: Annotated[Path | None, typer.Option()] = None,
+          storage: RerunStorageOpt = None,
           code_other: Annotated[bool, typer.Option(
               "--code-other-than-current",
               help="With --sweep: the runs (default: succeeded, diverged) whose newest attempt "

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from contract.provenance import code_version, short_key
-from contract.states import DONE_OK
-from orchestrator.run import scheduler
+from contract.states import DONE_OK, RunStatus
+from orchestrator.run.paths import checkpoint_dir
 from orchestrator.run.rerun import Placement, SweepRerun, remove_checkpoints
 
 if TYPE_CHECKING:
@@ -49,10 +49,10 @@ def requeue_other_code(db: ResultsDB, plan: Plan, res: RegisterResult, storage: 
         "(cached_by: config_and_code): they train again from step 0")
     root = storage.resolve()
     for row in stale:
-        ckpt = scheduler.checkpoint_dir(root, plan.spec.name, row.name)
+        ckpt = checkpoint_dir(root, plan.spec.name, row.name)
         remove_checkpoints(Placement(ckpt, root), root, say)
-    db.set_status([r.id for r in stale], "pending", strict=True)
-    again = [dataclasses.replace(r, status="pending") for r in stale]
+    db.set_status([r.id for r in stale], RunStatus.PENDING, strict=True)
+    again = [dataclasses.replace(r, status=RunStatus.PENDING.value) for r in stale]
     return dataclasses.replace(res, cached=[r for r in res.cached if r.id not in other],
                                to_run=[*res.to_run, *again])
 

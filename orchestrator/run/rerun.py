@@ -7,7 +7,6 @@ as a detached background process that survives the Streamlit session.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import time
@@ -18,14 +17,19 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
+import results_db
+from contract.config import RunSpec
 from contract.errors import UserError
+from contract.states import DONE_OK, RunStatus
 from orchestrator.run import scheduler
+from orchestrator.run.env import absolute_db_url
+from orchestrator.run.paths import DEFAULT_STORAGE, checkpoint_dir, remove_dir, storage_root
+from orchestrator.run.progress import Progress
+from orchestrator.run.trial_job import TrialJob, driver_owner
 
 if TYPE_CHECKING:
-    from contract.config import RunSpec
     from results_db import ResultsDB, RunRow
 
-DEFAULT_STORAGE = Path("runs")
 
 
 def resolve_runs(db: ResultsDB, refs: list[str | int], sweep: str | None = None
@@ -68,12 +72,11 @@ def recorded_checkpoint_dir(db: ResultsDB, run_id: int, sweep: str, name: str) -
 
 def _fits_layout(recorded: Path, sweep: str, name: str, who: str) -> Path:
     root = recorded.parent.parent.parent
-    expected = scheduler.checkpoint_dir(root, sweep, name)
-    if not recorded.is_absolute() or recorded != expected:
+    if not recorded.is_absolute() or recorded != checkpoint_dir(root, sweep, name):
         raise UserError(f"{who}: its recorded checkpoint dir {str(recorded)!r} is not "
                         f"<storage>/{sweep}/{name}/checkpoints; refusing to use it (pass "
                         "--storage DIR to choose where the run checkpoints)")
-    return expected
+    return recorded
 
 
 def sweep_storage(db: ResultsDB, sweep: str) -> Path | None:
@@ -82,7 +85,7 @@ def sweep_storage(db: ResultsDB, sweep: str) -> Path | None:
     not under whatever directory ``rerun`` is started from)."""
     started = db.runs(sweep=sweep, with_config=False, columns=["id", "name", "status"])
     for rid, name, status in reversed(started.select("id", "name", "status").rows()):
-        if status == "pending":
+        if status == RunStatus.PENDING:
             continue
         try:
             found = recorded_checkpoint_dir(db, int(rid), sweep, name)
@@ -96,47 +99,43 @@ def sweep_storage(db: ResultsDB, sweep: str) -> Path | None:
 @dataclass(frozen=True)
 class Placement:
     """Where one rerun checkpoints, and the storage root that must contain it."""
-
     checkpoint_dir: Path
     storage: Path
 
 
-def place(db: ResultsDB, row: RunRow, spec: RunSpec, storage: Path | None) -> Placement:
+def sweep_of(db: ResultsDB, row: RunRow) -> str:
+    """The name of the sweep the run's DB row belongs to (its identity, with ``row.name``)."""
+    return str(db.sweeps().filter(id=row.sweep_id)["name"].item())
+
+
+def place(db: ResultsDB, row: RunRow, storage: Path | None) -> Placement:
     """The run's checkpoint dir: ``<--storage>/<sweep>/<name>/checkpoints`` when --storage is
     given; else the dir its attempts recorded (checked by recorded_checkpoint_dir); else
-    beside its sweep's other runs; else under ./runs. ``spec`` is the validated RunSpec, whose
-    sweep and name are single path components (contract.config)."""
+    beside its sweep's other runs; else under ./runs. Sweep and name are the DB row's own
+    (a stored config can name another run: rerun --fresh then deleted that run's
+    checkpoints); orchestrator/run/paths.py keeps the path inside the storage root."""
+    sweep = sweep_of(db, row)
     if storage is not None:
-        root = storage.resolve()
-        if root.exists() and not root.is_dir():
-            raise UserError(f"--storage {storage}: is a file; expected a directory (it holds "
-                            "<sweep>/<run>/checkpoints)")
+        root = storage_root(storage)
     else:
-        rec = recorded_checkpoint_dir(db, row.id, spec.sweep, spec.name)
+        rec = recorded_checkpoint_dir(db, row.id, sweep, row.name)
         if rec is not None:
             return Placement(rec, rec.parent.parent.parent)
-        root = (sweep_storage(db, spec.sweep) or DEFAULT_STORAGE).resolve()
-    ckpt = scheduler.checkpoint_dir(root, spec.sweep, spec.name)
-    if not ckpt.is_relative_to(root):  # a symlinked sweep/run folder leading elsewhere
-        raise UserError(f"run {spec.name}: its checkpoint dir {ckpt} lies outside --storage "
-                        f"{root} (a symbolic link on the way); refusing to use it")
-    return Placement(ckpt, root)
+        root = storage_root(sweep_storage(db, sweep) or DEFAULT_STORAGE)
+    return Placement(checkpoint_dir(root, sweep, row.name), root)
 
 
 def remove_checkpoints(p: Placement, storage: Path | None, say: Callable[[str], object]
                        ) -> None:
     """``--fresh``: delete the run's checkpoint dir, only inside --storage (default ./runs),
-    saying what is removed. A recorded dir elsewhere is left alone (one line, exit 2)."""
-    ckpt = p.checkpoint_dir
-    if not (ckpt.exists() or ckpt.is_symlink()):
-        return
-    allowed = (storage or DEFAULT_STORAGE).resolve()
-    if not ckpt.is_relative_to(allowed) or ckpt.is_symlink() or not ckpt.is_dir():
-        raise UserError(f"rerun --fresh: {ckpt} is not a directory inside --storage {allowed}; "
-                        f"nothing was deleted (pass --storage {p.storage} to remove it there)")
-    n = sum(1 for c in ckpt.iterdir() if c.name.startswith("step_"))
-    say(f"rerun --fresh: removing {ckpt} ({n} checkpoint(s))")
-    shutil.rmtree(ckpt)
+    saying what is removed (paths.remove_dir). A recorded dir elsewhere is left alone (one
+    line, exit 2)."""
+    try:
+        remove_dir(p.checkpoint_dir, storage_root(storage),
+                   lambda m: say(f"rerun --fresh: {m}"))
+    except UserError as exc:
+        raise UserError(f"rerun --fresh: {exc} (pass --storage {p.storage} to remove it "
+                        "there)") from None
 
 
 def rerun_runs(db_url: str, run_ids: list[int | str], fresh: bool = False,
@@ -150,36 +149,32 @@ def rerun_runs(db_url: str, run_ids: list[int | str], fresh: bool = False,
     Every run is validated (its stored config as a RunSpec, its checkpoint dir) before anything
     on disk or in the DB changes.
     """
-    import results_db
-    from orchestrator.run.trial_job import TrialJob, driver_owner
 
     db = results_db.open(db_url)
     rows = resolve_runs(db, list(run_ids))
     if detach:
         for r in rows:
             spawn_rerun(db_url, r.id, fresh=fresh, storage=storage)
-        return {r.id: "pending" for r in rows}
+        return {r.id: RunStatus.PENDING.value for r in rows}
     db.reconcile()  # a dead driver's silent attempts are lost now, not "running"
     rows = resolve_runs(db, [r.id for r in rows])
-    busy = [r.name for r in rows if r.status == "running"]
+    busy = [r.name for r in rows if r.status == RunStatus.RUNNING]
     if busy:
         raise UserError(f"run(s) {', '.join(busy)} are running; cancel them first "
                         "(orchestrator cancel ...)")
     say = print if console is None else (lambda m: console.print(m, highlight=False))
     jobs, places = [], []
     for r in rows:  # validate everything first: nothing is deleted for a run that cannot run
-        spec = stored_spec(r)
-        p = place(db, r, spec, storage)
+        spec = stored_spec(r, sweep_of(db, r))
+        p = place(db, r, storage)
         places.append(p)
         jobs.append(TrialJob.of(r.id, r.name, spec, p.checkpoint_dir, db_url))
     if fresh:
         for p in places:
             remove_checkpoints(p, storage, say)
-    db.set_status([r.id for r in rows], "pending", strict=True)
+    db.set_status([r.id for r in rows], RunStatus.PENDING, strict=True)
     progress = None
     if console is not None:
-        from orchestrator.run.progress import Progress
-
         progress = lambda d, ids: Progress(d, ids, console)  # noqa: E731
     opts = scheduler.Options(db_url=db_url, storage=places[0].storage, address=address,
                              experiment=f"rerun-{time.strftime('%Y%m%d-%H%M%S')}",
@@ -188,32 +183,37 @@ def rerun_runs(db_url: str, run_ids: list[int | str], fresh: bool = False,
     return scheduler.execute(jobs, opts)
 
 
-def stored_spec(row: RunRow) -> RunSpec:
+def stored_spec(row: RunRow, sweep: str | None = None) -> RunSpec:
     """The run's stored config as a RunSpec; a config that no longer validates is one line
-    naming the run and the first problem (not pydantic's 19-line report)."""
+    naming the run and the first problem (not pydantic's 19-line report). With ``sweep`` (the
+    row's own), a config that names another run or sweep is refused too: the trial would
+    train as that run."""
     from pydantic import ValidationError
 
-    from contract.config import RunSpec
 
     try:
-        return RunSpec.model_validate(row.config)
+        spec = RunSpec.model_validate(row.config)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(map(str, first["loc"])) or "config"
         raise UserError(f"run {row.name} (id {row.id}): its stored config is not a valid run "
                         f"spec ({exc.error_count()} problem(s); first: {where}: "
                         f"{first['msg']})") from None
+    if sweep is not None and (spec.sweep, spec.name) != (sweep, row.name):
+        raise UserError(f"run {row.name} (id {row.id}) of sweep {sweep!r}: its stored config "
+                        f"names run {spec.name!r} of sweep {spec.sweep!r}; refusing to train "
+                        "it as another run (register it again with its own config)")
+    return spec
 
 
 @dataclass(frozen=True)
 class SweepRerun:
     """What ``rerun --sweep S`` takes and what it leaves alone, each with the reason."""
-
     take: list[int]
     left: list[tuple[int, str]]  # (run id, why it is left alone)
 
 
-DEFAULT_RERUN = ("failed", "lost")
+DEFAULT_RERUN = (RunStatus.FAILED.value, RunStatus.LOST.value)
 
 
 def sweep_rerun_plan(db: ResultsDB, sweep: str, statuses: list[str] | None = None) -> SweepRerun:
@@ -222,7 +222,6 @@ def sweep_rerun_plan(db: ResultsDB, sweep: str, statuses: list[str] | None = Non
     Reconciles first (writes): a run whose attempt went silent is lost, and taken.
     Everything else is left alone with its reason: live runs (holder and heartbeat age),
     pending runs a live driver still holds, finished results."""
-    from contract.states import DONE_OK
 
     db.reconcile()  # silent attempts (each past its own heartbeat threshold) -> lost first
     wanted = set(statuses or DEFAULT_RERUN)
@@ -232,12 +231,12 @@ def sweep_rerun_plan(db: ResultsDB, sweep: str, statuses: list[str] | None = Non
         rid, st, owner = int(r["run_id"]), r["status"], r["owner"] or "a driver"
         lease = r["lease_s_left"]
         held = lease is not None and lease > 0
-        if st in wanted or (st == "pending" and not held):
+        if st in wanted or (st == RunStatus.PENDING and not held):
             take.append(rid)
-        elif st == "pending":
+        elif st == RunStatus.PENDING:
             left.append((rid, f"pending, queued by {owner} (alive: its lease runs "
                               f"{lease:.0f} s more)"))
-        elif st == "running":
+        elif st == RunStatus.RUNNING:
             left.append((rid, f"running under {owner}, last heartbeat "
                               f"{r['heartbeat_age_s'] or 0:.0f} s ago"))
         elif st in DONE_OK:
@@ -254,15 +253,13 @@ def spawn_rerun(db_url: str, run_id: int, fresh: bool = False,
     Returns the background process id; its output goes to <log_dir>/rerun-<id>-<time>.log
     (default: ./runs/_logs).
     """
-    import results_db
-    from orchestrator.run.env import absolute_db_url
 
     db_url = absolute_db_url(db_url)
     db = results_db.open(db_url)
     row = resolve_runs(db, [run_id])[0]
-    if row.status == "running":
+    if row.status == RunStatus.RUNNING:
         raise UserError(f"run {row.name} is running; cancel it first")
-    db.set_status([row.id], "pending", strict=True)
+    db.set_status([row.id], RunStatus.PENDING, strict=True)
     logs = Path(log_dir) if log_dir else DEFAULT_STORAGE / "_logs"
     logs.mkdir(parents=True, exist_ok=True)
     log = logs / f"rerun-{row.id}-{time.strftime('%Y%m%d-%H%M%S')}.log"

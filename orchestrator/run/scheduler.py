@@ -34,14 +34,25 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from ray.tune import Callback
 
+import results_db
+from contract.config import Resources
 from contract.errors import Interrupted, UserError
-from contract.states import CANCELLABLE
+from contract.states import CANCELLABLE, RunStatus, stale_after_s
+from orchestrator.run.cluster import (
+    live_nodes,
+    max_concurrent_trials,
+    storage_warning,
+    trial_bundles,
+)
 from orchestrator.run.dbretry import DBOutage, OutageState, db_wait_s, with_db_retry
 from orchestrator.run.env import absolute_db_url, driver_defaults, worker_env_vars
 from orchestrator.run.faults import Fault
+from orchestrator.run.leases import LeaseKeeper
+from orchestrator.run.multiworker import dispatch_trial
 from orchestrator.run.trial_job import PackedJobs, TrialJob, driver_owner, heartbeat_interval
 from orchestrator.run.trial_result import TrialResult
 from orchestrator.run.trial_sync import DBSyncCallback, OutageStopper
+from results_db import DBUnavailable
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -81,12 +92,6 @@ def tune_file_loggers() -> list[Callback]:
     from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 
     return [CSVLoggerCallback(), JsonLoggerCallback()]
-
-
-def checkpoint_dir(storage: Path, sweep: str, run_name: str) -> Path:
-    """<storage>/<sweep>/<run-name>/checkpoints (kept outside Tune's trial dirs so a rerun,
-    a new Tune experiment, resumes from it)."""
-    return (storage / sweep / run_name / "checkpoints").resolve()
 
 
 @contextlib.contextmanager
@@ -141,8 +146,6 @@ def concurrency(jobs: list[TrialJob], requested: int | None) -> int:
     """max_concurrent_trials: the request, else what the cluster's CPUs/GPUs allow."""
     import ray
 
-    from contract.config import Resources
-    from orchestrator.run.cluster import live_nodes, max_concurrent_trials
 
     if any(j.workers > 1 for j in jobs):  # worker slots per node (orchestrator/run/cluster.py)
         return max_concurrent_trials([Resources(cpus=j.cpus, gpus=j.gpus, workers=j.workers)
@@ -165,8 +168,6 @@ def execute(jobs: list[TrialJob], opts: Options) -> dict[int, str]:
     """Run ``jobs`` to completion; returns {run_id: final DB status}. Runs another driver
     holds are waited for (their final status counts). Raises Interrupted after marking the
     unfinished runs cancelled when the user stops it."""
-    import results_db
-    from orchestrator.run.leases import LeaseKeeper
 
     if not jobs:
         return {}
@@ -209,7 +210,6 @@ def execute(jobs: list[TrialJob], opts: Options) -> dict[int, str]:
 def _warn_local_storage(opts: Options) -> None:
     """Say once when the cluster spans machines but --storage is machine-local: a retried
     attempt on another node would not find its checkpoint (docs/cluster.md, "Checkpoints")."""
-    from orchestrator.run.cluster import live_nodes, storage_warning
 
     if warning := storage_warning(str(opts.storage), live_nodes()):
         opts.say(f"warning: {warning}")
@@ -219,14 +219,13 @@ def _gave_up(db: ResultsDB, jobs: list[TrialJob], owner: str, outage: OutageStat
     """The DB stayed unusable past the bound: end this driver's running attempts
     ``db_unavailable`` where the DB lets us (else their heartbeats go stale and they become
     lost), and say in one line what happened and what finishes the sweep."""
-    from results_db import DBUnavailable
 
     ended = 0
     try:
         for j in jobs:
             att = db.current_attempt(j.run_id)
-            if att is not None and att.status == "running" and att.owner == owner:
-                db.finish_attempt(att.id, "failed", fault=Fault.DB_UNAVAILABLE,
+            if att is not None and att.status == RunStatus.RUNNING and att.owner == owner:
+                db.finish_attempt(att.id, RunStatus.FAILED, fault=Fault.DB_UNAVAILABLE,
                                   error=f"the results DB was unusable for more than "
                                         f"{outage.wait_s:g} s: {outage.error}")
                 ended += 1
@@ -252,7 +251,6 @@ def trial_hooks(jobs: list[TrialJob]
     placements (a multi-worker coordinator's is {CPU: 0.01}: orchestrator.run.cluster)."""
     from ray.tune import PlacementGroupFactory
 
-    from orchestrator.run.cluster import trial_bundles
 
     names = {j.run_id: j.name for j in jobs}
     shapes: list[list[dict[str, float]]] = []
@@ -274,7 +272,7 @@ def trial_hooks(jobs: list[TrialJob]
 
 def _interrupted(db: ResultsDB, ids: list[int]) -> NoReturn:
     """The user stopped the sweep: its pending and running runs become ``cancelled``."""
-    cancelled = db.set_status(ids, "cancelled", only_from=CANCELLABLE)
+    cancelled = db.set_status(ids, RunStatus.CANCELLED, only_from=CANCELLABLE)
     raise Interrupted(f"interrupted: {len(cancelled)} run(s) marked cancelled") from None
 
 
@@ -283,7 +281,6 @@ def _fit(jobs: list[TrialJob], opts: Options, outage: OutageState | None = None
     """Tune over ``jobs``; returns {run_id: holder message} of the runs another driver held."""
     from ray import tune
 
-    from orchestrator.run.multiworker import dispatch_trial
 
     by_id = {j.run_id: j for j in jobs}
     resources, trial_name = trial_hooks(jobs)
@@ -323,13 +320,13 @@ def wait_for_holders(db: ResultsDB, run_ids: list[int], say: Callable[[str], Non
     turned ``lost`` by the reconciler after its own heartbeat interval). A DB outage is
     waited out (up to ``wait_s``, default GATESWEEP_DB_WAIT_S); after one, nobody could
     heartbeat, so the reconciler waits one staleness window before judging."""
-    from contract.states import stale_after_s
 
     wait_s = db_wait_s() if wait_s is None else wait_s
 
     def running(ids: list[int]) -> list[int]:
         return with_db_retry(lambda: [i for i in ids if (r := db.run(i)) is not None
-                                      and r.status == "running"], "wait for holders", wait_s)
+                                      and r.status == RunStatus.RUNNING], "wait for holders",
+                                     wait_s)
 
     waiting = running(run_ids)
     if waiting:

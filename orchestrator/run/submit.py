@@ -15,22 +15,27 @@ import results_db
 from contract.states import DONE_OK
 from orchestrator.run import scheduler
 from orchestrator.run.code_cache import requeue_other_code
+from orchestrator.run.paths import checkpoint_dir, storage_root
 from orchestrator.run.progress import Progress
 from orchestrator.run.trial_job import TrialJob
 from orchestrator.sweep.plan import Plan, make_plan, not_in_file_note  # noqa: F401 - re-exported
 from orchestrator.sweep.table import param_counts
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from orchestrator.sweep.expand import ExpandedRun
     from results_db import RegisterResult, ResultsDB, RunRow
 
-OK_STATES = tuple(sorted(s.value for s in DONE_OK))  # succeeded, diverged
 
-
-def register(db: ResultsDB, plan: Plan, force: bool) -> RegisterResult:
-    """Sweep row + one run row per expanded run; returns results_db.RegisterResult."""
-    counts = param_counts(plan.runs)
+def register(db: ResultsDB, plan: Plan, force: bool,
+             runs: Sequence[ExpandedRun] | None = None) -> RegisterResult:
+    """Sweep row + one run row per expanded run (``runs``: only these of the plan's, as an
+    adaptive sweep allocates them); returns results_db.RegisterResult."""
+    runs = plan.runs if runs is None else runs
+    counts = param_counts(runs)
     new = []
-    for r in plan.runs:
+    for r in runs:
         c = counts.get(r.name)
         new.append(results_db.NewRun(
             name=r.name, fingerprint=r.fingerprint, variant=r.variant, seed=r.seed,
@@ -46,8 +51,8 @@ def jobs_for(rows: list[RunRow], plan: Plan, storage: Path, db_url: str) -> list
     by_fp = {r.fingerprint: r for r in plan.runs}
     return [TrialJob(run_id=row.id, name=by_fp[row.fingerprint].name,
                      spec=by_fp[row.fingerprint].spec, db_url=db_url,
-                     checkpoint_dir=scheduler.checkpoint_dir(storage, plan.spec.name,
-                                                             by_fp[row.fingerprint].name))
+                     checkpoint_dir=checkpoint_dir(storage, plan.spec.name,
+                                                   by_fp[row.fingerprint].name))
             for row in rows]
 
 
@@ -60,6 +65,9 @@ def run_submit(db_url: str, plan: Plan, *, force: bool, storage: Path, address: 
     and pending/lost/failed runs are registered to run again. Runs another live driver holds
     are left to it and waited for, so the summary and exit code cover the whole sweep."""
 
+    storage = storage_root(storage)  # every run's folder inside it, before the DB changes
+    for r in plan.runs:
+        checkpoint_dir(storage, plan.spec.name, r.name)
     db = results_db.open(db_url)
     # A killed earlier submit's attempts become lost: after each one's own threshold (a few
     # of its heartbeat intervals), or sooner with an explicit --stale-after.
@@ -100,7 +108,7 @@ def summarise(db: ResultsDB, final: dict[int, str], console: Console) -> int:
         counts[status] = counts.get(status, 0) + 1
     console.print("done: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())),
                   highlight=False)
-    bad = [i for i, s in final.items() if s not in OK_STATES]
+    bad = [i for i, s in final.items() if s not in DONE_OK]
     for i in bad:
         row = db.run(i)
         if row is None:  # deleted since (by hand): nothing left to say about it

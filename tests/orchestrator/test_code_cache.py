@@ -11,8 +11,8 @@ import pytest
 import results_db
 from contract.errors import SpecError
 from orchestrator.cli.main import main
-from orchestrator.run import scheduler
 from orchestrator.run.code_cache import code_rerun_plan, current_code, requeue_other_code
+from orchestrator.run.paths import checkpoint_dir
 from orchestrator.run.submit import register
 from orchestrator.sweep.plan import make_plan
 from orchestrator.sweep.spec import loads_spec
@@ -42,7 +42,7 @@ def trained(tmp_path: Path):
         other = row.variant == "g1"
         end = "failed" if row.name == "g1-s1" else "succeeded"
         play(db, row.id, end, provenance=provenance(OTHER_COMMIT) if other else provenance())
-        ckpt = scheduler.checkpoint_dir(storage.resolve(), "cc", row.name) / "step_00000010"
+        ckpt = checkpoint_dir(storage.resolve(), "cc", row.name) / "step_00000010"
         ckpt.mkdir(parents=True)
     return db, storage
 
@@ -78,8 +78,8 @@ def test_by_config_and_code_other_codes_results_train_again_from_step_0(
     assert sorted(r.name for r in again.to_run) == ["g1-s0", "g1-s1"]
     g1 = db.run("g1-s0")
     assert g1 is not None and g1.status == "pending"
-    assert not scheduler.checkpoint_dir(storage.resolve(), "cc", "g1-s0").exists()
-    assert scheduler.checkpoint_dir(storage.resolve(), "cc", "baseline-s0").exists()
+    assert not checkpoint_dir(storage.resolve(), "cc", "g1-s0").exists()
+    assert checkpoint_dir(storage.resolve(), "cc", "baseline-s0").exists()
     assert said[0].startswith("1 cached run(s) were trained by other code than ")
 
 

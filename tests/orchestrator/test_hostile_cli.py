@@ -103,8 +103,7 @@ def test_fresh_removes_only_inside_storage_and_says_so(tmp_path: Path, url: str)
     (ckpt / "step_00000010").mkdir(parents=True)
     rid = add_run(db, "s", "a-s0", ckpt=str(ckpt.resolve()))
     row = db.run(rid)
-    spec = RunSpec.model_validate(row.config)
-    p = place(db, row, spec, None)  # no --storage: the recorded dir (it fits the layout)
+    p = place(db, row, None)  # no --storage: the recorded dir (it fits the layout)
     assert p.checkpoint_dir == ckpt.resolve() and p.storage == storage.resolve()
     said: list[str] = []
     with pytest.raises(Exception, match="nothing was deleted"):  # default --storage is ./runs
@@ -123,7 +122,7 @@ def test_symlinked_run_folder_is_not_followed_out_of_storage(tmp_path: Path, url
     db = results_db.open(url)
     row = db.run(add_run(db, "s", "a-s0", status="pending"))
     with pytest.raises(Exception, match="outside --storage"):
-        place(db, row, RunSpec.model_validate(row.config), storage)
+        place(db, row, storage)
 
 
 def test_a_never_started_run_checkpoints_beside_its_sweep(tmp_path: Path, url: str,
@@ -137,7 +136,7 @@ def test_a_never_started_run_checkpoints_beside_its_sweep(tmp_path: Path, url: s
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
-    p = place(db, row, RunSpec.model_validate(row.config), None)
+    p = place(db, row, None)
     assert p.checkpoint_dir == storage / "s" / "b-s0" / "checkpoints"
     assert p.storage == storage
 

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 import results_db
-from orchestrator.run.scheduler import checkpoint_dir
+from orchestrator.run.paths import checkpoint_dir
 from orchestrator.run.submit import make_plan, register
 from orchestrator.run.trial_sync import DBSyncCallback
 
