@@ -61,7 +61,9 @@ def expand(spec: SweepSpec, src: Source) -> list[ExpandedRun]:
         base.doc["resources"] = spec.resources.model_dump()
         base.origins[("resources",)] = ("resources",)
     axes = _axes(spec)
-    seeds = spec.seeds or _seed_axis(spec) or [0]
+    # decide: every seed a row may get; the run room registers the ones it allocates
+    seeds = spec.seeds or _seed_axis(spec) or (
+        list(range(spec.decide.max_seeds)) if spec.decide is not None else [0])
     variants = list(spec.variants.items()) or [("base", {})]
     _check_size(spec, src, len(variants), axes, len(seeds))
     rules = _RuleUse(spec)

@@ -17,6 +17,7 @@ resources: {cpus: 1}                  # per trial (merged over base.resources)
 retries: 0                            # Tune FailureConfig(max_failures=...)
 max_concurrent: 2                     # default: what the cluster's CPUs/GPUs allow
 cached_by: config                     # what "already ran" means (CACHED_BY)
+decide: {margin: 0.01, max_seeds: 20}  # seeds until rows decide (orchestrator/sweep/decide.py)
 ```
 Errors name FILE:LINE and the key path and say what was expected; nothing is written or
 scheduled for an invalid file.
@@ -35,6 +36,7 @@ from contract.config import Resources, Seed, StrictModel
 from contract.errors import SpecError, SpecIssue, pydantic_problems
 from contract.yamlsrc import Source, load_file, load_text
 from orchestrator.sweep import gate_shorthand, keys
+from orchestrator.sweep.decide import DecideSpec
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 MAX_AXIS_VALUES = 1000
@@ -93,6 +95,7 @@ class SweepSpec(StrictModel):
     retries: int = Field(default=0, ge=0, le=100)
     max_concurrent: int | None = Field(default=None, ge=1, le=100_000)
     cached_by: CachedBy = "config"
+    decide: DecideSpec | None = None  # add seeds until rows decide (orchestrator/sweep/decide.py)
 
     @field_validator("variants")
     @classmethod
@@ -190,6 +193,13 @@ def _check_conflicts(src: Source, spec: SweepSpec, issues: list[SpecIssue]) -> N
                                                 "not both"))
     if spec.seeds is not None and ({"seed", "seeds"} & set(spec.axes)):
         issues.append(src.issue(("seeds",), "give either seeds or axes.seed, not both"))
+    if spec.decide is not None:
+        for key in [k for k in ("seeds",) if spec.seeds is not None] + \
+                [k for k in ("seed", "seeds") if k in spec.axes]:
+            where = (key,) if key == "seeds" else ("axes", key)
+            issues.append(src.issue(where, "decide: allocates the seeds itself (first_seeds, "
+                                           "then more where a row is undecided); remove "
+                                           f"{'.'.join(where)}"))
     if "resources" in spec.base and spec.resources is not None:
         issues.append(src.issue(("resources",), "give either resources or base.resources, "
                                                 "not both"))

@@ -30,7 +30,7 @@ from results_db.analysis.columns import HEAD, STAT_COLUMNS, TAIL
 from results_db.analysis.compare import compare, rank, varying
 from results_db.analysis.effects import main_effects
 from results_db.analysis.scaling import Scaling, scaling
-from results_db.analysis.sequential import DecideRule, Spent, read_rows, spent
+from results_db.analysis.sequential import DecideRule, Spent, read_rows, sentence, spent
 from results_db.analysis.stability import EXTRA_METRICS, Stability, analyse
 from results_db.analysis.summary import effects_sentence, verdict_sentence
 from results_db.analysis.table import ablation
@@ -113,6 +113,12 @@ class AnalysisMixin:
         values = runs.select("run_id", "group_key", "seed", "status",
                              value=pl.col(rule.metric))
         return read_rows(values, info, self.baseline(sweep), rule, method)
+
+    def decide_sentence(self, sweep: str, rule: DecideRule, method: str = "holm") -> str:
+        """The adaptive sweep's verdicts in one sentence with their rule (Holm on the final
+        reading by default)."""
+        return sentence(self.decide_rows(sweep, rule, method), rule, sweep,
+                        self.baseline(sweep))
 
     def decide_spent(self, sweep: str) -> Spent:
         """Runs, wall hours and GPU-hours the sweep has used (a decide: budget)."""

@@ -161,3 +161,25 @@ def spent(attempts: pl.DataFrame, runs: int, now: datetime) -> Spent:
     wall = (now - first).total_seconds() / 3600 if isinstance(first, datetime) else 0.0
     gpu = float(attempts.select((hours * pl.col("gpus")).sum()).item() or 0.0)
     return Spent(runs, max(wall, 0.0), gpu)
+
+
+def sentence(rows: pl.DataFrame, rule: DecideRule, sweep: str, baseline: str | None) -> str:
+    """The adaptive sweep in one sentence, with the rule it used: how many rows are better,
+    worse, within noise, undecided (the largest "about k more seeds") and inconclusive at
+    the seed cap, and the family-wise error rate and correction behind those words."""
+    if rows.height == 0:
+        return f"{sweep}: no variant row has paired seeds with a baseline yet on {rule.metric}"
+    counts = dict(rows["verdict"].value_counts().rows())
+    margin = f"+-{rule.margin * 100:g} %" if rule.relative else f"+-{rule.margin:g}"
+    parts = [f"{counts.get(confseq.BETTER, 0)} better", f"{counts.get(confseq.WORSE, 0)} worse",
+             f"{counts.get(confseq.WITHIN, 0)} within noise ({margin})"]
+    if n_open := counts.get(confseq.UNDECIDED, 0):
+        more = rows.filter(rows["verdict"] == confseq.UNDECIDED)["more_seeds"].drop_nulls()
+        parts.append(f"{n_open} undecided" + (f" (up to about {int(more.max())} more seeds)"
+                                              if more.len() else ""))
+    if n_cap := counts.get(confseq.INCONCLUSIVE, 0):
+        parts.append(f"{n_cap} inconclusive at {rule.max_seeds} seeds")
+    how = ("after Holm over" if rows["rule"][0] == "holm" else "Bonferroni over")
+    return (f"{sweep}: of {rows.height} rows vs the baseline '{baseline}' on {rule.metric}, "
+            + ", ".join(parts) + f"; anytime-valid intervals, {how} {rows.height} rows, "
+            f"family-wise error <= {rule.error_rate * 100:g} %.")

@@ -96,3 +96,15 @@ def test_budget_spent_counts_runs_and_attempt_hours(tmp_path: Path) -> None:
     db = _sweep(tmp_path, {"baseline": [10.0, 10.1], "gated": [9.0, 9.1]})
     used = db.decide_spent("adapt")
     assert used.runs == 4 and 0 <= used.wall_hours < 0.1 and used.gpu_hours == 0.0
+
+
+def test_the_sentence_names_the_rule_and_the_family(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    base = 10 + rng.normal(0, 0.3, 10)
+    db = _sweep(tmp_path, {"baseline": base.tolist(),
+                           "gated": (base * 0.92 + rng.normal(0, 0.05, 10)).tolist(),
+                           "value": (base * (1 + rng.normal(0, 0.2, 10))).tolist()})
+    text = db.decide_sentence("adapt", RULE)
+    assert "of 2 rows vs the baseline 'baseline' on val/ppl, 1 better, 0 worse" in text
+    assert "after Holm over 2 rows, family-wise error <= 5 %" in text
+    assert "Bonferroni over 2 rows" in db.decide_sentence("adapt", RULE, "bonferroni")

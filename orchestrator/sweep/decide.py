@@ -1,0 +1,64 @@
+"""The ``decide:`` block of a sweep file: add seeds where a row's verdict is still open, until
+it decides or the budget ends, with a family-wise error rate that survives the peeking.
+
+```yaml
+decide:
+  metric: val/ppl          # default: contract.analysis_defaults.METRIC
+  margin: 0.01             # "within noise" means the interval lies inside +-margin
+  relative: true           # margin (and differences) relative to the baseline's per-seed value
+  error_rate: 0.05         # family-wise, over the sweep's variant rows
+  first_seeds: 3           # every row (and the baseline) starts with these
+  max_seeds: 20            # a row still open here is inconclusive
+  budget: {runs: 200, hours: 1.0, gpu_hours: 50}   # any of them; the sweep stops at the first
+```
+Seeds are allocated by the run room (orchestrator/run/adaptive.py); the statistics are
+results_db's (results_db/analysis/sequential.py). A sweep without the block runs its seeds as
+before. The block replaces ``seeds``/``axes.seed``: the seeds are what it allocates.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from contract.analysis_defaults import METRIC, MIN_EFFECT
+from contract.config import StrictModel
+from results_db.analysis.confseq import MIXTURE_G
+from results_db.analysis.sequential import DecideRule
+from results_db.vocab import higher_is_better
+
+MAX_SEEDS = 1000
+
+
+class Budget(StrictModel):
+    """Where an adaptive sweep stops giving seeds, whatever is still open (any of them)."""
+
+    runs: int | None = Field(default=None, ge=1, le=1_000_000)
+    hours: float | None = Field(default=None, gt=0, le=24 * 366)  # wall clock, from the first start
+    gpu_hours: float | None = Field(default=None, gt=0, le=1e9)
+
+
+class DecideSpec(StrictModel):
+    metric: str = Field(default=METRIC, min_length=1, max_length=200)
+    margin: float = Field(default=MIN_EFFECT, gt=0)
+    relative: bool = True
+    error_rate: float = Field(default=0.05, gt=0, le=0.5)
+    first_seeds: int = Field(default=3, ge=2, le=MAX_SEEDS)
+    max_seeds: int = Field(default=20, ge=2, le=MAX_SEEDS)
+    budget: Budget = Field(default_factory=Budget)
+    mixture_g: float = Field(default=MIXTURE_G, gt=0, le=1e4)
+
+    @model_validator(mode="after")
+    def _bounds(self) -> DecideSpec:
+        if self.max_seeds < self.first_seeds:
+            raise ValueError(f"decide.max_seeds ({self.max_seeds}) must be at least "
+                             f"decide.first_seeds ({self.first_seeds})")
+        if self.relative and self.margin >= 1:
+            raise ValueError(f"decide.margin: a relative margin is a fraction of the baseline "
+                             f"(0.01 = 1 %), got {self.margin:g}; set relative: false for an "
+                             "absolute one")
+        return self
+
+    def rule(self) -> DecideRule:
+        return DecideRule(metric=self.metric, margin=self.margin, relative=self.relative,
+                          error_rate=self.error_rate, max_seeds=self.max_seeds,
+                          higher_is_better=higher_is_better(self.metric), g=self.mixture_g)
