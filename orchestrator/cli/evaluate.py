@@ -31,8 +31,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+import results_db
+from contract.config import BenchmarkSpec
 from contract.errors import UserError
+from contract.metrics import LONGCTX
+from contract.states import RunStatus
 from orchestrator.cli.app import DbOpt, app, db_url, out, split_csv
+from trainer.tasks import TASKS_DIR
 
 if TYPE_CHECKING:
     from contract.config import RunSpec
@@ -78,7 +83,6 @@ def build_benchmarks(tasks: str | None, limit: int | None, fewshot: int | None,
                      ) -> tuple[Any, ...] | None:
     """``--tasks a,b`` (+ shots/limit) -> BenchmarkSpecs; None keeps the spec's benchmarks
     (with ``--limit``/``--fewshot`` applied to them when given)."""
-    from contract.config import BenchmarkSpec
 
     names = split_csv(tasks)
     if tasks is not None and not names:
@@ -100,7 +104,6 @@ def check_tasks(benchmarks: tuple[Any, ...]) -> None:
     name is not among them."""
     from lm_eval.tasks import TaskManager
 
-    from trainer.tasks import TASKS_DIR
 
     dirs = sorted({str(TASKS_DIR), *(b.include_path for b in benchmarks if b.include_path)})
     wanted = {b.task for b in benchmarks}
@@ -116,9 +119,10 @@ def check_tasks(benchmarks: tuple[Any, ...]) -> None:
 def checkpoint_dir_of(db: ResultsDB, row: RunRow, spec: RunSpec) -> Path:
     """The run's recorded checkpoint dir (orchestrator.run.rerun owns the rule, and refuses a
     recorded path that is not <storage>/<sweep>/<name>/checkpoints of this run)."""
-    from orchestrator.run.rerun import recorded_checkpoint_dir
+    from orchestrator.run.rerun import recorded_checkpoint_dir, sweep_of
 
-    found = recorded_checkpoint_dir(db, row.id, spec.sweep, spec.name)
+    # the row's own identity: a stored config naming another run must not load its weights
+    found = recorded_checkpoint_dir(db, row.id, sweep_of(db, row), row.name)
     if found is None:
         raise UserError(f"run {row.name} (id {row.id}, {row.status}) has no checkpoint: no "
                         "checkpoint_dir artifact (it never started training)")
@@ -140,16 +144,16 @@ def evaluate_run(db: ResultsDB, row: RunRow, tasks: tuple[Any, ...] | None, devi
 
     ``tasks``: the benchmarks to run (None: the spec's); ``longctx``: also the spec's
     long-context evaluation (off for ``--tasks``)."""
-    from orchestrator.run.rerun import stored_spec
+    from orchestrator.run.rerun import stored_spec, sweep_of
     from trainer.final_eval import evaluate_checkpoint
     from trainer.load import find_checkpoint
 
-    if row.status in ("running", "pending"):
+    if row.status in (RunStatus.RUNNING, RunStatus.PENDING):
         raise UserError(f"run {row.name} is {row.status}; evaluate it once it has finished")
     attempts = db.attempts(row.id)
     if not attempts:
         raise UserError(f"run {row.name} has no attempt (it never ran)")
-    spec = stored_spec(row)
+    spec = stored_spec(row, sweep_of(db, row))  # a config naming another run is refused
     ckpt = checkpoint_dir_of(db, row, spec)
     try:
         find_checkpoint(ckpt)
@@ -176,7 +180,6 @@ def evaluate_runs(url: str, refs: list[str], *, tasks: str | None = None,
                   include_path: Path | None = None, device: str = "cpu"
                   ) -> dict[str, EvalReporter]:
     """All runs are resolved and checked (names, tasks) before the first evaluation."""
-    import results_db
     from orchestrator.run.rerun import resolve_runs, stored_spec
 
     if include_path is not None and not include_path.is_dir():
@@ -214,7 +217,7 @@ def evaluate(runs: Annotated[list[str], typer.Argument(help="Run ids or names")]
     failed = 0
     for name, rep in done.items():
         main = {k: v for k, v in sorted(rep.summaries.items()) if k.count("/") == 1
-                or k.startswith("longctx/") and k.endswith("/ppl")}
+                or k.startswith(LONGCTX) and k.endswith("/ppl")}
         shown = ", ".join(f"{k} {v:.4g}" for k, v in main.items()) or "no numbers"
         out.print(f"{name}: {shown}")
         for e in rep.errors:

@@ -130,3 +130,19 @@ def test_an_empty_storage_is_refused(raw: str, capsys: pytest.CaptureFixture[str
     assert code == 2 and "--storage" in err and "empty path" in err, err
     assert results_db.open(url).run(a).status == "failed"
 
+
+
+def test_evaluate_refuses_a_config_naming_another_run(capsys: pytest.CaptureFixture[str],
+                                                      tmp_path: Path, url: str) -> None:
+    """evaluate loads weights from the run's checkpoint dir: from the row's identity, never
+    from a config that names run b (it would evaluate b's weights as a's)."""
+    storage = tmp_path / "st"
+    db = results_db.open(url)
+    # the writer changed both: a's config and a's checkpoint_dir artifact name b's
+    a = add_run(db, "s", "a-s0", status="succeeded",
+                ckpt=str((storage / "s" / "b-s0" / "checkpoints").resolve()))
+    add_run(db, "s", "b-s0", status="succeeded",
+            ckpt=str((storage / "s" / "b-s0" / "checkpoints").resolve()))
+    _set_config(url, a, name="b-s0")
+    code, _, err = run_cli(capsys, "evaluate", a, "--db", url)
+    assert code == 2 and "its stored config names run 'b-s0'" in err, err
