@@ -23,7 +23,7 @@ from contract.errors import Interrupted, UserError
 from contract.states import CANCELLABLE, DONE_OK, RunStatus, parse_status
 
 # The command modules register on `app` when imported; app.py holds what they share.
-from orchestrator.cli import evaluate, read, results  # noqa: F401
+from orchestrator.cli import evaluate, read, report, results  # noqa: F401
 from orchestrator.cli.app import (
     DbOpt,
     RerunStorageOpt,

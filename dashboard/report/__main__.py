@@ -1,0 +1,65 @@
+"""``python -m dashboard.report SWEEP --db URL --out FILE [--format html|markdown]``: write the
+sweep's report (dashboard/report/__init__.py). ``orchestrator report`` runs this; it writes
+FILE (and, for Markdown, FILE's figures into FIGURES beside it) and prints the paths."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+FORMATS = ("html", "markdown")
+
+
+def write(sweep: str, url: str, out: Path, fmt: str, figures: Path | None = None) -> list[Path]:
+    """Build and write the report; returns the files written (the report first)."""
+    import results_db
+    from dashboard.report import content
+
+    db = results_db.open(url, readonly=True)
+    try:
+        report = content.build(db, sweep)
+    finally:
+        db.close()
+    if fmt == "html":
+        from dashboard.report import html, vega
+
+        out.write_text(html.render(report, vega.javascript_bundle()), encoding="utf-8")
+        return [out]
+    from dashboard.report import markdown, vega
+    from dashboard.report.model import Chart
+
+    fig_dir = figures or out.with_name(out.stem + "_files")
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+
+    def figure(chart: Chart) -> str:
+        path = fig_dir / f"{chart.id}.svg"
+        path.write_text(vega.svg(chart.spec), encoding="utf-8")
+        written.append(path)
+        return path.name
+
+    out.write_text(markdown.render(report, fig_dir.name, figure), encoding="utf-8")
+    return [out, *written]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m dashboard.report", description=__doc__)
+    ap.add_argument("sweep")
+    ap.add_argument("--db", required=True)
+    ap.add_argument("--out", required=True, type=Path)
+    ap.add_argument("--format", choices=FORMATS, default="html")
+    ap.add_argument("--figures", type=Path, default=None,
+                    help="Folder for the Markdown figures (default: OUT's stem + _files)")
+    args = ap.parse_args(argv)
+    try:
+        for path in write(args.sweep, args.db, args.out, args.format, args.figures):
+            print(path)
+    except (ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

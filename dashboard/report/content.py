@@ -1,0 +1,183 @@
+"""The report's conclusion sections, read from results_db (which computes every statistic) and
+drawn with the dashboard's chart specs: the verdict, the leaderboard, the ablation tables
+beside the paper's figures, LR stability and scaling. runs.py adds the per-run sections."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from contract.analysis_defaults import METRIC  # the leaderboard's default metric
+from dashboard import ablation, charts, palette
+from dashboard.report import runs
+from dashboard.report.model import Block, Report, Section, Table, chart
+from dashboard.tables import fmt_delta_ci, fmt_lr, fmt_mean_std, fmt_num, fmt_verdict, row_labels
+from results_db.analysis.compare import seed_deltas
+from results_db.vocab import RESULT_STATES
+
+if TYPE_CHECKING:
+    from results_db import ResultsDB
+
+SHOWN_SENTENCES = 4  # scaling readings written out; the rest in a folded table
+BOARD_COLUMNS = ("rank", "variant", "lr", "n", "mean ± std", "Δ% [95% CI]", "verdict",
+                 "seeds needed")
+
+
+def variants(db: ResultsDB, sweep: str, baseline: str | None) -> list[str]:
+    """The sweep's variants, baseline first, then in declared order: the palette's order (as
+    the dashboard's data.variants)."""
+    frame = db.runs(sweep, with_config=False, columns=["id", "variant"])
+    order = frame.group_by("variant").agg(pl.col("id").min()).sort("id")["variant"].to_list()
+    first = [baseline] if baseline is not None and baseline in order else []
+    return first + [v for v in order if v != baseline]
+
+
+def build(db: ResultsDB, sweep: str, metric: str = METRIC) -> Report:
+    """Every section of ``sweep``'s report (the DB opened read-only is enough)."""
+    info = db.sweeps().filter(pl.col("name") == sweep)
+    status = db.sweep_status(sweep)
+    counts = ", ".join(f"{int(status[s][0])} {s}" for s in status.columns
+                       if s not in ("sweep", "total", "done") and status[s][0])
+    base = db.baseline(sweep)
+    colors = palette.colors(variants(db, sweep, base), base)
+    mix = db.code_mix(sweep)
+    sections = [verdict(db, sweep, metric, mix.sentence), leaderboard(db, sweep, metric, colors),
+                ablation_tables(db, sweep), stability(db, sweep, colors),
+                scaling(db, sweep, metric, colors),
+                runs.curves(db, sweep, colors), runs.config_diff(db, sweep, base),
+                runs.provenance(db, sweep, mix)]
+    return Report(
+        sweep=sweep, description=str(info["description"][0] or "") if info.height else "",
+        generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        db=db.url.render_as_string(hide_password=True),
+        counts=f"{int(status['total'][0])} runs: {counts}" if status.height else "no runs",
+        flags=(mix.sentence,) if mix.mixed and mix.sentence else (),
+        sections=tuple(s for s in sections if s is not None))
+
+
+def verdict(db: ResultsDB, sweep: str, metric: str, mix: str | None) -> Section:
+    """The conclusions in words: the leaderboard, the main effects, LR stability, scaling and
+    whether the runs compared came from the same code."""
+    said = [db.verdict_summary(sweep, metric), db.effects_summary(sweep, metric)]
+    st = db.stability(sweep)
+    if st is not None and st.sentence:
+        said.append(st.sentence)
+    said += db.scaling(sweep, metric).sentences[:SHOWN_SENTENCES]
+    if mix:
+        said.append(mix)
+    return Section("verdict", "Verdict", tuple(said))
+
+
+def board_frame(board: pl.DataFrame) -> pl.DataFrame:
+    """db.leaderboard as the strings the report shows (the dashboard's formatting)."""
+    rows = [{"rank": "" if r["rank"] is None else str(r["rank"]),
+             "variant": r["row"] + (" (baseline)" if r["is_baseline"] else ""),
+             "lr": fmt_lr(r["lr"]), "n": str(r["n"]),
+             "mean ± std": fmt_mean_std(r["mean"], r["std"]),
+             "Δ% [95% CI]": "–" if r["is_baseline"] else
+             fmt_delta_ci(r["delta_pct"], r["ci_low_pct"], r["ci_high_pct"]),
+             "verdict": fmt_verdict(r["verdict"]),
+             "seeds needed": "–" if r["seeds_needed"] is None else str(r["seeds_needed"])}
+            for r in board.iter_rows(named=True)]
+    return pl.DataFrame(rows, schema=dict.fromkeys(BOARD_COLUMNS, pl.String))
+
+
+def leaderboard(db: ResultsDB, sweep: str, metric: str, colors: dict[str, str]) -> Section:
+    board = db.leaderboard(sweep, metric)
+    if board.is_empty():
+        return Section("leaderboard", f"Leaderboard ({metric})",
+                       (f"No finished run has a {metric} value yet.",))
+    board = board.with_columns(row_labels(board))
+    runs_ = db.runs(sweep, status=list(RESULT_STATES), with_config=False,
+                    columns=["id", "group_key", "seed"])
+    vals = db.summaries(run_ids=runs_["id"].to_list(), names=[metric]).join(
+        runs_.select(pl.col("id").alias("run_id"), "group_key", "seed"), on="run_id")
+    seeds = seed_deltas(board, vals.select("group_key", "seed", "value")).join(
+        board.select("group_key", "row"), on="group_key")
+    dots = charts.delta_dots(board, metric, colors, seeds.select("row", "seed", "delta_pct"))
+    return Section("leaderboard", f"Leaderboard ({metric})", (), (
+        chart("leaderboard-chart", f"Δ {metric} vs the baseline, 95 % CI; small dots: each "
+                                   "seed; marker: the verdict", dots),
+        Table("leaderboard", board_frame(board),
+              "mean ± std over seeds; Δ vs the baseline at the same LR (paired by seed where "
+              "the seeds match, else Welch), 95 % CI; 'seeds needed' for a ±1 % effect at "
+              "80 % power")))
+
+
+def ablation_tables(db: ResultsDB, sweep: str) -> Section:
+    """Tables 1/3 (quality) and 4 (probes) in the paper's layout, the paper's figures beside
+    ours (dashboard/ablation.py formats db.ablation_table)."""
+    available = db.summary_names(sweep)
+    blocks: list[Block] = []
+    kinds: tuple[tuple[ablation.Kind, str], ...] = (("quality", "ablation"), ("probes", "probes"))
+    for kind, id_ in kinds:
+        names = ablation.metric_names(kind, available)
+        if not names or not set(names) & set(available):
+            continue
+        table = ablation.build(kind, db.ablation_table(sweep, names), names, with_paper=True)
+        if not table.display.is_empty():
+            blocks.append(Table(id_, table.display, ablation.KINDS[kind]))
+    return Section("ablation", "Ablation tables beside the paper's figures",
+                   (ablation.SCALE_CAVEAT,) if blocks else ("No finished runs to tabulate.",),
+                   tuple(blocks))
+
+
+def _views() -> None:
+    """Before importing a page module for its frames and charts: its data module caches with
+    st.cache_data, which warns once per function when no Streamlit app runs (as here)."""
+    from streamlit import logger
+
+    logger.set_log_level("error")
+
+
+def stability(db: ResultsDB, sweep: str, colors: dict[str, str]) -> Section | None:
+    """The LR-stability curve (the dashboard's vs_lr chart) with the max stable LR of each
+    ladder; None for a sweep without an LR axis."""
+    _views()
+    from dashboard.views.stability import delta_frame, lr_states, summary_frame
+
+    st = db.stability(sweep)
+    if st is None:
+        return None
+    curve = lr_states(st.curve.with_columns(pl.col("stable").fill_null(False)), st.summary)
+    msl = st.summary.select("variant", "max_stable_lr").drop_nulls()
+    blocks: list[Block] = [
+        chart("stability-chart", "Final val/loss vs learning rate (95 % CI; filled: stable, "
+                                 "hollow: unstable; dashed: max stable LR)",
+              charts.vs_lr(curve, "mean", "final val/loss", colors, ci=True, msl=msl)),
+        Table("stability", summary_frame(st.summary), st.rule)]
+    deltas = delta_frame(st.curve)
+    if deltas.height:
+        blocks.append(Table("stability-deltas", deltas, "Change vs the baseline at each LR "
+                                                        "(95 % CI)"))
+    return Section("stability", "Learning-rate stability", (st.sentence,) if st.sentence else (),
+                   tuple(blocks))
+
+
+def scaling(db: ResultsDB, sweep: str, metric: str, colors: dict[str, str]) -> Section | None:
+    """The change vs the baseline against training tokens (views/scaling.py's chart) and the
+    trend sentences; None when no evaluation point pairs with the baseline's."""
+    _views()
+    from dashboard.views.scaling import delta_chart
+
+    sc = db.scaling(sweep, metric)
+    if sc.points.is_empty():
+        return None
+    trends = sc.trends.select(
+        "variant", "size", "x",
+        pl.col("delta_pct_to").map_elements(fmt_num, return_dtype=pl.String).alias("Δ% at end"),
+        pl.struct("delta_pct_to", "ci_low_pct", "ci_high_pct").map_elements(
+            lambda s: fmt_delta_ci(s["delta_pct_to"], s["ci_low_pct"], s["ci_high_pct"]),
+            return_dtype=pl.String).alias("Δ% [95% CI]"),
+        pl.col("verdict").cast(pl.String)) if sc.trends.height else pl.DataFrame()
+    blocks: list[Block] = [chart("scaling-chart", f"Δ {metric} vs training tokens (95 % CI "
+                                                   "over seeds)",
+                                  delta_chart(sc.points, "tokens", metric, colors))]
+    if trends.height:
+        blocks.append(Table("scaling", trends.fill_null("–")))
+    if len(sc.sentences) > SHOWN_SENTENCES:  # one or two per variant, LR and axis: folded
+        blocks.append(Table("scaling-sentences", pl.DataFrame({"reading": sc.sentences}),
+                            "every scaling reading", collapsed=True))
+    return Section("scaling", "Scaling", tuple(sc.sentences[:SHOWN_SENTENCES]), tuple(blocks))

@@ -1,0 +1,111 @@
+"""The report as one self-contained HTML file: text and tables as HTML (every name escaped),
+each chart's Vega-Lite spec as inline JSON drawn by the inlined Vega bundle (dashboard/report/
+vega.py). Opens from disk with no server and no network. Each chart's element gets
+``data-rendered="1"`` once drawn (``"error"`` and the message if it could not be), and
+``window.gatesweepReport`` counts both, for the browser test."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from html import escape
+from typing import Any
+
+from dashboard.report.model import Chart, Report, Section, Table
+
+STYLE = """
+body { font: 15px/1.45 system-ui, sans-serif; max-width: 1100px; margin: 2em auto; color: #222;
+       padding: 0 1em; }
+h1 { margin-bottom: .2em; } h2 { margin-top: 2em; border-bottom: 1px solid #ddd; }
+.meta { color: #666; } .flag { background: #fff3cd; }
+p.flag, div.flag { border-left: 4px solid #e0a800; padding: .5em .8em; }
+table.data { border-collapse: collapse; font-size: 13px; margin: .6em 0; }
+table.data th, table.data td { border: 1px solid #ddd; padding: 3px 7px; text-align: left;
+                               vertical-align: top; }
+table.data th { background: #f4f4f4; } th.flag, td.flag { background: #fff3cd; }
+figure { margin: 1.2em 0; } figcaption { color: #444; font-size: 13px; margin-bottom: .3em; }
+.caption { color: #555; font-size: 13px; } nav a { margin-right: .8em; }
+"""
+
+RENDER = """
+window.gatesweepReport = {charts: 0, rendered: 0, errors: []};
+for (const el of document.querySelectorAll('script[type="application/json"][data-chart]')) {
+  const target = document.getElementById(el.dataset.chart);
+  window.gatesweepReport.charts += 1;
+  vegaEmbed(target, JSON.parse(el.textContent), {actions: false, renderer: "svg"})
+    .then(() => { target.dataset.rendered = "1"; window.gatesweepReport.rendered += 1; })
+    .catch((err) => { target.dataset.rendered = "error"; target.textContent =
+      "this chart could not be drawn: " + err; window.gatesweepReport.errors.push(String(err)); });
+}
+"""
+
+
+def _finite(v: Any) -> Any:
+    """NaN/inf are not JSON (JSON.parse refuses them): null, as a missing value."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_finite(x) for x in v]
+    return v
+
+
+def _json_safe(text: str) -> str:
+    """JSON inside <script>: "<\\/" is the same JSON string as "</", and no "</script" or
+    "<!--" can then close or confuse the element."""
+    return text.replace("</", "<\\/").replace("<!--", "<\\u0021--")
+
+
+def _js_safe(text: str) -> str:
+    """JavaScript inside <script>: only "</script" ends the element (a regex literal such as
+    /</g must stay as it is); in a string or a regex "<\\/script" means the same."""
+    return re.sub(r"</(script)", r"<\\/\1", text, flags=re.IGNORECASE)
+
+
+def table_html(t: Table) -> str:
+    cols = t.frame.columns
+    cls = {c: ' class="flag"' if c in t.flagged else "" for c in cols}
+    head = "".join(f"<th{cls[c]}>{escape(c)}</th>" for c in cols)
+    body = "".join("<tr>" + "".join(f"<td{cls[c]}>{escape('' if v is None else str(v))}</td>"
+                                    for c, v in zip(cols, row, strict=True)) + "</tr>"
+                   for row in t.frame.iter_rows())
+    table = (f'<table class="data" id="{escape(t.id)}"><thead><tr>{head}</tr></thead>'
+             f"<tbody>{body}</tbody></table>")
+    caption = f'<p class="caption">{escape(t.caption)}</p>' if t.caption else ""
+    if t.collapsed:
+        return (f"<details><summary>{escape(t.caption or t.id)} ({t.frame.height} rows)"
+                f"</summary>{table}</details>")
+    return caption + table
+
+
+def chart_html(c: Chart) -> str:
+    spec = _json_safe(json.dumps(_finite(c.spec), allow_nan=False))
+    return (f'<figure><figcaption>{escape(c.title)}</figcaption>'
+            f'<div class="chart" id="{escape(c.id)}"></div></figure>'
+            f'<script type="application/json" data-chart="{escape(c.id)}">{spec}</script>')
+
+
+def section_html(s: Section) -> str:
+    parts = [f'<section id="{escape(s.id)}"><h2>{escape(s.title)}</h2>']
+    parts += [f"<p>{escape(text)}</p>" for text in s.sentences]
+    for b in s.blocks:
+        parts.append(table_html(b) if isinstance(b, Table) else chart_html(b))
+    return "".join(parts) + "</section>"
+
+
+def render(report: Report, javascript: str) -> str:
+    """The whole document; ``javascript``: the Vega bundle (vega.javascript_bundle())."""
+    nav = "".join(f'<a href="#{escape(s.id)}">{escape(s.title)}</a>' for s in report.sections)
+    flags = "".join(f'<p class="flag" id="mixed">{escape(f)}</p>' for f in report.flags)
+    desc = f"<p>{escape(report.description)}</p>" if report.description else ""
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<title>gatesweep report: {escape(report.sweep)}</title><style>{STYLE}</style>"
+        f"<script>{_js_safe(javascript)}</script></head><body>"
+        f"<h1>Sweep {escape(report.sweep)}</h1>{desc}"
+        f'<p class="meta">{escape(report.counts)}. Written {escape(report.generated)} from '
+        f"{escape(report.db)} by gatesweep.</p>{flags}<nav>{nav}</nav>"
+        + "".join(section_html(s) for s in report.sections)
+        + f"<script>{RENDER}</script></body></html>\n")

@@ -1,0 +1,76 @@
+"""`orchestrator report SWEEP`: the sweep as one shareable file (issue 34).
+
+The report is built by the dashboard package (dashboard/report/: it draws the dashboard's own
+charts), which sits a floor above the orchestrator; so, as `orchestrator dashboard` starts
+Streamlit, this command runs ``python -m dashboard.report`` in a child process, into a private
+temporary folder, and then puts the files in place through the CLI's one output writer
+(orchestrator/cli/outfiles.py: all files or none, never a half-written report).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from contract.errors import UserError
+from orchestrator.cli.app import DbOpt, app, db_url, open_sweep, out
+
+FORMATS = {"html": ".html", "markdown": ".md"}
+
+
+def _copy(src: Path) -> Callable[[Path], None]:
+    def write(dest: Path) -> None:
+        shutil.copyfile(src, dest)
+    return write
+
+
+@app.command()
+def report(sweep: str, db: DbOpt = None,
+           out_file: Annotated[Path | None, typer.Option(
+               "--out", help="The report file [default: SWEEP-report.html / .md]; Markdown "
+                             "figures go to OUT's stem + _files/ beside it")] = None,
+           format: Annotated[str, typer.Option(
+               "--format", help="html (one self-contained file) | markdown (+ SVG figures)")
+           ] = "html") -> None:
+    """Write the sweep's report: verdict sentences, leaderboard with CIs and per-seed dots,
+    the ablation tables beside the paper's figures, LR stability, scaling, training curves,
+    probes, each variant's config diff vs the baseline and every run's provenance. HTML opens
+    from disk with no server and no network."""
+    from orchestrator.cli.outfiles import out_dir, write_files
+
+    if format not in FORMATS:
+        raise UserError(f"--format: {format!r} is not one of {', '.join(FORMATS)}")
+    open_sweep(db, sweep)  # a missing DB or an unknown sweep: one line, nothing written
+    target = out_file or Path(f"{sweep}-report{FORMATS[format]}")
+    if str(target) == "-":
+        raise UserError("--out -: a report is a file (HTML, or Markdown with figures); give a "
+                        "file path")
+    with tempfile.TemporaryDirectory(prefix="gatesweep-report-") as tmp:
+        built = Path(tmp) / f"report{FORMATS[format]}"
+        figures = Path(tmp) / "figures"
+        cmd = [sys.executable, "-m", "dashboard.report", sweep, "--db", db_url(db),
+               "--out", str(built), "--format", format, "--figures", str(figures)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        if proc.returncode != 0:
+            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise UserError(f"report: the report builder failed ({last})")
+        files = {target: _copy(built)}
+        if format == "markdown":
+            fig_dir = out_dir(target.with_name(target.stem + "_files"))
+            files.update({fig_dir / p.name: _copy(p) for p in sorted(figures.glob("*.svg"))})
+            # the Markdown links its figures by that folder's name
+            text = built.read_text(encoding="utf-8").replace("](figures/",
+                                                             f"]({fig_dir.name}/")
+            built.write_text(text, encoding="utf-8")
+        write_files(files)
+    size = target.stat().st_size
+    out.print(f"report: {target} ({size / 2**20:.2f} MiB)"
+              + (f" and {len(files) - 1} figure(s) in {target.stem}_files/" if len(files) > 1
+                 else ""), highlight=False)
