@@ -20,18 +20,24 @@
 from __future__ import annotations
 
 import os
+import sys
 import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
+import results_db
+from contract.states import RunStatus
+from orchestrator.run.cluster import host_label
+from orchestrator.run.dbretry import with_db_retry
 from orchestrator.run.env import prepare_trial_env
 from orchestrator.run.faults import Fault, RetryPolicy, classify, describe
+from orchestrator.run.reporter import DBReporter, RunCancelled
 from orchestrator.run.sigterm import graceful_sigterm
 from orchestrator.run.trial_job import TrialJob
 from orchestrator.run.trial_result import TrialResult
+from results_db import DBUnavailable
 
 if TYPE_CHECKING:
-    from orchestrator.run.reporter import DBReporter
     from results_db import ResultsDB
 
 T = TypeVar("T")
@@ -48,11 +54,6 @@ def run_trial(job: TrialJob) -> None:
 
 def execute_job(job: TrialJob, trial_id: str | None = None) -> TrialResult:
     """Claim and run one attempt of ``job``; how it ended (status, steps, first step, ...)."""
-    import results_db
-    from orchestrator.run.cluster import host_label
-    from orchestrator.run.dbretry import with_db_retry
-    from orchestrator.run.reporter import DBReporter
-
     db = results_db.open(job.db_url, migrate=False)
     try:
         attempt = with_db_retry(
@@ -82,7 +83,6 @@ class RetrySuperseded(Exception):
 def train_attempt(db: ResultsDB, job: TrialJob, attempt_id: int, reporter: DBReporter
                   ) -> TrialResult:
     """Train one claimed attempt with ``reporter`` and record its end (rank 0 of a group too)."""
-    from orchestrator.run.reporter import RunCancelled
     from trainer.train import train
 
     try:
@@ -116,9 +116,9 @@ def close_quietly(reporter: DBReporter) -> None:
 
 
 def _cancelled(db: ResultsDB, attempt_id: int, reporter: DBReporter) -> TrialResult:
-    db.finish_attempt(attempt_id, "cancelled", error="cancelled by the user",
+    db.finish_attempt(attempt_id, RunStatus.CANCELLED, error="cancelled by the user",
                       fault=Fault.CANCELLED)
-    return TrialResult("cancelled", first_step=reporter.first_step or -1)
+    return TrialResult(RunStatus.CANCELLED, first_step=reporter.first_step or -1)
 
 
 def record_failure(db: ResultsDB, job: TrialJob, attempt_id: int, exc: BaseException, tb: str,
@@ -134,7 +134,8 @@ def record_failure(db: ResultsDB, job: TrialJob, attempt_id: int, exc: BaseExcep
         retry = False  # a retry could not claim the run either: the next submit/rerun will
     if retry or isinstance(exc, KeyboardInterrupt):
         raise exc
-    return TrialResult("failed", fault=fault.value, first_step=first_step or -1, error=error)
+    return TrialResult(RunStatus.FAILED, fault=fault.value, first_step=first_step or -1,
+                       error=error)
 
 
 def _after_superseded(db: ResultsDB, job: TrialJob, attempt_id: int, tb: str,
@@ -144,12 +145,12 @@ def _after_superseded(db: ResultsDB, job: TrialJob, attempt_id: int, tb: str,
     attempt that is still running but no longer the newest). Another holder: skipped, the
     driver waits for it. Nobody: raise, so Tune retries the run as configured."""
     _retry_db(job, "record the end", lambda: db.finish_attempt(
-        attempt_id, "failed", error="stopped: the attempt was superseded", traceback=tb,
+        attempt_id, RunStatus.FAILED, error="stopped: the attempt was superseded", traceback=tb,
         fault=Fault.SUPERSEDED))
     row = _retry_db(job, "read the run", lambda: db.run(job.run_id))
-    if row is not None and row.status == "running":
+    if row is not None and row.status == RunStatus.RUNNING:
         return skipped(db, job)
-    if row is not None and row.status in ("failed", "lost"):
+    if row is not None and row.status in (RunStatus.FAILED, RunStatus.LOST):
         raise RetrySuperseded(f"run {job.name} (id {job.run_id}): attempt {attempt_id} was "
                               f"superseded while nobody held the run (now {row.status}); "
                               "another attempt resumes it from its last checkpoint")
@@ -157,8 +158,6 @@ def _after_superseded(db: ResultsDB, job: TrialJob, attempt_id: int, tb: str,
 
 
 def _retry_db(job: TrialJob, what: str, fn: Callable[[], T]) -> T:
-    from orchestrator.run.dbretry import with_db_retry
-
     return with_db_retry(fn, f"run {job.name} (id {job.run_id}): {what}", job.db_wait_s)
 
 
@@ -168,21 +167,18 @@ def finish_failed(db: ResultsDB, job: TrialJob, attempt_id: int, error: str, tb:
     read-only): then a second, smaller write without the traceback is tried, and if that
     fails too the run stays ``running`` until its heartbeat goes stale and the reconciler
     (submit, rerun) marks it ``lost``; said on stderr, where the trial's log keeps it."""
-    import sys
 
-    from orchestrator.run.dbretry import with_db_retry
-    from results_db import DBUnavailable
 
     # a DB that already stayed unwritable past the bound is not waited for a second time
     wait_s = 0.0 if fault is Fault.DB_UNAVAILABLE else job.db_wait_s
     try:
-        with_db_retry(lambda: db.finish_attempt(attempt_id, "failed", error=error,
+        with_db_retry(lambda: db.finish_attempt(attempt_id, RunStatus.FAILED, error=error,
                                                 traceback=tb, fault=fault),
                       f"run {job.name} (id {job.run_id}): record the end", wait_s)
         return True
     except DBUnavailable as exc:
         try:  # the traceback is the large part; the error line alone may still fit
-            db.finish_attempt(attempt_id, "failed", error=error, fault=fault)
+            db.finish_attempt(attempt_id, RunStatus.FAILED, error=error, fault=fault)
             return True
         except DBUnavailable:
             print(f"run {job.name} (id {job.run_id}): {exc}; the end of attempt {attempt_id} "
