@@ -1,0 +1,161 @@
+"""The sweep report (dashboard/report/, `orchestrator report`) on the 57-run gates-toy sweep
+registered by the real submit path (tests/support/report_db.py): every section is there, the
+leaderboard's numbers are the CLI's, nothing is loaded from the network, user text is escaped,
+mixed provenance is flagged, and the Markdown form links SVG figures written beside it. The
+charts drawn in a real browser: tests/e2e/test_report_browser.py."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+import results_db
+from dashboard.report import content
+from orchestrator.cli.main import main
+from tests.support import report_db
+
+SECTIONS = ("verdict", "leaderboard", "ablation", "stability", "scaling", "curves", "config",
+            "provenance")
+CHARTS = ("leaderboard-chart", "stability-chart", "scaling-chart", "curve-train-loss",
+          "curve-val-loss")
+
+
+class Tables(HTMLParser):
+    """{table id: [[cell text, ...], ...]} (header row first) of an HTML document."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: dict[str, list[list[str]]] = {}
+        self._id: str | None = None
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "table":
+            self._id = dict(attrs).get("id") or ""
+            self.tables[self._id] = []
+        elif tag == "tr" and self._id is not None:
+            self.tables[self._id].append([])
+        elif tag in ("td", "th") and self._id is not None:
+            self._cell = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._id is not None and self._cell is not None:
+            self.tables[self._id][-1].append("".join(self._cell))
+            self._cell = None
+        elif tag == "table":
+            self._id = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return report_db.build(f"sqlite:///{tmp_path_factory.mktemp('rep') / 'r.db'}", mixed=True)
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    code = main(list(args))
+    cap = capsys.readouterr()
+    assert code == 0, cap.err
+    return cap.out
+
+
+def test_the_html_report_holds_every_section_and_the_clis_numbers(
+        capsys: pytest.CaptureFixture[str], mixed: str, tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    said = _cli(capsys, "report", report_db.SWEEP, "--db", mixed, "--out", str(out))
+    assert said.startswith(f"report: {out} (")
+    html = out.read_text(encoding="utf-8")
+    for s in SECTIONS:
+        assert f'<section id="{s}">' in html, s
+    for c in CHARTS:
+        assert f'<div class="chart" id="{c}">' in html and f'data-chart="{c}"' in html, c
+    # no server, no network: no external script, stylesheet, image or font
+    assert not re.search(r"""<(script|link|img)[^>]+(src|href)=["']?https?:""", html)
+    assert html.count("<script>") == 2 and "vegaEmbed" in html
+    assert out.stat().st_size < 5 * 2**20
+    # the leaderboard: the CLI's rows, values and verdict sentence
+    board = json.loads(_cli(capsys, "leaderboard", report_db.SWEEP, "--db", mixed,
+                            "--format", "json"))
+    parser = Tables()
+    parser.feed(html)
+    head, *rows = parser.tables["leaderboard"]
+    assert head == list(content.BOARD_COLUMNS) and len(rows) == len(board["rows"])
+    from dashboard.tables import fmt_delta_ci, fmt_mean_std
+
+    for got, want in zip(rows, board["rows"], strict=True):
+        cell = dict(zip(head, got, strict=True))
+        assert cell["rank"] == str(want["rank"]) and cell["n"] == str(want["n"])
+        assert cell["variant"].startswith(want["variant"])
+        assert cell["mean ± std"] == fmt_mean_std(want["mean"], want["std"])
+        if not want["is_baseline"]:
+            assert cell["Δ% [95% CI]"] == fmt_delta_ci(want["delta_pct"], want["ci_low_pct"],
+                                                      want["ci_high_pct"])
+    first = board["summary"].splitlines()[0]
+    assert f"<p>{first.replace(chr(39), '&#x27;')}</p>" in html
+    # mixed provenance: said on top, and the differing columns flagged
+    mix = results_db.open(mixed, readonly=True).code_mix(report_db.SWEEP).sentence
+    assert mix and f'<p class="flag" id="mixed">{mix.replace(chr(39), "&#x27;")}</p>' in html
+    combos = parser.tables["provenance"]
+    assert len(combos) == 3  # header + two combinations (54 and 3 runs)
+    assert '<th class="flag">code</th>' in html and '<th class="flag">torch</th>' in html
+    assert len(parser.tables["provenance-runs"]) == 58  # every run, folded
+    assert parser.tables["ablation"][0][:2] == ["Variant", "Method"]
+    assert any(r[0] == "sdpa_silu" for r in parser.tables["config-diff"][1:])
+
+
+def test_user_text_is_escaped_and_cannot_close_a_script(tmp_path: Path) -> None:
+    from tests.support import synthdb
+
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    db = results_db.open(url)
+    evil = "</script><img src=x onerror=alert(1)>"
+    regs = synthdb.register(db, {"name": "h", "base": {"model": {"preset": "tiny"}},
+                                 "variants": {"baseline": {}, "g1": {"gate.position": "G1"}},
+                                 "seeds": [0, 1]}, labels={"g1": evil})
+    for r in regs:
+        synthdb.play(db, r.id, summaries={"val/ppl": 5.0 + r.run.seed + (r.run.variant == "g1")},
+                     points=[(s, "train/loss", 3.0 - s / 100) for s in (10, 20)],
+                     provenance=report_db.provenance())
+    from dashboard.report import html, vega
+
+    bundle = vega.javascript_bundle()
+    text = html.render(content.build(results_db.open(url, readonly=True), "h"), bundle)
+    assert evil not in text
+    markup = re.sub(r"<script[^>]*>.*?</script>", "", text, flags=re.S)  # outside scripts
+    assert "<img" not in markup
+    assert "&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;" in text  # in the tables
+    assert "<\\/script><img" in text  # in the charts' JSON: a string, not markup
+
+
+def test_markdown_links_svg_figures_written_beside_it(capsys: pytest.CaptureFixture[str],
+                                                      mixed: str, tmp_path: Path) -> None:
+    out = tmp_path / "appendix" / "gates.md"
+    out.parent.mkdir()
+    said = _cli(capsys, "report", report_db.SWEEP, "--db", mixed, "--out", str(out),
+                "--format", "markdown")
+    assert "5 figure(s) in gates_files/" in said
+    text = out.read_text(encoding="utf-8")
+    links = re.findall(r"\]\((gates_files/[^)]+\.svg)\)", text)
+    assert sorted(Path(link).stem for link in links) == sorted(CHARTS)
+    for link in links:
+        svg = (out.parent / link).read_text(encoding="utf-8")
+        assert svg.lstrip().startswith("<svg") and "<path" in svg
+    assert "## Leaderboard (val/ppl)" in text and "> **Mixed provenance" in text
+
+
+def test_bad_input_is_one_line_and_writes_nothing(capsys: pytest.CaptureFixture[str],
+                                                  mixed: str, tmp_path: Path) -> None:
+    for args, msg in ((["nope"], "no sweep named 'nope'"),
+                      ([report_db.SWEEP, "--format", "pdf"], "--format: 'pdf' is not one of"),
+                      ([report_db.SWEEP, "--out", str(tmp_path / "no" / "r.html")],
+                       "does not exist")):
+        assert main(["report", *args, "--db", mixed]) == 2
+        assert msg in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
