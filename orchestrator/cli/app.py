@@ -65,13 +65,16 @@ StaleOpt = Annotated[float | None, typer.Option(
          "intervals + 2 s: 17 s at the default 5 s]")]
 
 
-def _storage(raw: str) -> Path:
+def _storage(raw: str | Path) -> Path:
     try:  # the rule is orchestrator/run/paths.py's; click reports it as a bad --storage
         return storage_arg(raw)
     except UserError as exc:
         raise typer.BadParameter(str(exc)) from None
 
 
+ReplaceSymlinkOpt = Annotated[bool, typer.Option(
+    "--replace-symlink", help="When an --out file is a symbolic link, replace the link with "
+                              "the file (default: refuse; what it points to is never written)")]
 StorageOpt = Annotated[Path, typer.Option("--storage", parser=_storage,
                                           help="Checkpoints and Tune state")]
 RerunStorageOpt = Annotated[Path | None, typer.Option(

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
-from contract.textout import terminal
+from contract.textout import FORMULA_RE, csv_cell, latex_table, markdown_table, terminal
 
 if TYPE_CHECKING:
     import polars as pl
@@ -54,9 +54,8 @@ def render(out: Console, frame: pl.DataFrame, fmt: str, *, title: str = "", summ
             print(terminal(summary), file=sys.stderr)
         write_stdout(csv_text(frame))
     elif fmt == "json":
-        rows = [{k: _finite(v) for k, v in r.items()} for r in frame.to_dicts()]
-        doc = {"title": title, "summary": summary, "rows": rows}
-        sys.stdout.write(json.dumps(doc, default=_json_value, indent=1) + "\n")
+        doc = {"title": title, "summary": summary, "rows": frame.to_dicts()}
+        sys.stdout.write(json_text(doc))
     elif fmt == "markdown":
         sys.stdout.write(markdown(frame, shown, title, summary))
     elif fmt == "latex":
@@ -86,8 +85,6 @@ def rich_table(frame: pl.DataFrame, columns: list[str], title: str = "") -> Tabl
 
 def markdown(frame: pl.DataFrame, columns: list[str], title: str = "", summary: str = "") -> str:
     """Markdown table of the human cells (contract.textout escapes every name and cell)."""
-    from contract.textout import markdown_table
-
     return markdown_table(columns, ([cell(v) for v in row]
                                     for row in frame.select(columns).iter_rows()),
                           [bool(frame.schema[c].is_numeric()) for c in columns], title, summary)
@@ -95,8 +92,6 @@ def markdown(frame: pl.DataFrame, columns: list[str], title: str = "", summary: 
 
 def latex(frame: pl.DataFrame, columns: list[str], title: str = "", summary: str = "") -> str:
     """A booktabs tabular; title and summary as one-line ``%`` comments above it."""
-    from contract.textout import latex_table
-
     align = "".join("r" if frame.schema[c].is_numeric() else "l" for c in columns)
     return latex_table(columns, ([cell(v) for v in row]
                                  for row in frame.select(columns).iter_rows()),
@@ -109,7 +104,6 @@ def csv_text(frame: pl.DataFrame) -> str:
     ``+``, ``-``, ``@``) get a leading ``'`` (the rule of contract.textout.csv_cell)."""
     import polars as pl
 
-    from contract.textout import FORMULA_RE, csv_cell
 
     fixes = []
     for name, dtype in frame.schema.items():
@@ -139,9 +133,20 @@ def _plain(v: Any) -> Any:
     return _finite(v)
 
 
+def json_text(doc: Any) -> str:
+    """``doc`` as JSON text (RFC 8259 has no NaN or Infinity: every non-finite float, at any
+    depth, is null like a missing value; ``query --format json`` wrote ``Infinity``)."""
+    return json.dumps(_finite(doc), default=_json_value, indent=1, allow_nan=False) + "\n"
+
+
 def _finite(v: Any) -> Any:
-    """NaN/inf are not JSON: null, like a missing value."""
-    return None if isinstance(v, float) and not math.isfinite(v) else v
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_finite(x) for x in v]
+    return v
 
 
 def _json_value(v: Any) -> Any:

@@ -6,7 +6,6 @@ migrated or switched to WAL, and its bytes never change; a missing DB is an erro
 
 from __future__ import annotations
 
-import json
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -18,9 +17,10 @@ from rich.table import Table
 
 import results_db
 from contract.errors import UserError
-from contract.states import STATUS_GROUPS
+from contract.states import STATUS_GROUPS, RunStatus
 from orchestrator.cli.app import (
     DbOpt,
+    ReplaceSymlinkOpt,
     StaleOpt,
     app,
     open_read,
@@ -29,9 +29,9 @@ from orchestrator.cli.app import (
     split_csv,
     stale_after,
 )
-from orchestrator.cli.frame_format import csv_text, write_stdout
+from orchestrator.cli.frame_format import csv_text, json_text, write_stdout
+from orchestrator.cli.outfiles import Writer, write_files
 from orchestrator.cli.outfiles import out_dir as make_dir
-from orchestrator.cli.outfiles import write_files
 
 if TYPE_CHECKING:
     import polars as pl
@@ -71,7 +71,7 @@ def status(sweep: Annotated[str | None, typer.Argument()] = None, db: DbOpt = No
                                 or [pl.lit(0)]).alias(name)
               for name, members in STATUS_GROUPS.items()]
     print_frame(frame.with_columns(*groups, pl.Series("eta", etas, dtype=pl.Utf8)), "sweeps")
-    running = live.filter(pl.col("status") == "running")
+    running = live.filter(pl.col("status") == RunStatus.RUNNING)
     # an explicit --stale-after / $GATESWEEP_STALE_AFTER wins; else each attempt's own
     # threshold (a few of its heartbeat intervals: contract.states.stale_after_s)
     explicit = stale_after(stale)
@@ -95,8 +95,8 @@ def sweep_eta(live: pl.DataFrame) -> float | None:
     (elapsed + ETA of the running ones) spread over the runs in flight."""
     import polars as pl
 
-    running = live.filter(pl.col("status") == "running")
-    pending = live.filter(pl.col("status") == "pending").height
+    running = live.filter(pl.col("status") == RunStatus.RUNNING)
+    pending = live.filter(pl.col("status") == RunStatus.PENDING).height
     if running.height == 0 and pending == 0:
         return 0.0
     known = running.filter(pl.col("eta_s").is_not_null() & pl.col("started").is_not_null())
@@ -206,8 +206,8 @@ def query(sql: str, db: DbOpt = None,
           max_rows: Annotated[int, typer.Option("--max-rows", min=1, max=2**62)] = 1_000_000,
           max_mb: Annotated[float, typer.Option(
               "--max-mb", min=0.001, max=1e6,
-              help="MiB of result data (and of any one value)")] = 256.0
-          ) -> None:
+              help="MiB of result data (and of any one value)")] = 256.0,
+          replace_symlink: ReplaceSymlinkOpt = False) -> None:
     """Run read-only SQL (writes are refused) and print or save the result. The statement
     stops at --timeout, --max-rows or --max-mb, and on Ctrl-C. On PostgreSQL, a superuser
     role (or one holding pg_read_server_files / pg_execute_server_program) is refused: SQL
@@ -230,15 +230,16 @@ def query(sql: str, db: DbOpt = None,
         frame = d.query(sql, limits)
     except results_db.ReadOnlyQueryError as exc:
         raise UserError(str(exc)) from None
-    write_frame(frame, format, None if to_stdout else out_file)
+    write_frame(frame, format, None if to_stdout else out_file, replace_symlink)
 
 
-def write_frame(frame: pl.DataFrame, fmt: str, path: Path | None) -> None:
+def write_frame(frame: pl.DataFrame, fmt: str, path: Path | None,
+                replace_symlink: bool = False) -> None:
     if path is None:
         if fmt == "csv":
             write_stdout(csv_text(frame))
         elif fmt == "json":
-            sys.stdout.write(_json(frame))
+            sys.stdout.write(json_text(frame.to_dicts()))
         elif fmt == "parquet":
             sys.stdout.flush()
             frame.write_parquet(sys.stdout.buffer)
@@ -247,20 +248,18 @@ def write_frame(frame: pl.DataFrame, fmt: str, path: Path | None) -> None:
         return
 
     # table to a file is CSV (a rich table is for terminals)
-    writers = {"parquet": frame.write_parquet,
-               "json": lambda p: p.write_text(_json(frame), encoding="utf-8")}
-    write_files({path: writers.get(fmt, lambda p: p.write_text(csv_text(frame),
-                                                                encoding="utf-8"))})
-
-
-def _json(frame: pl.DataFrame) -> str:
-    return json.dumps(frame.to_dicts(), default=str, indent=1) + "\n"
+    writers: dict[str, Writer] = {
+        "parquet": frame.write_parquet,
+        "json": lambda fh: fh.write(json_text(frame.to_dicts()).encode("utf-8"))}
+    write_files({path: writers.get(fmt, lambda fh: fh.write(csv_text(frame).encode("utf-8")))},
+                replace_symlink)
 
 
 @app.command()
 def export(out_dir: Annotated[Path, typer.Option("--out", help="Directory for the Parquet "
                                                   "files")],
-           db: DbOpt = None, sweep: Annotated[str | None, typer.Option()] = None) -> None:
+           db: DbOpt = None, sweep: Annotated[str | None, typer.Option()] = None,
+           replace_symlink: ReplaceSymlinkOpt = False) -> None:
     """Write runs, summaries and metrics (optionally of one sweep) as Parquet files."""
     d = open_sweep(db, sweep)
     runs_f = d.runs(sweep=sweep)
@@ -270,6 +269,7 @@ def export(out_dir: Annotated[Path, typer.Option("--out", help="Directory for th
               "metrics": d.metrics(run_ids=ids)}
     where = make_dir(out_dir)
     # all three or none: a failure leaves no mix of this export and an older one
-    write_files({where / f"{name}.parquet": f.write_parquet for name, f in frames.items()})
+    write_files({where / f"{name}.parquet": f.write_parquet for name, f in frames.items()},
+                replace_symlink)
     for name, f in frames.items():
         out.print(f"{where / (name + '.parquet')}: {f.height} rows")

@@ -20,9 +20,11 @@ from contract.errors import UserError
 DEFAULT_STORAGE = Path("runs")
 
 
-def storage_arg(raw: str) -> Path:
+def storage_arg(raw: str | Path) -> Path:
     """``--storage`` as typed: an empty string is refused (Path('') is '.', the working
     directory, where checkpoints were then written and deleted)."""
+    if isinstance(raw, Path):  # a default, already a path
+        return raw
     if not raw.strip():
         raise UserError(f"{raw!r} is an empty path; expected a directory (default "
                         f"./{DEFAULT_STORAGE})")
