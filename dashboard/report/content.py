@@ -100,7 +100,7 @@ def leaderboard(db: ResultsDB, sweep: str, metric: str, colors: dict[str, str]) 
     return Section("leaderboard", f"Leaderboard ({metric})", (), (
         chart("leaderboard-chart", f"Δ {metric} vs the baseline, 95 % CI; small dots: each "
                                    "seed; marker: the verdict", dots),
-        Table("leaderboard", board_frame(board),
+        Table("leaderboard-table", board_frame(board),
               "mean ± std over seeds; Δ vs the baseline at the same LR (paired by seed where "
               "the seeds match, else Welch), 95 % CI; 'seeds needed' for a ±1 % effect at "
               "80 % power")))
@@ -111,7 +111,8 @@ def ablation_tables(db: ResultsDB, sweep: str) -> Section:
     ours (dashboard/ablation.py formats db.ablation_table)."""
     available = db.summary_names(sweep)
     blocks: list[Block] = []
-    kinds: tuple[tuple[ablation.Kind, str], ...] = (("quality", "ablation"), ("probes", "probes"))
+    kinds: tuple[tuple[ablation.Kind, str], ...] = (("quality", "ablation-table"),
+                                                      ("probes", "probes-table"))
     for kind, id_ in kinds:
         names = ablation.metric_names(kind, available)
         if not names or not set(names) & set(available):
@@ -147,7 +148,7 @@ def stability(db: ResultsDB, sweep: str, colors: dict[str, str]) -> Section | No
         chart("stability-chart", "Final val/loss vs learning rate (95 % CI; filled: stable, "
                                  "hollow: unstable; dashed: max stable LR)",
               charts.vs_lr(curve, "mean", "final val/loss", colors, ci=True, msl=msl)),
-        Table("stability", summary_frame(st.summary), st.rule)]
+        Table("stability-table", summary_frame(st.summary), st.rule)]
     deltas = delta_frame(st.curve)
     if deltas.height:
         blocks.append(Table("stability-deltas", deltas, "Change vs the baseline at each LR "
@@ -176,7 +177,7 @@ def scaling(db: ResultsDB, sweep: str, metric: str, colors: dict[str, str]) -> S
                                                    "over seeds)",
                                   delta_chart(sc.points, "tokens", metric, colors))]
     if trends.height:
-        blocks.append(Table("scaling", trends.fill_null("–")))
+        blocks.append(Table("scaling-table", trends.fill_null("–")))
     if len(sc.sentences) > SHOWN_SENTENCES:  # one or two per variant, LR and axis: folded
         blocks.append(Table("scaling-sentences", pl.DataFrame({"reading": sc.sentences}),
                             "every scaling reading", collapsed=True))

@@ -111,7 +111,7 @@ def provenance(db: ResultsDB, sweep: str, mix: CodeMix) -> Section:
     said = [mix.sentence] if mix.sentence else [
         f"All {mix.n_recorded} runs compared were trained by the same code and packages."]
     return Section("provenance", "Provenance", tuple(said), (
-        Table("provenance", combos.select("runs", *PROVENANCE_COLUMNS),
+        Table("provenance-table", combos.select("runs", *PROVENANCE_COLUMNS),
               "each distinct combination of code version, packages and machine, with the "
               "number of runs it trained; flagged columns differ between compared runs",
               flagged),

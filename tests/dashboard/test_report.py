@@ -85,7 +85,7 @@ def test_the_html_report_holds_every_section_and_the_clis_numbers(
                             "--format", "json"))
     parser = Tables()
     parser.feed(html)
-    head, *rows = parser.tables["leaderboard"]
+    head, *rows = parser.tables["leaderboard-table"]
     assert head == list(content.BOARD_COLUMNS) and len(rows) == len(board["rows"])
     from dashboard.tables import fmt_delta_ci, fmt_mean_std
 
@@ -102,11 +102,11 @@ def test_the_html_report_holds_every_section_and_the_clis_numbers(
     # mixed provenance: said on top, and the differing columns flagged
     mix = results_db.open(mixed, readonly=True).code_mix(report_db.SWEEP).sentence
     assert mix and f'<p class="flag" id="mixed">{mix.replace(chr(39), "&#x27;")}</p>' in html
-    combos = parser.tables["provenance"]
+    combos = parser.tables["provenance-table"]
     assert len(combos) == 3  # header + two combinations (54 and 3 runs)
     assert '<th class="flag">code</th>' in html and '<th class="flag">torch</th>' in html
     assert len(parser.tables["provenance-runs"]) == 58  # every run, folded
-    assert parser.tables["ablation"][0][:2] == ["Variant", "Method"]
+    assert parser.tables["ablation-table"][0][:2] == ["Variant", "Method"]
     assert any(r[0] == "sdpa_silu" for r in parser.tables["config-diff"][1:])
 
 

@@ -1,0 +1,80 @@
+"""The HTML report (`orchestrator report`) opened from disk in the real Chromium the dashboard's
+browser tests use (tests/support/screenshot.browser): every chart renders with its marks, the
+page asks for nothing over the network, no script error, and the numbers it shows are the
+CLI's (leaderboard and verdict sentence); mixed provenance is said on top. The sweep is the
+57-run gates-toy registered by the real submit path (tests/support/report_db.py), with one
+variant trained on another commit and torch version. Skipped where Chromium or playwright
+is missing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dashboard.report import content
+from dashboard.tables import fmt_delta_ci, fmt_mean_std
+from orchestrator.cli.main import main
+from tests.support import report_db, screenshot
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+if not Path(screenshot.CHROMIUM).exists():
+    pytest.skip(f"no Chromium at {screenshot.CHROMIUM}: apt-get install chromium "
+                "(make system-deps)", allow_module_level=True)
+pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip: .[dev])")
+
+DRAWN = "window.gatesweepReport && window.gatesweepReport.charts > 0 && " \
+        "window.gatesweepReport.rendered + window.gatesweepReport.errors.length === " \
+        "window.gatesweepReport.charts"
+MARKS = "svg path, svg line, svg rect, svg circle, svg text"
+
+
+def test_the_report_opens_from_disk_and_every_chart_renders(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    url = report_db.build(f"sqlite:///{tmp_path / 'r.db'}", mixed=True)
+    out = tmp_path / "report.html"
+    assert main(["report", report_db.SWEEP, "--db", url, "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["leaderboard", report_db.SWEEP, "--db", url, "--format", "json"]) == 0
+    board = json.loads(capsys.readouterr().out)
+    with screenshot.browser() as b:
+        page = b.new_page(viewport={"width": 1280, "height": 900})
+        problems: list[str] = []
+        page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+        page.on("console", lambda m: problems.append(f"console: {m.text}")
+                if m.type == "error" else None)
+        page.on("request", lambda r: problems.append(f"request: {r.url}")
+                if not r.url.startswith(("file:", "data:", "blob:")) else None)
+        page.goto(out.as_uri())
+        page.wait_for_function(DRAWN, timeout=60_000)
+        state = page.evaluate("window.gatesweepReport")
+        charts = page.evaluate(
+            f"[...document.querySelectorAll('div.chart')].map(d => [d.id, d.dataset.rendered, "
+            f"d.querySelectorAll('{MARKS}').length, d.getBoundingClientRect().height])")
+        rows = page.evaluate("[...document.querySelectorAll('#leaderboard-table tbody tr')].map("
+                             "tr => [...tr.children].map(td => td.textContent))")
+        first = page.evaluate("document.querySelector('#verdict p').textContent")
+        mixed = page.evaluate("document.querySelector('#mixed').textContent")
+        flagged = page.evaluate("[...document.querySelectorAll('#provenance-table th.flag')].map("
+                                "th => th.textContent)")
+    assert not problems, problems
+    assert state["errors"] == [] and state["rendered"] == state["charts"] == 5
+    for chart_id, rendered, marks, height in charts:
+        assert rendered == "1" and marks > 20 and height > 100, (chart_id, marks, height)
+    assert {c[0] for c in charts} == {"leaderboard-chart", "stability-chart", "scaling-chart",
+                                      "curve-train-loss", "curve-val-loss"}
+    # the numbers are the CLI's
+    assert first == board["summary"].splitlines()[0]
+    assert mixed == board["summary"].splitlines()[-1]
+    assert mixed.startswith("Mixed provenance: the 57 runs compared")
+    assert flagged == ["code", "torch"]
+    assert len(rows) == len(board["rows"])
+    for got, want in zip(rows, board["rows"], strict=True):
+        cell = dict(zip(content.BOARD_COLUMNS, got, strict=True))
+        assert (cell["rank"], cell["n"]) == (str(want["rank"]), str(want["n"]))
+        assert cell["mean ± std"] == fmt_mean_std(want["mean"], want["std"])
+        if not want["is_baseline"]:
+            assert cell["Δ% [95% CI]"] == fmt_delta_ci(want["delta_pct"], want["ci_low_pct"],
+                                                      want["ci_high_pct"])
