@@ -237,6 +237,13 @@ def run_config(url: str, run_id: int) -> dict[str, Any] | None:
     return None if row is None else dict(row.config)
 
 
+@st.cache_data(ttl=LIVE_TTL_S, show_spinner=False)
+def run_provenance(url: str, run_id: int) -> pl.DataFrame:
+    """What produced each of the run's attempts (db.provenance): code version, packages,
+    device, CPU, DeepSpeed config; empty for attempts from before it was recorded."""
+    return open_db(url).provenance(run_ids=[run_id])
+
+
 def clear() -> None:
     """Forget every cached read (after the rerun button changed the DB)."""
     st.cache_data.clear()

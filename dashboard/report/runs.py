@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from contract.metrics import TRAIN_LOSS, VAL_LOSS
-from contract.provenance import short_key
 from dashboard import charts, curvedata
 from dashboard.configdiff import config_diff as diff_configs
+from dashboard.provenance import COLUMNS, SHOWN_AS, display_frame
 from dashboard.report.model import Block, Section, Table, chart
 from dashboard.tables import fmt_lr, row_labels
 from results_db.analysis.mixing import MIX_COLUMNS
@@ -24,10 +24,6 @@ if TYPE_CHECKING:
 
 CURVES = ((TRAIN_LOSS, "training loss"), (VAL_LOSS, "validation loss"))
 MAX_POINTS = 200  # per run and metric (downsampled in the DB); the chart shows 200 x bins
-PROVENANCE_COLUMNS = ("code", "python", "torch", "deepspeed", "ray", "polars", "sqlalchemy",
-                      "device", "cpu")
-_FLAG_OF = {"code_version": "code", "python": "python", "torch": "torch",
-            "deepspeed": "deepspeed", "accelerator": "device"}
 
 
 def curves(db: ResultsDB, sweep: str, colors: dict[str, str]) -> Section | None:
@@ -84,11 +80,6 @@ def config_diff(db: ResultsDB, sweep: str, baseline: str | None) -> Section | No
                                     "the same learning rate; run names and seeds left out"),))
 
 
-def _device(r: dict[str, object]) -> str:
-    model = f" {r['device_count']} x {r['device_model']}" if r["device_model"] else ""
-    return f"{r['accelerator']}{model}, {r['world_size']} rank(s)"
-
-
 def provenance(db: ResultsDB, sweep: str, mix: CodeMix) -> Section:
     """Which code, packages and machine produced each run's result (its newest attempt): the
     distinct combinations with their run counts, then every run (folded); the columns that
@@ -97,21 +88,14 @@ def provenance(db: ResultsDB, sweep: str, mix: CodeMix) -> Section:
     if prov.is_empty():
         return Section("provenance", "Provenance", (
             "No run of this sweep recorded its provenance (trained before it was recorded).",))
-    shown = pl.DataFrame([{
-        "run": r["run"], "variant": r["variant"], "status": r["status"],
-        "attempt": str(r["attempt"]), "code": short_key(r["code_version"]),
-        "python": r["python"] or "?", "torch": r["torch"] or "?",
-        "deepspeed": r["deepspeed"] or "?", "ray": r["ray"] or "?",
-        "polars": r["polars"] or "?", "sqlalchemy": r["sqlalchemy"] or "?",
-        "device": _device(r), "cpu": f"{r['cpu_model'] or '?'} ({r['cpu_threads'] or '?'} "
-                                     "threads)"} for r in prov.iter_rows(named=True)])
-    flagged = frozenset(_FLAG_OF[c] for c in MIX_COLUMNS if c in mix.differing)
-    combos = shown.group_by(list(PROVENANCE_COLUMNS), maintain_order=True).len("runs") \
+    shown = display_frame(prov, ("run", "variant", "status", "attempt"))
+    flagged = frozenset(SHOWN_AS[c] for c in MIX_COLUMNS if c in mix.differing)
+    combos = shown.group_by(list(COLUMNS), maintain_order=True).len("runs") \
         .with_columns(pl.col("runs").cast(pl.String))
     said = [mix.sentence] if mix.sentence else [
         f"All {mix.n_recorded} runs compared were trained by the same code and packages."]
     return Section("provenance", "Provenance", tuple(said), (
-        Table("provenance-table", combos.select("runs", *PROVENANCE_COLUMNS),
+        Table("provenance-table", combos.select("runs", *COLUMNS),
               "each distinct combination of code version, packages and machine, with the "
               "number of runs it trained; flagged columns differ between compared runs",
               flagged),

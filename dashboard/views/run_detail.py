@@ -1,6 +1,7 @@
 """Run detail: status and attempts (errors and tracebacks) refreshed while the run is live, the
 rerun button (asks first; the dashboard's one write, through the orchestrator's rerun path),
-the run's curves, its checkpoints and final values, and its config diff against the baseline."""
+the run's curves, its checkpoints and final values, what produced each attempt (code version,
+packages, device), and its config diff against the baseline."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import streamlit as st
 from contract.ids import parse_id
 from contract.metrics import TRAIN_LOSS, VAL_LOSS
 from contract.states import RunStatus
-from dashboard import charts, data, palette
+from dashboard import charts, data, palette, provenance
 from dashboard.configdiff import config_diff
 from dashboard.mdtext import code, md
 from dashboard.status import ACTIVE_STATES, DONE_STATES, WAITING_STATES
@@ -182,6 +183,20 @@ def _summaries(url: str, run_id: int) -> None:
                 fmt_num, return_dtype=pl.String).fill_null("–")))
 
 
+def _provenance(url: str, run_id: int) -> None:
+    """What produced each attempt: code version (commit, dirty diff), packages, device, CPU,
+    and the DeepSpeed config the newest one used."""
+    prov = data.run_provenance(url, run_id)
+    st.markdown("**Provenance**")
+    if prov.is_empty():
+        st.caption("Not recorded (trained before provenance was recorded, or not started).")
+        return
+    st.table(provenance.display_frame(prov))
+    with st.expander(f"DeepSpeed config (attempt {prov['attempt'][-1]})"):
+        st.code(json.dumps(json.loads(prov["deepspeed_config"][-1] or "{}"), indent=2,
+                           sort_keys=True), language="json")
+
+
 def render(url: str, sweep: str) -> None:  # app.py: these pages need a sweep
     st.header(f"Run detail — {md(sweep)}")
     runs = data.runs(url, sweep)
@@ -201,6 +216,7 @@ def render(url: str, sweep: str) -> None:  # app.py: these pages need a sweep
     _curves(url, sweep, run)
     _checkpoints(detail["artifacts"])
     _summaries(url, run.id)
+    _provenance(url, run.id)
     st.subheader("Config")
     base_id = _baseline_id(url, sweep, runs, run.seed)
     if base_id is not None and base_id != run.id:

@@ -460,3 +460,27 @@ def test_run_detail_final_values(app: AppTest) -> None:
     got = dict(zip(values["name"], values["value"], strict=True))
     assert (got["val/ppl"], got["params/gates"], got["probe/gate_score_mean"]) == \
         ("9.100", "8192", "0.120")
+
+
+def test_run_detail_shows_each_attempts_provenance(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 34: what produced each attempt (code version, packages, device, CPU) and the
+    DeepSpeed config used; a run from before provenance was recorded says so."""
+    from tests.support.report_db import OTHER_COMMIT, provenance
+
+    url = f"sqlite:///{tmp_path / 'prov.db'}"
+    db = results_db.open(url)
+    ids = sample.fill(db)
+    run_id = ids["sdpa_elementwise-s1"]
+    attempt = db.attempts(run_id)[-1]
+    db.record_provenance(run_id, attempt.id, provenance(OTHER_COMMIT, torch="2.12.0+cpu"))
+    monkeypatch.setenv("GATESWEEP_DB", url)
+    at = AppTest.from_file(APP, default_timeout=30).run()
+    pick_run(goto(at, "Run detail"), "sdpa_elementwise-s1")
+    assert not at.exception, [e.value for e in at.exception]
+    prov = next(t.value for t in at.table if "code" in t.value.columns)
+    assert list(prov["code"]) == [OTHER_COMMIT[:12]] and list(prov["torch"]) == ["2.12.0+cpu"]
+    assert list(prov["device"]) == ["cpu, 1 rank(s)"]
+    assert any('"train_micro_batch_size_per_gpu": 8' in c.value for c in at.code)
+    pick_run(at, "sdpa_elementwise-s0")
+    assert any("Not recorded" in c.value for c in at.caption)
