@@ -19,6 +19,8 @@ from results_db.vocab import RESULT_STATES
 
 if TYPE_CHECKING:
     from results_db import ResultsDB
+    from results_db.analysis.scaling import Scaling
+    from results_db.analysis.stability import Stability
 
 SHOWN_SENTENCES = 4  # scaling readings written out; the rest in a folded table
 BOARD_COLUMNS = ("rank", "variant", "lr", "n", "mean ± std", "Δ% [95% CI]", "verdict",
@@ -43,9 +45,10 @@ def build(db: ResultsDB, sweep: str, metric: str = METRIC) -> Report:
     base = db.baseline(sweep)
     colors = palette.colors(variants(db, sweep, base), base)
     mix = db.code_mix(sweep)
-    sections = [verdict(db, sweep, metric, mix.sentence), leaderboard(db, sweep, metric, colors),
-                ablation_tables(db, sweep), stability(db, sweep, colors),
-                scaling(db, sweep, metric, colors),
+    st, sc = db.stability(sweep), db.scaling(sweep, metric)  # read once, said twice
+    sections = [verdict(db, sweep, metric, st, sc, mix.sentence),
+                leaderboard(db, sweep, metric, colors), ablation_tables(db, sweep),
+                stability(st, colors), scaling(sc, metric, colors),
                 runs.curves(db, sweep, colors), runs.config_diff(db, sweep, base),
                 runs.provenance(db, sweep, mix)]
     return Report(
@@ -57,14 +60,14 @@ def build(db: ResultsDB, sweep: str, metric: str = METRIC) -> Report:
         sections=tuple(s for s in sections if s is not None))
 
 
-def verdict(db: ResultsDB, sweep: str, metric: str, mix: str | None) -> Section:
+def verdict(db: ResultsDB, sweep: str, metric: str, st: Stability | None, sc: Scaling,
+            mix: str | None) -> Section:
     """The conclusions in words: the leaderboard, the main effects, LR stability, scaling and
     whether the runs compared came from the same code."""
     said = [db.verdict_summary(sweep, metric), db.effects_summary(sweep, metric)]
-    st = db.stability(sweep)
     if st is not None and st.sentence:
         said.append(st.sentence)
-    said += db.scaling(sweep, metric).sentences[:SHOWN_SENTENCES]
+    said += sc.sentences[:SHOWN_SENTENCES]
     if mix:
         said.append(mix)
     return Section("verdict", "Verdict", tuple(said))
@@ -133,13 +136,12 @@ def _views() -> None:
     logger.set_log_level("error")
 
 
-def stability(db: ResultsDB, sweep: str, colors: dict[str, str]) -> Section | None:
+def stability(st: Stability | None, colors: dict[str, str]) -> Section | None:
     """The LR-stability curve (the dashboard's vs_lr chart) with the max stable LR of each
     ladder; None for a sweep without an LR axis."""
     _views()
     from dashboard.views.stability import delta_frame, lr_states, summary_frame
 
-    st = db.stability(sweep)
     if st is None:
         return None
     curve = lr_states(st.curve.with_columns(pl.col("stable").fill_null(False)), st.summary)
@@ -157,13 +159,12 @@ def stability(db: ResultsDB, sweep: str, colors: dict[str, str]) -> Section | No
                    tuple(blocks))
 
 
-def scaling(db: ResultsDB, sweep: str, metric: str, colors: dict[str, str]) -> Section | None:
+def scaling(sc: Scaling, metric: str, colors: dict[str, str]) -> Section | None:
     """The change vs the baseline against training tokens (views/scaling.py's chart) and the
     trend sentences; None when no evaluation point pairs with the baseline's."""
     _views()
     from dashboard.views.scaling import delta_chart
 
-    sc = db.scaling(sweep, metric)
     if sc.points.is_empty():
         return None
     trends = sc.trends.select(
