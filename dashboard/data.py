@@ -143,6 +143,17 @@ def verdict_summary(url: str, sweep: str, metric: str, ascending: bool,
     return verdict_sentence(leaderboard(url, sweep, metric, ascending, states), sweep, metric)
 
 
+def code_mix(url: str, sweep: str) -> str | None:
+    """results_db's sentence saying that the sweep's compared runs came from different code or
+    packages (db.code_mix), None when they did not; cached per sweep state."""
+    return _code_mix(url, sweep, sweep_state(url, sweep))
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def _code_mix(url: str, sweep: str, version: tuple[int, ...]) -> str | None:
+    return open_db(url).code_mix(sweep).sentence
+
+
 def effects(url: str, sweep: str, metric: str) -> pl.DataFrame:
     return _effects(url, sweep, metric, sweep_state(url, sweep))
 

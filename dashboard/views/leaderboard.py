@@ -231,6 +231,8 @@ def render(url: str, sweep: str) -> None:  # app.py: these pages need a sweep
         return
     board = board.with_columns(row_labels(board))  # labels over the whole sweep
     _summary(data.verdict_summary(url, sweep, metric, ascending, key), board)
+    if mix := data.code_mix(url, sweep):  # never silently: other code or packages compared
+        st.warning(md(mix))
     _unranked(url, sweep, board, key)
     with st.expander("Filter by dimension"):
         board = apply_filters(board, _filters(board))

@@ -484,3 +484,20 @@ def test_run_detail_shows_each_attempts_provenance(tmp_path: Path,
     assert any('"train_micro_batch_size_per_gpu": 8' in c.value for c in at.code)
     pick_run(at, "sdpa_elementwise-s0")
     assert any("Not recorded" in c.value for c in at.caption)
+
+
+def test_leaderboard_says_when_the_runs_came_from_different_code(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, app: AppTest) -> None:
+    """Issue 34: the page warns in results_db's sentence (db.code_mix) when the runs it ranks
+    were trained by different code or packages, and not otherwise."""
+    from tests.support import report_db
+
+    assert not any("Mixed provenance" in w.value for w in goto(app, "Leaderboard").warning)
+    url = report_db.build(f"sqlite:///{tmp_path / 'mixed.db'}", mixed=True)
+    monkeypatch.setenv("GATESWEEP_DB", url)
+    at = goto(AppTest.from_file(APP, default_timeout=60).run(), "Leaderboard")
+    assert not at.exception, [e.value for e in at.exception]
+    mix = results_db.open(url, readonly=True).code_mix(report_db.SWEEP).sentence
+    assert mix is not None
+    shown = [w.value for w in at.warning if "Mixed provenance" in w.value]
+    assert len(shown) == 1 and "0123456789ab" in shown[0] and "2.12.0+cpu" in shown[0]
