@@ -24,8 +24,6 @@ class RunStatus(StrEnum):
 
 S = RunStatus
 TERMINAL: frozenset[RunStatus] = frozenset({S.SUCCEEDED, S.FAILED, S.DIVERGED, S.CANCELLED, S.LOST})
-# A finished result worth keeping: re-submitting the same fingerprint is a cache hit.
-CACHED: frozenset[RunStatus] = frozenset({S.SUCCEEDED, S.DIVERGED})
 # What an attempt may end as (finish_attempt); `lost` is the reconciler's, not the worker's.
 ATTEMPT_END: frozenset[RunStatus] = frozenset({S.SUCCEEDED, S.FAILED, S.DIVERGED, S.CANCELLED,
                                                S.LOST})
@@ -36,7 +34,9 @@ CLAIMABLE: frozenset[RunStatus] = frozenset({S.PENDING, S.FAILED, S.LOST})
 CANCELLABLE: frozenset[RunStatus] = frozenset({S.PENDING, S.RUNNING})
 
 # The groupings `status` and the dashboard show (one owner: here).
-DONE_OK: frozenset[RunStatus] = CACHED  # a result: succeeded or diverged
+# Finished with a result (succeeded or diverged): kept, so re-submitting the same fingerprint
+# is a cache hit; `submit` exits 0 when every run ends here; its summaries are the results.
+DONE_OK: frozenset[RunStatus] = frozenset({S.SUCCEEDED, S.DIVERGED})
 DONE_BAD: frozenset[RunStatus] = frozenset({S.FAILED, S.CANCELLED})  # ended without a result
 LIVE: frozenset[RunStatus] = frozenset({S.RUNNING})  # an attempt holds it (fresh heartbeat)
 WAITING: frozenset[RunStatus] = frozenset({S.PENDING, S.LOST})  # needs a driver: submit/rerun

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from sqlalchemy import URL
 
-from contract.states import TERMINAL, InvalidTransition, RunStatus
+from contract.states import DONE_OK, TERMINAL, InvalidTransition, RunStatus
 from results_db.db import ReadOnlyQueryError, ResultsDB
 from results_db.engine import (
     DEFAULT_URL,
@@ -30,13 +30,15 @@ from results_db.engine import (
     redacted,
     resolve_url,
     sqlite_database,
+    writer_engine,
 )
+from results_db.migrate import current_revision, upgrade_engine
 from results_db.rows import AttemptRow, NewRun, RegisterResult, RunRow
 from results_db.sqlread import QueryLimitError, QueryLimits
 from results_db.store import NotFound
-from results_db.vocab import DIMENSIONS, FINISHED_STATES, VERDICTS
+from results_db.vocab import DIMENSIONS, VERDICTS
 
-__all__ = ["DEFAULT_URL", "default_url", "DIMENSIONS", "FINISHED_STATES", "VERDICTS", "AttemptRow",
+__all__ = ["DEFAULT_URL", "default_url", "DIMENSIONS", "DONE_OK", "VERDICTS", "AttemptRow",
            "DBNotFound", "DBOutdated", "DBUnavailable", "DBUnreadable", "InvalidTransition",
            "NewRun", "NotFound", "QueryLimitError", "QueryLimits", "ReadOnlyQueryError",
            "absolute_url", "redacted",
@@ -59,9 +61,6 @@ def open(url: str | URL | None = None, migrate: bool = True,  # noqa: A001
 
 def upgrade(url: str | URL | None = None, revision: str = "head") -> str:
     """Run the Alembic migrations up to ``revision``; returns the DB's revision after."""
-    from results_db.engine import writer_engine
-    from results_db.migrate import current_revision, upgrade_engine
-
     engine = writer_engine(resolve_url(url))
     try:
         upgrade_engine(engine, revision)

@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Engine, and_, func, select
 
 from contract.metrics import TRAIN_LOSS, TRAIN_TOKENS_PER_S
-from contract.states import LIVE, WAITING, parse_status, stale_after_s, status_group
+from contract.states import (
+    LIVE,
+    WAITING,
+    RunStatus,
+    parse_status,
+    stale_after_s,
+    status_group,
+)
 from results_db.schema import Attempt, Metric, Run, Sweep, utcnow
 
 if TYPE_CHECKING:
@@ -121,7 +128,7 @@ def _age_s(ts: Any, now: datetime) -> float | None:
 def _derive(r: dict[str, Any], a: dict[str, Any], pt: dict[str, Any], tps: float | None,
             first_step: int | None, now: datetime) -> dict[str, Any]:
     """One output row: heartbeat age, ETA from the attempt's own pace, the holder."""
-    running = r["status"] == "running" and a.get("attempt_status") == "running"
+    running = r["status"] == RunStatus.RUNNING and a.get("attempt_status") == RunStatus.RUNNING
     step, total = pt.get("step"), r["steps_total"]
     hb_age = _age_s(a.get("heartbeat") or a.get("started"), now) if running else None
     limit = stale_after_s(a.get("heartbeat_s")) if running else None

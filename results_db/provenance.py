@@ -8,7 +8,7 @@ different code or packages is decided in results_db/analysis/mixing.py over them
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, Text, cast, select
@@ -17,10 +17,10 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from contract.provenance import FIELDS
+from contract.states import DONE_OK
 from results_db.analysis.mixing import code_mix
 from results_db.schema import Attempt, Provenance, Run, Sweep, utcnow
 from results_db.sqlread import frame
-from results_db.vocab import FINISHED_STATES
 
 if TYPE_CHECKING:
     import polars as pl
@@ -81,7 +81,7 @@ class ProvenanceMixin:
                 set_={k: v for k, v in values.items() if k != "attempt_id"}))
 
     def provenance(self, run_ids: Sequence[int] | None = None, *, sweep: str | None = None,
-                   states: Sequence[str] | None = None, latest: bool = False) -> pl.DataFrame:
+                   states: Collection[str] | None = None, latest: bool = False) -> pl.DataFrame:
         """One row per attempt that recorded its provenance, oldest first: KEYS, then the
         recorded fields (contract.provenance.FIELDS; ``deepspeed_config`` as JSON text) and
         ``recorded``. ``latest``: per run only its newest such attempt (the one whose
@@ -112,7 +112,7 @@ class ProvenanceMixin:
         return (df.group_by("run_id", maintain_order=True).last()
                 .join(n, on="run_id", how="left", maintain_order="left"))
 
-    def code_mix(self, sweep: str, states: Sequence[str] = FINISHED_STATES) -> CodeMix:
+    def code_mix(self, sweep: str, states: Collection[str] = DONE_OK) -> CodeMix:
         """Whether the sweep's runs in ``states`` (the ones its tables compare) were trained
         by different code or packages (results_db/analysis/mixing.py): ``.sentence`` says it
         in one sentence, None when they were not (or no run recorded its provenance)."""

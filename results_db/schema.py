@@ -26,6 +26,8 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
+from contract.states import RunStatus
+
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
@@ -77,7 +79,7 @@ class Run(Base):
     fingerprint: Mapped[str] = mapped_column(String(64), unique=True)
     variant: Mapped[str] = mapped_column(String(200), default="")
     seed: Mapped[int] = mapped_column(Integer, default=0)
-    status: Mapped[str] = mapped_column(String(16), default="pending", index=True)
+    status: Mapped[str] = mapped_column(String(16), default=RunStatus.PENDING.value, index=True)
     config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     gate_position: Mapped[str | None] = mapped_column(String(32))
     gate_granularity: Mapped[str | None] = mapped_column(String(64))
@@ -117,7 +119,7 @@ class Attempt(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
     number: Mapped[int] = mapped_column(Integer)
-    status: Mapped[str] = mapped_column(String(16), default="running")
+    status: Mapped[str] = mapped_column(String(16), default=RunStatus.RUNNING.value)
     started: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     ended: Mapped[datetime | None] = mapped_column(UTCDateTime)
     heartbeat: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -18,7 +18,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from contract.metrics import PARAMS_GATES, PARAMS_TOTAL
-from contract.states import CACHED, RunStatus, allowed, check_transition, parse_status
+from contract.states import DONE_OK, RunStatus, allowed, check_transition, parse_status
 from results_db import rollup
 from results_db.claims import ClaimMixin, NotFound, close_attempts
 from results_db.dims import derive_dims
@@ -92,7 +92,7 @@ class WriterMixin(ClaimMixin):
                     to_run.append(row)
                 elif row.status == RunStatus.RUNNING:
                     running.append(row)
-                elif row.status in CACHED and not force:
+                elif row.status in DONE_OK and not force:
                     cached.append(row)
                 else:
                     row.status = check_transition(row.id, row.status, RunStatus.PENDING)

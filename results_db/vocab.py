@@ -2,7 +2,8 @@
 
 Everything that names "which columns describe a variant", "what an unset gate field means",
 "which run states count as results" or "which verdicts exist" imports it from here (exported
-as ``results_db.DIMENSIONS``, ``results_db.FINISHED_STATES``, ``results_db.VERDICTS``...).
+as ``results_db.DIMENSIONS``, ``results_db.VERDICTS``...; the finished states with a result
+are the contract's ``contract.states.DONE_OK``, re-exported as ``results_db.DONE_OK``).
 Gate defaults come from the contract (contract/gate_dims.py reads them off the RunSpec models,
 never re-spelled); ``import contract`` imports pydantic only, not torch
 (tests/results_db/test_analysis_vocab.py keeps it so).
@@ -14,7 +15,7 @@ from typing import Any
 
 from contract import gate_dims
 from contract.metrics import BENCH
-from contract.states import CACHED, RunStatus
+from contract.states import RunStatus
 
 # The gate dimension columns of `runs` (derived from model.gates by results_db/dims.py) plus
 # the non-linearity-only control: what the paper's gate tables vary.
@@ -36,8 +37,6 @@ DEFAULT_POSITION: str = gate_dims.GATE_DEFAULTS["position"]
 DEFAULT_NORM_STYLE: str = gate_dims.DEFAULT_NORM_STYLE
 DEFAULT_SWITCH_TARGETS: str = gate_dims.DEFAULT_SWITCH_TARGETS
 
-# Runs whose numbers are results (summaries worth reading): the DB's cache-hit states.
-FINISHED_STATES: tuple[str, ...] = tuple(s.value for s in RunStatus if s in CACHED)
 # What statistics are computed over by default: a diverged run's loss is not a sample.
 RESULT_STATES: tuple[str, ...] = (RunStatus.SUCCEEDED.value,)
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from contract.metrics import TRAIN, VAL
 from contract.reporter import MemoryReporter
+from contract.states import RunStatus
 from trainer.runfile import load_spec
 
 
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(json.dumps({"status": result.status, "steps": result.steps,
                       "summary": result.summary}, indent=1, sort_keys=True))
-    return 0 if result.status == "succeeded" else 3
+    return 0 if result.status == RunStatus.SUCCEEDED else 3
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ from contract import metrics, provenance
 from contract.config import RunSpec
 from contract.params import count_params
 from contract.reporter import Reporter
+from contract.states import RunStatus
 from trainer import checkpoint
 from trainer.data import build_data, data_artifact, data_summary, ppl_set_config
 from trainer.dist import ensure_single_process_dist
@@ -59,10 +60,13 @@ from trainer.schedule import lr_at
 from trainer.stability import DivergenceDetector, SpikeDetector
 from trainer.stepstats import StepRow, StepStats, Window
 
+# How a run that trained ends: divergence is a result, not a failure (errors raise).
+Outcome = Literal[RunStatus.SUCCEEDED, RunStatus.DIVERGED]
+
 
 @dataclass
 class TrainResult:
-    status: Literal["succeeded", "diverged"]
+    status: Outcome
     steps: int
     summary: dict[str, float] = field(default_factory=dict)
 
@@ -238,7 +242,7 @@ class _Run:
                 metrics.DIVERGED: float(self.divergence.diverged),
                 metrics.MAX_GRAD_NORM: self.max_grad_norm}
 
-    def _finish(self, status: Literal["succeeded", "diverged"],
+    def _finish(self, status: Outcome,
                 final_eval: dict[str, float]) -> TrainResult:
         summary = {**final_eval, **self._stability(), **self.params,
                    **data_summary(self.data.info),
@@ -308,7 +312,7 @@ class _Run:
         if diverged_at is not None:
             self.step = diverged_at  # the step the run is reported to have diverged at
             self.rep.log(self.step, {**values, metrics.DIVERGED: 1.0})
-            return self._finish("diverged", {})
+            return self._finish(RunStatus.DIVERGED, {})
         if self._should(self.t.log_every) or self.step == self.t.steps:
             values[metrics.TRAIN_TOKENS_PER_S] = self.window.take(self.spec.tokens_per_step)
             if self.spec.model.clip_residual is not None:
@@ -345,7 +349,7 @@ class _Run:
         latest = checkpoint.latest_checkpoint(self.ckpt_dir)
         if latest is None or latest[0] != self.step:
             self._save()
-        return self._finish("succeeded", {**final_eval, **self._final_evals()})
+        return self._finish(RunStatus.SUCCEEDED, {**final_eval, **self._final_evals()})
 
     def _final_evals(self) -> dict[str, float]:
         """spec.eval.benchmarks / longctx (trainer/final_eval.py), rank 0, after training."""

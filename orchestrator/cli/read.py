@@ -32,6 +32,8 @@ from orchestrator.cli.app import (
 from orchestrator.cli.frame_format import csv_text, json_text, write_stdout
 from orchestrator.cli.outfiles import Writer, write_files
 from orchestrator.cli.outfiles import out_dir as make_dir
+from orchestrator.run.adaptive import progress_line
+from orchestrator.sweep.spec import loads_spec
 
 if TYPE_CHECKING:
     import polars as pl
@@ -87,6 +89,31 @@ def status(sweep: Annotated[str | None, typer.Argument()] = None, db: DbOpt = No
         out.print(f"{stale_runs.height} running run(s) sent no heartbeat for more than "
                   f"{limit} (probably lost; the next `orchestrator submit` or `rerun` "
                   "marks them lost): ids " + ", ".join(map(str, stale_runs["run_id"])))
+    for name, text in d.sweeps().select("name", "spec").iter_rows():
+        if sweep in (None, name):
+            _decide_status(d, name, text)
+
+
+def _decide_status(d: results_db.ResultsDB, name: str, spec_text: str) -> None:
+    """For an adaptive (decide:) sweep: each row's seeds so far, its interval narrowing and
+    whether it decided, and the budget spent vs left."""
+    try:
+        decide = loads_spec(spec_text, f"<sweep {name} as stored>")[0].decide
+    except UserError:  # stored by an older gatesweep whose file no longer validates
+        return
+    if decide is None:
+        return
+    rows = d.decide_rows(name, decide.rule())
+    if rows.height:
+        scale = 100.0 if decide.relative else 1.0
+        shown = rows.select(
+            "variant", "lr", seeds=rows["seeds"].list.len(), n_paired="n",
+            delta=rows["mean"] * scale, low=rows["low"] * scale, high=rows["high"] * scale,
+            verdict="verdict", more_seeds="more_seeds")
+        unit = " (%)" if decide.relative else ""
+        print_frame(shown, f"{name}: decide rows, delta vs baseline{unit} at "
+                    f"{rows['level'][0]:.4f} per row (Bonferroni over {rows.height})")
+    out.print(progress_line(d, name, decide, d.decide_spent(name)), highlight=False)
 
 
 def sweep_eta(live: pl.DataFrame) -> float | None:

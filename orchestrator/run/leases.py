@@ -25,11 +25,12 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from contract.states import stale_after_s
+from contract.states import RunStatus, stale_after_s
 from orchestrator.run.cluster import parse_host_label
 from orchestrator.run.dbretry import OutageState
 from orchestrator.run.faults import Fault
 from orchestrator.run.frozen_writer import FrozenWriterWatch
+from results_db import DBUnavailable
 
 if TYPE_CHECKING:
     from results_db import ResultsDB
@@ -73,7 +74,6 @@ def _raylet_answers(node: dict[str, Any]) -> bool:
 
 class LeaseKeeper:
     """Context manager: renew leases and record silent deaths until the driver is done."""
-
     def __init__(self, db: ResultsDB, run_ids: list[int], owner: str, heartbeat_s: float,
                  say: Callable[[str], None] | None = None,
                  outage: OutageState | None = None) -> None:
@@ -106,8 +106,6 @@ class LeaseKeeper:
             pass
 
     def _loop(self) -> None:
-        from results_db import DBUnavailable
-
         while not self._stop.wait(self.heartbeat_s):
             try:
                 self.tick()
@@ -142,7 +140,7 @@ class LeaseKeeper:
             last = att.heartbeat or att.started
             msg = (f"{'node lost' if fault is Fault.NODE_LOST else 'worker died'}: no heartbeat "
                    f"since {last:%H:%M:%S} on {att.host}")
-            self.db.finish_attempt(att.id, "failed", error=msg, fault=fault)
+            self.db.finish_attempt(att.id, RunStatus.FAILED, error=msg, fault=fault)
             self.say(f"run {att.run_id}: attempt {att.number} {msg}")
             ended.append(att.id)
         return ended

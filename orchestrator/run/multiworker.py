@@ -23,6 +23,7 @@ gloo/NCCL group, ZeRO shards across the workers, MoE experts split into ``ep_siz
 from __future__ import annotations
 
 import os
+import socket
 import time
 import traceback
 import uuid
@@ -30,6 +31,9 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
+from contract.reporter import MemoryReporter
+from contract.states import RunStatus
+from orchestrator.run.cluster import check_parallelism, host_label, live_nodes, scaling_kwargs
 from orchestrator.run.env import prepare_trial_env
 from orchestrator.run.faults import Fault, RetryPolicy, classify, describe
 from orchestrator.run.trial_job import TrialJob
@@ -66,7 +70,7 @@ def run_multiworker_trial(job: TrialJob) -> None:
     storage = job.train_storage or str(job.checkpoint_dir.parent / TRAIN_DIR)
     result = fit_run(job, storage, retries=job.retries, trial_id=ctx.get_trial_id(),
                      in_tune=True)
-    if result.status != "succeeded":
+    if result.status != RunStatus.SUCCEEDED:
         tune.report(result.report())  # success already reached Tune through TuneReportCallback
 
 
@@ -78,7 +82,6 @@ def fit_run(job: TrialJob, storage: str, retries: int = 0, trial_id: str | None 
     from ray.train import FailureConfig, RunConfig, ScalingConfig, TrainingFailedError
     from ray.train.torch import TorchTrainer
 
-    from orchestrator.run.cluster import check_parallelism, live_nodes, scaling_kwargs
 
     spec = job.spec
     check_parallelism(spec)
@@ -112,7 +115,8 @@ def _final_result(job: TrialJob) -> TrialResult:
     try:
         row = db.run(job.run_id)
         attempts = db.attempts(job.run_id)
-        return TrialResult(_status(row.status if row else "failed"), attempts=len(attempts))
+        return TrialResult(_status(row.status if row else RunStatus.FAILED),
+                           attempts=len(attempts))
     finally:
         db.close()
 
@@ -126,12 +130,13 @@ def _record_group_failure(job: TrialJob, exc: BaseException) -> TrialResult:
     db = results_db.open(job.db_url, migrate=False)
     try:
         attempts = db.attempts(job.run_id)
-        if attempts and attempts[-1].status == "running" and attempts[-1].owner == job.owner:
-            db.finish_attempt(attempts[-1].id, "failed",
+        if attempts and attempts[-1].status == RunStatus.RUNNING and \
+                attempts[-1].owner == job.owner:
+            db.finish_attempt(attempts[-1].id, RunStatus.FAILED,
                               error=f"worker group failed: {str(exc).splitlines()[0][:500]}"
                                     + describe(fault, False), traceback=text, fault=fault)
         row = db.run(job.run_id)
-        return TrialResult(_status(row.status if row else "failed"), fault=fault.value)
+        return TrialResult(_status(row.status if row else RunStatus.FAILED), fault=fault.value)
     finally:
         db.close()
 
@@ -186,18 +191,17 @@ def _rank0_decide(job: TrialJob, trial_id: str, policy: RetryPolicy
     """("go", attempt id, "") after claiming the run, or the status the run keeps: cancelled,
     failed (this trial's last failure is not worth retrying), skipped (another holder)."""
     import results_db
-    from orchestrator.run.cluster import host_label
 
     db = results_db.open(job.db_url, migrate=False)
     try:
         row = db.run(job.run_id)
-        if row is None or row.status == "cancelled":
-            return "cancelled", None, ""
+        if row is None or row.status == RunStatus.CANCELLED:
+            return RunStatus.CANCELLED, None, ""
         last = db.current_attempt(job.run_id)
-        if (row.status == "failed" and last is not None and last.trial_id == trial_id
+        if (row.status == RunStatus.FAILED and last is not None and last.trial_id == trial_id
                 and last.owner == job.owner  # trial ids of two drivers can be equal
                 and last.fault and not policy.should_retry(Fault(last.fault))):
-            return "failed", None, ""
+            return RunStatus.FAILED, None, ""
         att = db.claim_run(job.run_id, job.owner, host_label(), trial_id=trial_id,
                            heartbeat_s=job.heartbeat_s)
         if att is None:
@@ -209,8 +213,6 @@ def _rank0_decide(job: TrialJob, trial_id: str, policy: RetryPolicy
 
 def _gather_workers() -> list[dict[str, Any]]:
     """Every rank's node, host and pid (rank order): the ``workers`` artifact."""
-    import socket
-
     import ray
     import torch.distributed as tdist
 
@@ -237,13 +239,12 @@ def _rank0_attempt(job: TrialJob, attempt_id: int, workers: list[dict[str, Any]]
         raise _Abort(f"rank 0: {type(exc).__name__}: {exc}") from exc
     finally:
         db.close()
-    if result.status in ("cancelled", "superseded"):
+    if result.status in (RunStatus.CANCELLED, "superseded"):
         raise _Abort(f"run {result.status}")  # the other ranks may wait in a collective
     return result  # succeeded / diverged, or failed with a fault every rank shares
 
 
 def _other_rank(job: TrialJob, policy: RetryPolicy) -> TrialResult:
-    from contract.reporter import MemoryReporter
     from trainer.train import train
 
     try:
@@ -251,6 +252,6 @@ def _other_rank(job: TrialJob, policy: RetryPolicy) -> TrialResult:
     except BaseException as exc:
         fault = classify(exc, traceback.format_exc())
         if fault is Fault.CODE_ERROR and not policy.should_retry(fault):
-            return TrialResult("failed", fault=fault.value)
+            return TrialResult(RunStatus.FAILED, fault=fault.value)
         raise
     return TrialResult(res.status, steps=res.steps)

@@ -15,13 +15,15 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from contract.metrics import TRAIN_LOSS
+from contract.states import RunStatus as S
 from contract.states import status_group
 
 if TYPE_CHECKING:
     from results_db import ResultsDB
 
-STYLE = {"pending": "dim", "running": "cyan", "succeeded": "green", "failed": "red",
-         "diverged": "yellow", "cancelled": "magenta", "lost": "red"}
+STYLE = {S.PENDING: "dim", S.RUNNING: "cyan", S.SUCCEEDED: "green", S.FAILED: "red",
+         S.DIVERGED: "yellow", S.CANCELLED: "magenta", S.LOST: "red"}
 
 
 class Progress:
@@ -74,7 +76,7 @@ class Progress:
             return
         elapsed = time.monotonic() - self.t0
         for r in rows:
-            before = self._seen.get(r["id"], "pending")  # queued runs are not news
+            before = self._seen.get(r["id"], S.PENDING)  # queued runs are not news
             self._seen[r["id"]] = r["status"]
             if before != r["status"]:
                 extra = f" step {r['step']} loss {r['loss']:.4g}" if r["loss"] is not None else ""
@@ -85,7 +87,7 @@ class Progress:
         done = sum(status_group(r["status"]).startswith("done") for r in rows)
         t = Table(title=f"{done}/{len(rows)} runs finished - "
                         f"{time.monotonic() - self.t0:.0f}s elapsed")
-        for c in ("run", "state", "step", "train/loss", "heartbeat"):
+        for c in ("run", "state", "step", TRAIN_LOSS, "heartbeat"):
             t.add_column(c, justify="left" if c in ("run", "state") else "right")
         for r in rows:
             st = r["status"]

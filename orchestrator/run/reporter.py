@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from contract.provenance import ARTIFACT as PROVENANCE
 from contract.reporter import Reporter
+from contract.states import RunStatus
 from orchestrator.run.dbretry import with_db_retry
 
 if TYPE_CHECKING:
@@ -161,7 +162,7 @@ class DBReporter:
         if self.db.heartbeat(self.attempt_id):
             return True
         row = self.db.run(self.run_id)
-        if row is not None and row.status == "cancelled":
+        if row is not None and row.status == RunStatus.CANCELLED:
             self._cancelled.set()
             return True
         self._superseded.set()

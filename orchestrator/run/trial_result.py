@@ -12,13 +12,15 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from contract.states import RunStatus as S
+
 # succeeded / diverged: trained to the end (divergence is a result); failed: recorded with a
 # fault; cancelled: by the user; skipped: another attempt holds the run (``holder`` says whose);
 # superseded: the DB took the run from this attempt, which stopped without writing. A worker
 # group's final result is its run's state as the DB has it, so lost/pending/running too.
-TrialStatus = Literal["succeeded", "diverged", "failed", "cancelled", "skipped", "superseded",
-                      "lost", "pending", "running"]
-STATUSES: tuple[str, ...] = TrialStatus.__args__  # type: ignore[attr-defined]
+TrialStatus = Literal[S.SUCCEEDED, S.DIVERGED, S.FAILED, S.CANCELLED, "skipped", "superseded",
+                      S.LOST, S.PENDING, S.RUNNING]
+STATUSES: tuple[str, ...] = tuple(str(s) for s in TrialStatus.__args__)  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)

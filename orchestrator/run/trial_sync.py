@@ -15,8 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from ray.tune import Callback, Stopper
 
+import results_db
+from contract.states import RunStatus
 from orchestrator.run.dbretry import DBOutage, OutageState, db_wait_s, with_db_retry
 from orchestrator.run.faults import Fault, RetryPolicy, classify, describe
+from orchestrator.run.leases import node_fault
 
 if TYPE_CHECKING:
     from ray.tune.experiment import Trial
@@ -54,7 +57,6 @@ class DBSyncCallback(Callback):
         """Open the handle before any trial runs, one writer and one reader connection in its
         pools (open() checks the schema revision; run(-1) reads), so recording a death never
         needs a server slot that the trials may have used up."""
-        import results_db
 
         try:
             self._db = results_db.open(self.db_url)
@@ -89,9 +91,6 @@ class DBSyncCallback(Callback):
             self.outage.give_up(exc)
 
     def _record(self, trial: Trial, retried: bool) -> None:
-        import results_db
-        from orchestrator.run.leases import node_fault
-
         run_id = int(trial.config["run_id"])
         if self._db is None:
             self._db = results_db.open(self.db_url, migrate=False)
@@ -101,7 +100,7 @@ class DBSyncCallback(Callback):
         if claimed_here:  # died before its claim: give the error a home, if ours to give
             att = db.claim_run(run_id, self.owner, socket.gethostname(),
                                trial_id=trial.trial_id)
-        if att is None or att.status != "running":
+        if att is None or att.status != RunStatus.RUNNING:
             return  # the trial recorded its own end, or another driver holds the run
         text = _trial_error_text(trial)
         fault = classify(None, text)
@@ -111,7 +110,7 @@ class DBSyncCallback(Callback):
             fault = node_fault(att.host, grace_s=NODE_GRACE_S)
         retry = retried and RetryPolicy.from_env(self.retries).should_retry(fault)
         first = text.strip().splitlines()[-1] if text.strip() else "?"
-        db.finish_attempt(att.id, "failed", error=f"trial died: {first}"
+        db.finish_attempt(att.id, RunStatus.FAILED, error=f"trial died: {first}"
                           + describe(fault, retry), traceback=text or None, fault=fault)
 
 
@@ -125,7 +124,6 @@ def _attempt_of_trial(db: ResultsDB, run_id: int, trial_id: str, owner: str
 
 class OutageStopper(Stopper):
     """Tune stopper: stop every trial once the driver gave up waiting for the DB."""
-
     def __init__(self, outage: OutageState | None) -> None:
         self.outage = outage
 

@@ -300,14 +300,14 @@ def test_synth_fill_writes_through_the_api(db) -> None:
 
 
 def test_state_machine_table() -> None:
-    from contract.states import CACHED, TERMINAL, allowed
+    from contract.states import DONE_OK, TERMINAL, allowed
 
     assert {s.value for s in TERMINAL} == {"succeeded", "failed", "diverged", "cancelled",
                                            "lost"}
     assert allowed("pending", "running") and allowed("running", "diverged")
     for done in TERMINAL:  # every finished run can be queued again (rerun / --force)
         assert allowed(done, "pending")
-    for done in CACHED:  # a kept result is never silently restarted
+    for done in DONE_OK:  # a kept result is never silently restarted
         assert not allowed(done, "running")
     assert not allowed("running", "pending") and not allowed("succeeded", "failed")
     assert not allowed("pending", "succeeded")  # results need an attempt
