@@ -96,6 +96,8 @@ def test_doc_command_runs_as_printed(capsys: pytest.CaptureFixture[str], tmp_pat
     run = _runnable(argv, url)
     if run is None:
         pytest.skip(f"{argv[0]}: {SKIP.get(argv[0], 'needs a Ray cluster')}")
+    if run[0] == "report" and "--out" not in run:  # its default file goes to the cwd: the repo
+        run += ["--out", str(tmp_path / "report.html")]
     code = main(run)
     out, err = capsys.readouterr()
     assert code == 0, f"{where}: exit {code}\n{err[-2000:]}"
