@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import results_db
+from contract.provenance import FIELDS
 from tests.support.stepfault import env_for
 
 pytestmark = pytest.mark.slow
@@ -95,6 +96,30 @@ def test_failure_rerun_resume_and_cache(tmp_path: Path) -> None:
     assert "3 cached, 0 to run" in third.stdout
     assert all(len(db.attempts(i)) == n for i, n in
                zip(db.runs()["id"].to_list(), [1, 1, 2]))
+
+    # Issue 34: every attempt recorded what produced it, from inside its Ray trial
+    prov = db.provenance(sweep="e2e")
+    assert prov.height == 4 and set(prov["accelerator"]) == {"cpu"}
+    assert prov["code_version"].n_unique() >= 1 and prov["torch"].null_count() == 0
+    # a trainer fix lands: sdpa-s0's result is now another code version's (its provenance
+    # says so); with cached_by: config_and_code the next submit trains it again from step 0
+    sdpa = db.run("sdpa-s0")
+    (old,) = db.attempts(sdpa.id)
+    doc = prov.filter(prov["attempt_id"] == old.id).select(FIELDS).row(0, named=True)
+    other = "0" * 40
+    db.record_provenance(sdpa.id, old.id, {**doc, "deepspeed_config": {}, "source": "git",
+                                           "git_commit": other, "dirty": False,
+                                           "diff_sha256": None, "code_version": other})
+    spec.write_text(SWEEP + "cached_by: config_and_code\n")
+    fourth = cli("submit", spec, "--db", url, "--storage", storage)
+    assert fourth.returncode == 0, fourth.stdout + fourth.stderr
+    assert "were trained by other code than" in fourth.stdout
+    attempts = db.attempts(sdpa.id)
+    assert [a.status for a in attempts] == ["succeeded", "succeeded"]
+    summ = db.summaries(run_ids=[sdpa.id])
+    assert summ.filter(summ["name"] == "train/resumed_from_step")["value"][0] == 0
+    new = db.provenance(run_ids=[sdpa.id], latest=True)
+    assert new["attempt"][0] == 2 and new["code_version"][0] != other
 
 
 def start_long_submit(tmp_path: Path) -> tuple[str, subprocess.Popen[bytes]]:
