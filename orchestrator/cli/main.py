@@ -117,10 +117,27 @@ def _dry_run(db: str | None, plan: Plan, params: bool) -> None:
     print_runs(out, f"{plan.spec.name} (dry run)", plan.runs, status=by_name,
                with_params=params)
     cached = sum(s in DONE_OK for s in by_name.values())
-    out.print(f"dry run: {len(by_name)} runs, {cached} cached, {len(by_name) - cached} to run; "
-              "nothing was written or scheduled")
+    again = _other_code(db, plan) if cached else 0
+    out.print(f"dry run: {len(by_name)} runs, {cached - again} cached, "
+              f"{len(by_name) - cached + again} to run"
+              + (f" ({again} result(s) of other code: cached_by config_and_code)" if again
+                 else "") + "; nothing was written or scheduled")
     if note := not_in_file_note(plan, sweep_runs):
         out.print(note)
+
+
+def _other_code(db: str | None, plan: Plan) -> int:
+    """How many of the plan's results `submit` would train again under ``cached_by:
+    config_and_code`` (0 under the default): other code version than this process's."""
+    if plan.spec.cached_by != "config_and_code":
+        return 0
+    from orchestrator.run.code_cache import RESULT_STATES, current_code
+
+    fps = {r.fingerprint for r in plan.runs}
+    d = open_read(db)
+    ids = set(d.runs_by_code(plan.spec.name, current_code(), states=RESULT_STATES))
+    mine = d.runs(plan.spec.name, with_config=False, columns=["id", "fingerprint"])
+    return sum(1 for i, fp in mine.select("id", "fingerprint").rows() if i in ids and fp in fps)
 
 
 def _known_status(db: str | None, plan: Plan

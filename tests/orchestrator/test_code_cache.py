@@ -101,3 +101,16 @@ def test_rerun_code_other_than_current_needs_a_sweep(capsys: pytest.CaptureFixtu
     url = db.url.render_as_string(hide_password=False)
     assert main(["rerun", "1", "--code-other-than-current", "--db", url]) == 2
     assert "give --sweep S and no run ids" in capsys.readouterr().err
+
+
+def test_dry_run_counts_the_results_of_other_code(capsys: pytest.CaptureFixture[str], trained,
+                                                  tmp_path: Path) -> None:
+    db, _ = trained
+    url = db.url.render_as_string(hide_password=False)
+    for cached_by, want in ((None, "dry run: 4 runs, 3 cached, 1 to run; nothing"),
+                            ("config_and_code", "dry run: 4 runs, 2 cached, 2 to run (1 "
+                                                "result(s) of other code: cached_by "
+                                                "config_and_code); nothing")):
+        path = _plan(tmp_path, cached_by).path
+        assert main(["submit", str(path), "--dry-run", "--no-params", "--db", url]) == 0
+        assert want in " ".join(capsys.readouterr().out.split())
