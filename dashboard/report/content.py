@@ -41,7 +41,8 @@ def build(db: ResultsDB, sweep: str, metric: str = METRIC) -> Report:
     info = db.sweeps().filter(pl.col("name") == sweep)
     status = db.sweep_status(sweep)
     counts = ", ".join(f"{int(status[s][0])} {s}" for s in status.columns
-                       if s not in ("sweep", "total", "done") and status[s][0])
+                       if s not in ("sweep", "total", "done") and status[s][0]) \
+        if status.height else ""
     base = db.baseline(sweep)
     colors = palette.colors(variants(db, sweep, base), base)
     mix = db.code_mix(sweep)

@@ -159,3 +159,19 @@ def test_bad_input_is_one_line_and_writes_nothing(capsys: pytest.CaptureFixture[
         assert main(["report", *args, "--db", mixed]) == 2
         assert msg in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("case", ["all_pending", "all_failed", "all_diverged", "no_baseline",
+                                  "single_seed", "odd_values", "lr_all_diverged", "empty"])
+def test_real_world_dbs_give_a_report(case: str, tmp_path: Path) -> None:
+    """The dashboard's edge-case DBs (tests/dashboard_edge_dbs.py: nothing finished, no
+    baseline, one seed, NaN / inf / 1e30, an LR ladder diverged everywhere, no sweep): each
+    report builds, and its charts' JSON holds no NaN (JSON.parse would refuse it)."""
+    from dashboard.report import html, markdown
+    from tests import dashboard_edge_dbs as edge
+
+    url = edge.build(case, tmp_path / "e.db")
+    report = content.build(results_db.open(url, readonly=True), edge.SWEEP)
+    page = html.render(report, "")
+    assert "NaN" not in page and "Infinity" not in page
+    assert markdown.render(report, "f", lambda c: f"{c.id}.svg").startswith("# Sweep edge")
