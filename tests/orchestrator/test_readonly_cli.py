@@ -34,6 +34,7 @@ READ_COMMANDS: list[tuple[str, ...]] = [
     ("table", "gates-toy", "--paper"),
     ("effects", "gates-toy"),
     ("stability", "lr-stability"),
+    ("report", "gates-toy", "--out", "{tmp}/report.html"),
 ]
 
 
