@@ -13,21 +13,22 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, BinaryIO
 
 import typer
 
 from contract.errors import UserError
-from orchestrator.cli.app import DbOpt, app, db_url, open_sweep, out
+from orchestrator.cli.app import DbOpt, ReplaceSymlinkOpt, app, db_url, open_sweep, out
+from orchestrator.cli.outfiles import Writer, out_dir, write_files
 
 FORMATS = {"html": ".html", "markdown": ".md"}
 
 
-def _copy(src: Path) -> Callable[[Path], None]:
-    def write(dest: Path) -> None:
-        shutil.copyfile(src, dest)
+def _copy(src: Path) -> Writer:
+    def write(dest: BinaryIO) -> None:  # the writer's open temporary file (outfiles.py)
+        with src.open("rb") as fh:
+            shutil.copyfileobj(fh, dest)
     return write
 
 
@@ -38,13 +39,11 @@ def report(sweep: str, db: DbOpt = None,
                              "figures go to OUT's stem + _files/ beside it")] = None,
            format: Annotated[str, typer.Option(
                "--format", help="html (one self-contained file) | markdown (+ SVG figures)")
-           ] = "html") -> None:
+           ] = "html", replace_symlink: ReplaceSymlinkOpt = False) -> None:
     """Write the sweep's report: verdict sentences, leaderboard with CIs and per-seed dots,
     the ablation tables beside the paper's figures, LR stability, scaling, training curves,
     probes, each variant's config diff vs the baseline and every run's provenance. HTML opens
     from disk with no server and no network."""
-    from orchestrator.cli.outfiles import out_dir, write_files
-
     if format not in FORMATS:
         raise UserError(f"--format: {format!r} is not one of {', '.join(FORMATS)}")
     open_sweep(db, sweep)  # a missing DB or an unknown sweep: one line, nothing written
@@ -69,7 +68,7 @@ def report(sweep: str, db: DbOpt = None,
             text = built.read_text(encoding="utf-8").replace("](figures/",
                                                              f"]({fig_dir.name}/")
             built.write_text(text, encoding="utf-8")
-        write_files(files)
+        write_files(files, replace_symlink)
     size = target.stat().st_size
     out.print(f"report: {target} ({size / 2**20:.2f} MiB)"
               + (f" and {len(files) - 1} figure(s) in {target.stem}_files/" if len(files) > 1
