@@ -11,6 +11,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import data
+from dashboard.mdtext import md
 from dashboard.views import (
     ablation,
     curves,
@@ -44,6 +45,8 @@ def _pick_sweep(url: str) -> str | None:
         st.error(f"Cannot read the results DB {url}: {type(exc).__name__}: {exc}. Set "
                  f"GATESWEEP_DB (or `orchestrator dashboard --db URL`) to a results DB.{hint}")
         st.stop()
+    if note := data.schema_note(url):
+        st.sidebar.warning(md(note))
     if not names:
         return None
     wanted = st.query_params.get("sweep")

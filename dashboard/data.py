@@ -35,6 +35,12 @@ def open_db(url: str) -> Any:
     return results_db.open(url, readonly=True)
 
 
+def schema_note(url: str) -> str | None:
+    """The warning for a DB a newer gatesweep migrated (read anyway), else None."""
+    note: str | None = open_db(url).schema_note
+    return note
+
+
 @st.cache_data(ttl=LIVE_TTL_S, show_spinner=False)
 def sweep_status(url: str) -> pl.DataFrame:
     """Per sweep: counts by state (the DB's own aggregation)."""

@@ -20,12 +20,15 @@ from contract.states import DONE_OK, TERMINAL, InvalidTransition, RunStatus
 from results_db.db import ReadOnlyQueryError, ResultsDB
 from results_db.engine import (
     DEFAULT_URL,
+    DBForeign,
+    DBNewer,
     DBNotFound,
     DBOutdated,
     DBUnavailable,
     DBUnreadable,
     absolute_url,
     backup_sqlite,
+    check_writable,
     default_url,
     redacted,
     resolve_url,
@@ -39,7 +42,8 @@ from results_db.store import NotFound
 from results_db.vocab import DIMENSIONS, VERDICTS
 
 __all__ = ["DEFAULT_URL", "default_url", "DIMENSIONS", "DONE_OK", "VERDICTS", "AttemptRow",
-           "DBNotFound", "DBOutdated", "DBUnavailable", "DBUnreadable", "InvalidTransition",
+           "DBForeign", "DBNewer", "DBNotFound", "DBOutdated", "DBUnavailable", "DBUnreadable",
+           "InvalidTransition",
            "NewRun", "NotFound", "QueryLimitError", "QueryLimits", "ReadOnlyQueryError",
            "absolute_url", "redacted",
            "sqlite_database", "backup_sqlite", "RegisterResult", "ResultsDB", "RunRow", "RunStatus",
@@ -61,8 +65,10 @@ def open(url: str | URL | None = None, migrate: bool = True,  # noqa: A001
 
 def upgrade(url: str | URL | None = None, revision: str = "head") -> str:
     """Run the Alembic migrations up to ``revision``; returns the DB's revision after."""
-    engine = writer_engine(resolve_url(url))
+    u = resolve_url(url)
+    engine = writer_engine(u)  # SQLite: another tool's or a newer gatesweep's file refused
     try:
+        check_writable(engine, u)  # PostgreSQL: the same, before Alembic touches anything
         upgrade_engine(engine, revision)
         return current_revision(engine) or ""
     finally:

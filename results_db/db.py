@@ -6,14 +6,14 @@ from sqlalchemy import URL, Engine
 
 from results_db.analysis.api import AnalysisMixin
 from results_db.engine import (
-    check_revision,
+    check_writable,
     reader_engine,
     readonly_engine,
     sqlite_database,
     writer_engine,
 )
 from results_db.live import LiveMixin
-from results_db.migrate import HEAD_REVISION, ensure_head
+from results_db.migrate import ensure_head
 from results_db.provenance import ProvenanceMixin
 from results_db.query import ReaderMixin, ReadOnlyQueryError
 from results_db.sqlite_lock import write_lock_holder
@@ -31,14 +31,15 @@ class ResultsDB(WriterMixin, ReaderMixin, AnalysisMixin, LiveMixin, ProvenanceMi
         self.url: URL = url
         self.readonly = readonly
         self._reader: Engine | None = None
+        # a newer gatesweep's DB, read anyway: the warning a surface shows (ownership.py)
+        self.schema_note: str | None = None
         if readonly:  # one read-only engine for everything: writes fail, nothing migrates
-            self._reader = readonly_engine(url)
+            self._reader, self.schema_note = readonly_engine(url)
             self.engine: Engine = self._reader
-            check_revision(self._reader, url, HEAD_REVISION)
             return
-        self.engine = writer_engine(url)
+        self.engine = writer_engine(url)  # SQLite: another tool's file refused before connecting
         if migrate:
-            ensure_head(self.engine)
+            ensure_head(self.engine, lambda: check_writable(self.engine, url))
 
     @property
     def reader(self) -> Engine:

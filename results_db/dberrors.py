@@ -45,6 +45,30 @@ class DBConnectionsExhausted(DBUnavailable):
     full disk; docs/cluster.md "Connections" sizes the server for a sweep."""
 
 
+class DBNotFound(FileNotFoundError):
+    """A read-only open found no results DB (no file, not SQLite, or no gatesweep schema)."""
+
+
+class DBUnreadable(DBNotFound):
+    """Something is there, but not a results DB this code can read (a directory, another file,
+    another tool's database, an unreachable server): unlike a missing file, worth a note even
+    where a missing DB is normal (``validate``, ``submit --dry-run``)."""
+
+
+class DBForeign(DBUnreadable):
+    """A database gatesweep did not make: another tool's tables or migration history
+    (results_db/ownership.py). Nothing reads it as results, nothing writes to it."""
+
+
+class DBNewer(DBForeign):
+    """A results DB a newer gatesweep migrated (a schema revision this code does not know):
+    read with a warning, never written or migrated here."""
+
+
+class DBOutdated(ValueError):
+    """A read-only open found a DB whose schema is older than this code (no migration runs)."""
+
+
 # What PostgreSQL says when its slots are used up (SQLSTATE 53300; psycopg reports a refused
 # connection without the SQLSTATE, so the text is what we have).
 _PG_NO_SLOTS = ("too many clients", "too many connections", "remaining connection slots")

@@ -28,8 +28,18 @@ from urllib.parse import quote
 from sqlalchemy import URL, Engine, create_engine, event, make_url
 from sqlalchemy.exc import ArgumentError
 
-from results_db.dberrors import DBUnavailable, sqlite_busy, translate
-from results_db.migrate import _REV, MIGRATIONS_DIR, refuse_foreign_sqlite
+from results_db.dberrors import (
+    DBForeign,
+    DBNewer,
+    DBNotFound,
+    DBOutdated,
+    DBUnavailable,
+    DBUnreadable,
+    sqlite_busy,
+    translate,
+)
+from results_db.migrate import HEAD_REVISION, older_revisions
+from results_db.ownership import found_on, found_sqlite, judge
 
 DEFAULT_URL = "sqlite:///results.db"
 DB_ENV = "GATESWEEP_DB"  # THE results DB when no --db/url is given (default_url owns the rule)
@@ -47,18 +57,6 @@ def default_url() -> str:
 APP_NAME = "gatesweep"  # PostgreSQL application_name prefix (results_db.pgstat counts by it)
 
 
-class DBNotFound(FileNotFoundError):
-    """A read-only open found no results DB (no file, not SQLite, or no gatesweep schema)."""
-
-
-class DBUnreadable(DBNotFound):
-    """Something is there, but not a results DB this code can read (a directory, another file,
-    another tool's database, an unreachable server): unlike a missing file, worth a note even
-    where a missing DB is normal (``validate``, ``submit --dry-run``)."""
-
-
-class DBOutdated(ValueError):
-    """A read-only open found a DB whose schema is older than this code (no migration runs)."""
 BUSY_TIMEOUT_MS = 30_000
 # libpq waits for the OS's TCP timeout (minutes) on a host that does not answer; a results DB
 # that cannot be reached in this long is reported at once (a URL's own connect_timeout wins).
@@ -79,7 +77,8 @@ PG_POOL_TIMEOUT_S = 60
 # renewal then waited on it for good and never recorded the frozen trial dead (the fault
 # matrix's stall case, PostgreSQL, under load). Below the default staleness window (17 s).
 PG_IDLE_IN_TX_TIMEOUT_S = 10
-__all__ = ["DBNotFound", "DBOutdated", "DBUnavailable", "DBUnreadable"]
+__all__ = ["DBForeign", "DBNewer", "DBNotFound", "DBOutdated", "DBUnavailable",
+           "DBUnreadable"]
 
 
 def _pg_connect_args(url: URL, **extra: Any) -> dict[str, Any]:
@@ -201,16 +200,16 @@ def writer_engine(url: URL) -> Engine:
         idle_ms = int(PG_IDLE_IN_TX_TIMEOUT_S * 1000)
         opts = _pg_options(url, f"idle_in_transaction_session_timeout={idle_ms}")
         return _translating(_pg_engine(url, options=opts), url)
-    parent = Path(url.database or "").parent
-    if Path(url.database or "").is_dir():
+    path = Path(url.database or "")
+    if path.is_dir():
         raise DBUnavailable(f"results DB {url.database} could not be opened: it is a "
                             "directory; expected a SQLite file path")
-    refuse_foreign_sqlite(Path(url.database or ""))  # another tool's file: never touched
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
+    if not path.parent.is_dir():  # a mistyped path makes no folders (a DB file, at most)
+        what = "is not a directory" if path.parent.exists() else "does not exist"
         raise DBUnavailable(f"results DB {url.database} could not be opened: its directory "
-                            f"{parent} cannot be created ({exc.strerror or exc})") from None
+                            f"{path.parent} {what} (gatesweep creates the DB file, never "
+                            "folders: create it first, or check --db)")
+    _check_sqlite_writable(path)  # another tool's or a newer gatesweep's: never touched
     eng = _translating(create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000,
                                                         "check_same_thread": False}), url)
 
@@ -271,15 +270,54 @@ def _read_only_authorizer(action: int, arg1: str | None, arg2: str | None,
     return sqlite3.SQLITE_DENY
 
 
+def _check_sqlite_writable(path: Path) -> None:
+    """results_db/ownership.py's rule for a writer, read before the writer's first connection
+    switches the file to WAL."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    try:
+        found = found_sqlite(sqlite_read_uri(path))
+    except sqlite3.Error:
+        return  # not a database at all: the writer's own error names it
+    judge(found, f"results DB {path}", write=True, hint=_hint(True))
+
+
+def check_writable(eng: Engine, url: URL) -> None:
+    """PostgreSQL: ownership's rule in the writer's first connection, before Alembic (SQLite
+    was checked by writer_engine before connecting)."""
+    if not is_sqlite(url):
+        with eng.connect() as conn:
+            judge(found_on(conn), f"results DB {_show(url)}", write=True, hint=_hint(False))
+
+
+def _hint(sqlite: bool) -> str:
+    return ("choose a new file for --db" if sqlite else "give --db a database or schema of its "
+            "own (e.g. a URL ending ?options=-csearch_path%3Dgatesweep)")
+
+
+def sqlite_read_uri(db: Path) -> str:
+    """The URI a reader opens ``db`` with (never created: ``mode=ro``/``rw``). ``rw`` while no
+    ``-wal`` file exists: SQLite creates -wal/-shm for a WAL file even for a ``mode=ro``
+    reader and only a read-write connection removes them when it closes, so reads left them
+    beside a closed DB; nothing is written on it (query_only and the read-only authorizer;
+    SQLite opens a write-protected file read-only). ``ro`` when a -wal exists (a writer is
+    at work, or crashed: left as found); ``immutable`` on read-only storage."""
+    path = quote(str(db))  # a URI: '?', '#' and '%' in the path must be escaped
+    if _on_readonly_storage(db):
+        mode = "ro&immutable=1"
+    else:
+        mode = "ro" if Path(f"{db}-wal").exists() else "rw"
+    return f"file:{path}?mode={mode}"
+
+
 def reader_engine(url: URL) -> Engine:
     if not is_sqlite(url):
         opts = _pg_options(url, "default_transaction_read_only=on")
         # a stopped server is DBUnavailable for readers too (issue 20: it was a raw
         # OperationalError that killed the driver mid-sweep)
         return _translating(_pg_engine(url, options=opts), url, reads_only=True)
-    path = quote(url.database or "")  # a URI: '?', '#' and '%' in the path must be escaped
-    mode = "ro&immutable=1" if _on_readonly_storage(Path(url.database or "")) else "ro"
-    ro = URL.create("sqlite", database=f"file:{path}?mode={mode}", query={"uri": "true"})
+    ro = URL.create("sqlite", database=sqlite_read_uri(Path(url.database or "")),
+                    query={"uri": "true"})
     eng = create_engine(ro, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000,
                                           "check_same_thread": False})
 
@@ -308,8 +346,10 @@ def _on_readonly_storage(db: Path) -> bool:
     return True
 
 
-def readonly_engine(url: URL) -> Engine:
-    """The reader engine of an *existing* DB; raises DBNotFound with the path otherwise."""
+def readonly_engine(url: URL) -> tuple[Engine, str | None]:
+    """The reader engine of an *existing* results DB at this gatesweep's schema, and a warning
+    for a newer gatesweep's DB (None otherwise); DBNotFound with the path for a missing one,
+    DBForeign for another tool's (ownership.py), DBOutdated for an older schema."""
     if is_sqlite(url):
         path = Path(url.database or "")
         if not path.is_file():
@@ -321,9 +361,7 @@ def readonly_engine(url: URL) -> Engine:
     eng = reader_engine(url)
     try:
         with eng.connect() as conn:
-            found = conn.exec_driver_sql(
-                "SELECT 1 FROM alembic_version LIMIT 1" if not is_sqlite(url) else
-                "SELECT name FROM sqlite_master WHERE name = 'alembic_version'").first()
+            found = found_on(conn)
     except Exception as exc:  # noqa: BLE001 -- not a database at all, or unreachable
         eng.dispose()
         # An unreachable server arrives already translated (DBUnavailable, raised from the
@@ -332,34 +370,21 @@ def readonly_engine(url: URL) -> Engine:
             getattr(exc, "orig", exc)
         raise DBUnreadable(f"results DB {_show(url)} cannot be read: "
                            f"{(str(why).strip() or type(why).__name__).splitlines()[0]}") from None
-    if found is None:
+    try:
+        if not found.tables:
+            raise DBUnreadable(f"{_show(url)} is not a gatesweep results DB (no "
+                               "alembic_version table)")
+        note = judge(found, f"results DB {_show(url)}", write=False,
+                     hint=_hint(is_sqlite(url)))
+        rev = found.revision
+        if HEAD_REVISION and rev != HEAD_REVISION and rev in older_revisions(HEAD_REVISION):
+            raise DBOutdated(f"results DB {_show(url)} is at schema revision {rev}, older than "
+                             f"this gatesweep's {HEAD_REVISION}; run `orchestrator db upgrade "
+                             f"--db {_show(url)}` first (read-only commands never migrate)")
+    except (DBUnreadable, DBOutdated):
         eng.dispose()
-        raise DBUnreadable(f"{_show(url)} is not a gatesweep results DB (no alembic_version "
-                         "table)")
-    return eng
-
-
-def check_revision(eng: Engine, url: URL, head: str) -> None:
-    """Refuse a DB behind ``head`` (read-only: we cannot migrate it) with what to run."""
-    with eng.connect() as conn:
-        rev = conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
-    if head and rev != head and rev in _older_revisions(head):
-        raise DBOutdated(f"results DB {_show(url)} is at schema revision {rev}, older than "
-                         f"this gatesweep's {head}; run `orchestrator db upgrade --db "
-                         f"{_show(url)}` first (read-only commands never migrate)")
-
-
-def _older_revisions(head: str) -> set[str]:
-    downs: dict[str, str] = {}
-    for path in (MIGRATIONS_DIR / "versions").glob("*.py"):
-        found = dict(_REV.findall(path.read_text(encoding="utf-8")))
-        if "revision" in found:
-            downs[found["revision"]] = found.get("down_revision", "None")
-    older, cur = set(), downs.get(head)
-    while cur and cur != "None" and cur not in older:
-        older.add(cur)
-        cur = downs.get(cur)
-    return older
+        raise
+    return eng, note
 
 
 def _show(url: URL) -> str:

@@ -5,8 +5,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,47 +21,32 @@ MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 _REV = re.compile(r'^(down_revision|revision)\s*=\s*["\']?([\w.-]+|None)["\']?', re.M)
 
 
-def _scan_head() -> str:
-    """The newest revision in migrations/versions, read from the files' ``revision`` /
-    ``down_revision`` lines without importing Alembic (a test checks it against Alembic's
-    head). A new revision file is picked up by itself: no constant to bump."""
-    revs: set[str] = set()
-    downs: set[str] = set()
+def _scan() -> dict[str, str]:
+    """revision -> down_revision of every file in migrations/versions, read from their
+    ``revision`` / ``down_revision`` lines without importing Alembic (a test checks the head
+    against Alembic's). A new revision file is picked up by itself: no constant to bump."""
+    out: dict[str, str] = {}
     for path in (MIGRATIONS_DIR / "versions").glob("*.py"):
         found = dict(_REV.findall(path.read_text(encoding="utf-8")))
         if "revision" in found:
-            revs.add(found["revision"])
-            downs.add(found.get("down_revision", "None"))
-    heads = sorted(revs - downs)
-    return heads[0] if len(heads) == 1 else ""  # "" (several heads): let Alembic decide
+            out[found["revision"]] = found.get("down_revision", "None")
+    return out
 
 
+REVISIONS = _scan()  # every revision this gatesweep knows (results_db/ownership.py asks)
+_HEADS = sorted(set(REVISIONS) - set(REVISIONS.values()))
 # open() skips Alembic entirely when the DB is already at head, so trial processes open fast.
-HEAD_REVISION = _scan_head()
+HEAD_REVISION = _HEADS[0] if len(_HEADS) == 1 else ""  # "" (several heads): let Alembic decide
 
 
-def refuse_foreign_sqlite(path: Path) -> None:
-    """Raise DBUnavailable when the SQLite file at ``path`` holds another tool's tables and no
-    gatesweep schema: a writer (``db upgrade``, ``submit``) would switch it to WAL and add
-    ten tables to it. Checked read-only (``mode=ro``), before any writer connects."""
-    import sqlite3
-    from urllib.parse import quote
-
-    if not path.is_file() or path.stat().st_size == 0:
-        return
-    try:
-        with contextlib.closing(sqlite3.connect(f"file:{quote(str(path))}?mode=ro",
-                                                uri=True)) as conn:
-            names = [r[0] for r in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE "
-                "'sqlite_%' ORDER BY name")]
-    except sqlite3.Error:
-        return  # not a database at all: the writer's own error names it
-    if names and "alembic_version" not in names:
-        shown = ", ".join(names[:5]) + (" ..." if len(names) > 5 else "")
-        raise DBUnavailable(f"results DB {path} is another tool's SQLite database (tables "
-                            f"{shown}; no gatesweep schema); refusing to add the results "
-                            "schema to it: choose a new file for --db")
+def older_revisions(head: str) -> set[str]:
+    """The revisions before ``head``, following down_revision."""
+    older: set[str] = set()
+    cur = REVISIONS.get(head)
+    while cur and cur != "None" and cur not in older:
+        older.add(cur)
+        cur = REVISIONS.get(cur)
+    return older
 
 
 def _alembic_config(connection: object) -> Config:
@@ -86,8 +71,9 @@ def current_revision(engine: Engine) -> str | None:
         return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
 
-def ensure_head(engine: Engine) -> None:
-    """Upgrade to head unless the DB is already there (one cheap SELECT in that case)."""
+def ensure_head(engine: Engine, check: Callable[[], None]) -> None:
+    """Upgrade to head unless the DB is already there (one cheap SELECT in that case);
+    ``check`` runs first (engine.check_writable: a DB that is not ours is refused)."""
     try:
         if HEAD_REVISION and current_revision(engine) == HEAD_REVISION:
             return
@@ -95,6 +81,7 @@ def ensure_head(engine: Engine) -> None:
         raise
     except Exception:  # noqa: BLE001 -- e.g. a half-created DB: let Alembic decide
         pass
+    check()
     upgrade_engine(engine)
 
 

@@ -90,7 +90,10 @@ def open_read(db: str | None) -> ResultsDB:
     """The results DB of a read-only command: never created, migrated or changed (mode=ro);
     a missing DB raises results_db.DBNotFound (a FileNotFoundError: exit 2)."""
 
-    return results_db.open(db_url(db), readonly=True)
+    d = results_db.open(db_url(db), readonly=True)
+    if d.schema_note:  # a newer gatesweep's DB: read, with a warning (results_db/ownership.py)
+        err.print(f"warning: {d.schema_note}")
+    return d
 
 
 def open_sweep(db: str | None, sweep: str | None) -> ResultsDB:

@@ -321,7 +321,7 @@ def test_db_upgrade_leaves_another_tools_sqlite_file_alone(capsys, tmp_path: Pat
     before = f.read_bytes()
     for argv in (["db", "upgrade", "--db", f],):
         code, _, err = run_cli(capsys, *argv)
-        assert code == 2 and "another tool's SQLite database (tables notes" in err, err
+        assert code == 2 and "holds another tool's tables (notes)" in err, err
     assert f.read_bytes() == before and not Path(f"{f}-wal").exists()
 
 
