@@ -36,6 +36,9 @@ class Interrupted(Exception):
     the CLI prints the message and exits 130."""
 
 
+SHOWN_ISSUES = 20  # problems an invalid sweep file lists (the rest are counted)
+
+
 class SpecError(UserError):
     """A sweep file is invalid; carries every issue found (deduplicated, in order)."""
 
@@ -51,7 +54,11 @@ class SpecError(UserError):
             return f"invalid sweep: {self.issues[0]}"
         files = sorted({i.file for i in self.issues})
         head = f"invalid sweep {', '.join(files)}: {len(self.issues)} problems:"
-        return "\n".join([head, *(f"  {i}" for i in self.issues)])
+        shown = [f"  {i}" for i in self.issues[:SHOWN_ISSUES]]
+        more = len(self.issues) - SHOWN_ISSUES
+        # 30,000 unknown keys printed 30,001 lines: the first ones say what is wrong
+        tail = [f"  ... and {more} more (fix these first)"] if more > 0 else []
+        return "\n".join([head, *shown, *tail])
 
 
 # Our own validators start their message with the key they are about ("train.warmup: 9 must

@@ -9,7 +9,9 @@ here; nothing else spells an escape table. Stdlib only (the contract floor).
 - ``terminal``: control characters as visible ``\\xNN`` (line breaks and tabs kept);
 - ``md_inline`` / ``markdown_table``: CommonMark-literal text (also what Streamlit shows);
 - ``latex`` / ``latex_comment`` / ``latex_table``: TeX-literal text, comments that stay comments;
-- ``csv_cell``: a spreadsheet never evaluates a cell as a formula.
+- ``csv_cell``: a spreadsheet never evaluates a cell as a formula;
+- ``clip``: an error that echoes what the user typed stays readable (a 100 KB argument or
+  key is shown as its head and tail).
 """
 
 from __future__ import annotations
@@ -21,6 +23,23 @@ from collections.abc import Iterable, Sequence
 # reorder what a terminal shows ("Trojan source").
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _CONTROL_ALL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+CLIP = 400  # characters of one echoed line: a long path fits, a pasted file does not
+
+
+def clip(text: str, limit: int = CLIP) -> str:
+    """``text`` with every line longer than ``limit`` cut in the middle, saying how much was
+    left out ("...[99,520 more characters]..."): a 100 KB value a user typed was echoed whole
+    in its one error line."""
+    out = []
+    for line in text.split("\n"):
+        if len(line) > limit:
+            keep = limit // 2
+            line = (f"{line[:keep]}...[{len(line) - 2 * keep:,} more characters]..."
+                    f"{line[-keep:]}")
+        out.append(line)
+    return "\n".join(out)
 
 
 def _visible(m: re.Match[str]) -> str:

@@ -21,6 +21,7 @@ import typer
 import results_db
 from contract.errors import Interrupted, UserError
 from contract.states import CANCELLABLE, DONE_OK, RunStatus, parse_status
+from contract.textout import clip
 
 # The command modules register on `app` when imported; app.py holds what they share.
 from orchestrator.cli import evaluate, read, report, results  # noqa: F401
@@ -322,12 +323,15 @@ def main(argv: list[str] | None = None) -> int:
         check_env()  # GATESWEEP_* settings, before anything is printed or changed
         # standalone_mode=False: click *returns* a typer.Exit's code instead of raising it
         rv = app(args=argv, standalone_mode=False)
+    # every error echoes what the user typed: clipped (contract.textout.clip), so a 100 KB
+    # argument or key is its head and tail, not 100 KB of one line
     except UserError as exc:  # SpecError included: every issue of a sweep file, located
-        err.print(f"error: {exc}")
+        err.print(f"error: {clip(str(exc))}")
         return 2
     except typer.Exit as exc:
         return exc.exit_code
     except ClickException as exc:
+        exc.message = clip(exc.message)
         exc.show()
         return exc.exit_code
     except typer.Abort:
@@ -336,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, KeyError, OSError) as exc:
         # OSError: a path or DB the environment refuses (results_db.DBUnavailable: a DB that
         # cannot be opened or written, named in the message; a directory where a file goes)
-        err.print(f"error: {_one_line(exc)}")
+        err.print(f"error: {clip(_one_line(exc))}")
         return 2
     except Interrupted as exc:
         err.print(f"error: {exc}")

@@ -250,8 +250,9 @@ def _finish(row: _Row, spec: SweepSpec, src: Source, vname: str, seed: int, name
     except ValidationError as exc:
         view = doc
         if rules.keep(vname, seed, view):
+            below = _by_prefix(row.origins)  # once per run: 30k keys were 30k x 30k compares
             for problem in pydantic_problems(exc):
-                ypath = _origin(row, problem.key)
+                ypath = _origin(row, problem.key, below)
                 key = ".".join(map(str, problem.key))
                 shown = ".".join(map(str, ypath)).endswith(key)  # the YAML key says it
                 issues.append(src.issue(ypath, problem.text if shown
@@ -262,9 +263,21 @@ def _finish(row: _Row, spec: SweepSpec, src: Source, vname: str, seed: int, name
     return ExpandedRun(name, vname, seed, values, run_spec)
 
 
-def _origin(row: _Row, loc: tuple[str | int, ...]) -> YPath:
-    """The YAML path that set ``loc``: a variant/axis key below it, else its nearest setter."""
-    below = [y for p, y in row.origins.items() if p[:len(loc)] == loc]
+def _by_prefix(origins: dict[tuple[str | int, ...], YPath]
+               ) -> dict[tuple[str | int, ...], list[YPath]]:
+    """Every prefix of every set path -> the YAML paths below it, in the order they were set."""
+    out: dict[tuple[str | int, ...], list[YPath]] = {}
+    for p, y in origins.items():
+        for i in range(len(p) + 1):
+            out.setdefault(p[:i], []).append(y)
+    return out
+
+
+def _origin(row: _Row, loc: tuple[str | int, ...],
+            index: dict[tuple[str | int, ...], list[YPath]]) -> YPath:
+    """The YAML path that set ``loc``: a variant/axis key below it, else its nearest setter
+    (``index``: _by_prefix of the row's origins)."""
+    below = index.get(tuple(loc), [])
     if below:
         return ([y for y in below if y[0] != "base"] or below)[0]
     for cut in range(len(loc), 0, -1):
