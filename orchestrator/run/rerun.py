@@ -35,8 +35,10 @@ if TYPE_CHECKING:
 def resolve_runs(db: ResultsDB, refs: list[str | int], sweep: str | None = None
                  ) -> list[RunRow]:
     """RunRows for ids or names; a clear error names the first unknown one, a name that
-    several runs share (which one was meant is a guess: give the id), and with ``sweep`` a run
-    of another sweep (``cancel 7 --sweep S`` must not cancel run 7 of sweep T)."""
+    several runs share (which one was meant is a guess: give the id), typed digits that are
+    one run's id and another run's name (contract/ids.py reads them as the id; which was
+    meant is a guess too), and with ``sweep`` a run of another sweep (``cancel 7 --sweep S``
+    must not cancel run 7 of sweep T)."""
     rows = []
     in_sweep = None if sweep is None else set(
         db.runs(sweep=sweep, with_config=False, columns=["id"])["id"].to_list())
@@ -50,6 +52,15 @@ def resolve_runs(db: ResultsDB, refs: list[str | int], sweep: str | None = None
                 ids = ", ".join(f"{i} ({s})" for i, s in same.select("id", "sweep").rows())
                 raise UserError(f"run name {row.name!r} is not unique: runs {ids}; give the "
                                 "run id")
+        elif isinstance(ref, str):  # typed digits, read as an id: is it a run's name too?
+            named = [(i, s) for i, s in db.runs(with_config=False, columns=["id"], name=ref)
+                     .select("id", "sweep").rows() if i != row.id]
+            if named:
+                other = ", ".join(f"{i} ({s})" for i, s in named)
+                raise UserError(f"run reference {ref!r} is ambiguous: it is the id of run "
+                                f"{row.name!r} and the name of run(s) {other}; refer to the "
+                                f"one you mean by its other reference ({row.name!r}, or the "
+                                "id)")
         if in_sweep is not None and row.id not in in_sweep:
             raise UserError(f"run {ref!r} (id {row.id}) is not in sweep {sweep!r}")
         rows.append(row)

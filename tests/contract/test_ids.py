@@ -34,3 +34,26 @@ def test_a_sweep_key_with_a_superscript_index_names_the_key(
     assert main(["validate", str(f), "--no-data"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "s.yaml:6: variants.g.model.gates.²" in err, err
+
+
+def test_digits_that_are_one_runs_id_and_another_runs_name_are_ambiguous(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An all-digit reference was always the id, even when a run carried that name (a DB
+    writer can name a run '1'): `cancel 1` then cancelled the other run."""
+    import results_db
+    from tests.orchestrator.test_hostile_cli import add_run
+
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    db = results_db.open(url)
+    first = add_run(db, "s", "a-s0", status="pending")
+    named = add_run(db, "s", str(first), status="pending")  # run 2, named "1"
+    for argv in (["cancel", str(first)], ["show", str(first)], ["rerun", str(first)]):
+        assert main([*argv, "--db", url]) == 2, argv
+        err = capsys.readouterr().err
+        assert "is ambiguous" in err and f"{named} (s)" in err and err.count("\n") == 1, err
+    assert {r: results_db.open(url).run(r).status for r in (first, named)} == \
+        {first: "pending", named: "pending"}
+    assert main(["cancel", "a-s0", "--db", url]) == 0  # its other reference
+    assert main(["cancel", str(named), "--db", url]) == 0  # id 2 is nobody's name
+    capsys.readouterr()
+    assert results_db.open(url).run(first).status == "cancelled"
