@@ -12,8 +12,10 @@ node) or an fsspec/pyarrow URL (``s3://``, ``gs://``); see docs/cluster.md.
 
 from __future__ import annotations
 
+import math
 import os
 import socket
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -127,8 +129,6 @@ def check_parallelism(spec: RunSpec) -> None:
 
 def best_ep_size(n_experts: int, workers: int) -> int:
     """The largest expert-parallel size that divides both the experts and the workers."""
-    import math
-
     return math.gcd(n_experts, workers)
 
 
@@ -222,6 +222,58 @@ def parse_host_label(label: str) -> tuple[str, str]:
 def resolve_address(address: str | None) -> str | None:
     """``--address``, else RAY_ADDRESS, else None (start a local cluster)."""
     return address or os.environ.get("RAY_ADDRESS") or None
+
+
+REACH_TIMEOUT_S = 3.0
+# Ports Ray listens on when an address names none: the Ray Client server, the GCS.
+CLIENT_PORT, GCS_PORT = 10001, 6379
+
+
+_H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+_H2_SETTINGS = 4
+
+
+def _grpc_answers(host: str, port: int, timeout_s: float) -> None:
+    """Raise OSError unless an HTTP/2 (gRPC) server answers at host:port within timeout_s:
+    the Ray Client server and the GCS both speak gRPC, and answer a client preface with a
+    SETTINGS frame. A bare TCP connect is not enough: a proxy or firewall may accept it."""
+    deadline = time.monotonic() + timeout_s
+    with socket.create_connection((host, port), timeout=timeout_s) as sock:
+        sock.sendall(_H2_PREFACE)
+        head = b""
+        while len(head) < 9:
+            sock.settimeout(max(0.01, deadline - time.monotonic()))
+            chunk = sock.recv(9 - len(head))
+            if not chunk:
+                raise ConnectionError(0, "closed without an answer")
+            head += chunk
+    if head[3] != _H2_SETTINGS:
+        raise ConnectionError(0, "not a Ray (gRPC) server")
+
+
+def check_reachable(address: str | None, timeout_s: float = REACH_TIMEOUT_S) -> None:
+    """That something answers at the cluster ``address`` (after resolve_address), within
+    ``timeout_s``: Ray's own connect waited for over 90 s on an unreachable head, and `rerun`
+    had already set its runs back to pending by then. A TCP connect to its host and port;
+    "auto"/"local" (Ray finds or starts the cluster itself) and no address are not checked."""
+    if address is None or address in ("auto", "local"):
+        return
+    scheme, _, rest = address.rpartition("://")
+    hostport = rest.split("/", 1)[0]
+    host, sep, port = hostport.rpartition(":")
+    if not sep:
+        host, port = hostport, str(CLIENT_PORT if scheme == "ray" else GCS_PORT)
+    host = host.strip("[]")  # [::1]:10001
+    if not host or not port.isascii() or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UserError(f"--address {address!r}: expected ray://HOST:PORT or HOST:PORT")
+    try:
+        _grpc_answers(host, int(port), timeout_s)
+    except OSError as exc:
+        why = "no answer" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
+        raise UserError(f"--address {address}: the Ray cluster cannot be reached at "
+                        f"{host}:{port} ({why} within {timeout_s:g} s); nothing was changed. "
+                        "Check the address (or RAY_ADDRESS), or leave it out to run on a "
+                        "local cluster") from None
 
 
 def scaling_kwargs(resources: Resources, gpus_in_cluster: float) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from contract.config import RunSpec
 from contract.errors import UserError
 from contract.states import DONE_OK, RunStatus
 from orchestrator.run import scheduler
+from orchestrator.run.cluster import check_reachable, resolve_address
 from orchestrator.run.env import absolute_db_url
 from orchestrator.run.paths import DEFAULT_STORAGE, checkpoint_dir, remove_dir, storage_root
 from orchestrator.run.progress import Progress
@@ -180,6 +181,7 @@ def rerun_runs(db_url: str, run_ids: list[int | str], fresh: bool = False,
         p = place(db, r, storage)
         places.append(p)
         jobs.append(TrialJob.of(r.id, r.name, spec, p.checkpoint_dir, db_url))
+    check_reachable(resolve_address(address))  # before anything is deleted or re-queued
     if fresh:
         for p in places:
             remove_checkpoints(p, storage, say)

@@ -41,6 +41,7 @@ from contract.states import CANCELLABLE, RunStatus, stale_after_s
 from orchestrator.run.cluster import (
     live_nodes,
     max_concurrent_trials,
+    resolve_address,
     storage_warning,
     trial_bundles,
 )
@@ -102,7 +103,7 @@ def ray_session(address: str | None, extra_env: dict[str, str] | None = None) ->
 
     driver_defaults()
     env = {**worker_env_vars(), **(extra_env or {})}
-    address = address or os.environ.get("RAY_ADDRESS") or None
+    address = resolve_address(address)
     tmp = None
     try:
         if address:

@@ -14,6 +14,7 @@ from rich.console import Console
 import results_db
 from contract.states import DONE_OK
 from orchestrator.run import scheduler
+from orchestrator.run.cluster import check_reachable, resolve_address
 from orchestrator.run.code_cache import requeue_other_code
 from orchestrator.run.paths import checkpoint_dir, storage_root
 from orchestrator.run.progress import Progress
@@ -68,6 +69,7 @@ def run_submit(db_url: str, plan: Plan, *, force: bool, storage: Path, address: 
     storage = storage_root(storage)  # every run's folder inside it, before the DB changes
     for r in plan.runs:
         checkpoint_dir(storage, plan.spec.name, r.name)
+    check_reachable(resolve_address(address))  # seconds, not Ray's 90 s, and before the DB
     db = results_db.open(db_url)
     # A killed earlier submit's attempts become lost: after each one's own threshold (a few
     # of its heartbeat intervals), or sooner with an explicit --stale-after.

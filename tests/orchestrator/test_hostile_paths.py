@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -146,3 +147,70 @@ def test_evaluate_refuses_a_config_naming_another_run(capsys: pytest.CaptureFixt
     _set_config(url, a, name="b-s0")
     code, _, err = run_cli(capsys, "evaluate", a, "--db", url)
     assert code == 2 and "its stored config names run 'b-s0'" in err, err
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])  # nothing listens once it is closed
+
+
+@pytest.fixture()
+def listener() -> Iterator[tuple[int, int]]:
+    """(port of a server that accepts and never answers, port of one that answers junk):
+    a blackholed or wrong host as seen from here (no network is needed)."""
+    import socket
+    import threading
+
+    silent, junk = socket.socket(), socket.socket()
+    for s in (silent, junk):
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+    stop = threading.Event()
+
+    def answer_junk() -> None:
+        junk.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = junk.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+
+    t = threading.Thread(target=answer_junk, daemon=True)
+    t.start()
+    try:
+        yield int(silent.getsockname()[1]), int(junk.getsockname()[1])
+    finally:
+        stop.set()
+        t.join()
+        silent.close()
+        junk.close()
+
+
+@pytest.mark.parametrize(("address", "why"), [
+    ("ray://127.0.0.1:{closed}", "refused"), ("127.0.0.1:{closed}", "refused"),
+    ("ray://127.0.0.1:{silent}", "no answer"), ("127.0.0.1:{junk}", "not a Ray")])
+def test_rerun_checks_the_cluster_address_before_changing_anything(
+        address: str, why: str, listener: tuple[int, int], capsys: pytest.CaptureFixture[str],
+        tmp_path: Path, url: str) -> None:
+    """An unreachable --address: rerun set the run back to pending, then hung > 90 s in Ray's
+    connect. Now one line within seconds; the run and its checkpoints untouched."""
+    import time
+
+    storage = tmp_path / "st"
+    db = results_db.open(url)
+    a = add_run(db, "s", "a-s0", ckpt=str((storage / "s" / "a-s0" / "checkpoints").resolve()))
+    own = _checkpoints(storage, "s", "a-s0")
+    address = address.format(closed=_closed_port(), silent=listener[0], junk=listener[1])
+    t0 = time.monotonic()
+    code, out, err = run_cli(capsys, "rerun", a, "--fresh", "--address", address, "--db", url,
+                             "--storage", storage)
+    assert time.monotonic() - t0 < 10
+    assert code == 2 and err.count("\n") == 1 and "cannot be reached" in err, err
+    assert why in err.lower() or why in err, err
+    assert (own / "model.pt").exists() and "removing" not in out
+    assert results_db.open(url).run(a).status == "failed"
