@@ -255,10 +255,13 @@ def check_reachable(address: str | None, timeout_s: float = REACH_TIMEOUT_S) -> 
     """That something answers at the cluster ``address`` (after resolve_address), within
     ``timeout_s``: Ray's own connect waited for over 90 s on an unreachable head, and `rerun`
     had already set its runs back to pending by then. A TCP connect to its host and port;
-    "auto"/"local" (Ray finds or starts the cluster itself) and no address are not checked."""
+    "auto"/"local" (Ray finds or starts the cluster itself), other schemes than ray:// and no
+    address are not checked."""
     if address is None or address in ("auto", "local"):
         return
     scheme, _, rest = address.rpartition("://")
+    if scheme not in ("", "ray"):  # another protocol: Ray's own connect judges it
+        return
     hostport = rest.split("/", 1)[0]
     host, sep, port = hostport.rpartition(":")
     if not sep:
