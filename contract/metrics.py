@@ -62,5 +62,5 @@ def longctx(method: str, factor: int, metric: str = "ppl") -> str:
 
 
 # longctx(method, factor, kind) read back, for the kinds a table shows
-LONGCTX_NAME = re.compile(rf"^{LONGCTX}(?P<method>[^/]+)/(?P<factor>\d+)x/"
+LONGCTX_NAME = re.compile(rf"^{LONGCTX}(?P<method>[^/]+)/(?P<factor>[0-9]+)x/"
                           r"(?P<kind>ppl|retrieval_acc)$")

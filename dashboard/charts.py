@@ -25,7 +25,7 @@ Layered = alt.LayerChart | alt.FacetChart
 SPIKE_WINDOW = 20  # same rule as the trainer's detector (trainer/stability.py)
 SPIKE_MADS = 6.0
 SPIKE_MIN_REL = 0.10
-_LAYER = re.compile(r"/layer_(\d+)$")
+_LAYER = re.compile(r"/layer_([0-9]+)$")  # ASCII digits (contract/ids.py)
 
 
 def spike_mask(values: np.ndarray, window: int = SPIKE_WINDOW) -> np.ndarray:

@@ -16,7 +16,7 @@ from sqlalchemy.pool import NullPool
 
 from results_db.engine import APP_NAME, _pg_connect_args, is_sqlite, resolve_url
 
-_PID = re.compile(rf"^{APP_NAME} pid=(\d+)$")
+_PID = re.compile(rf"^{APP_NAME} pid=([0-9]+)$")  # ASCII digits (contract/ids.py)
 
 
 @dataclass(frozen=True)

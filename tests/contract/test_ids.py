@@ -57,3 +57,13 @@ def test_digits_that_are_one_runs_id_and_another_runs_name_are_ambiguous(
     assert main(["cancel", str(named), "--db", url]) == 0  # id 2 is nobody's name
     capsys.readouterr()
     assert results_db.open(url).run(first).status == "cancelled"
+
+
+def test_digits_read_out_of_db_names_are_ascii_too() -> None:
+    """A metric name a DB writer chose: 'layer_١' (Arabic-Indic one) is no layer index."""
+    from contract.metrics import LONGCTX_NAME
+    from dashboard.charts import layer_index
+
+    assert layer_index("probe/max_activation/layer_3") == 3
+    assert layer_index("probe/max_activation/layer_١") is None
+    assert LONGCTX_NAME.match("longctx/yarn/٤x/ppl") is None
