@@ -74,7 +74,8 @@ def _storage(raw: str | Path) -> Path:
 
 ReplaceSymlinkOpt = Annotated[bool, typer.Option(
     "--replace-symlink", help="When an --out file is a symbolic link, replace the link with "
-                              "the file (default: refuse; what it points to is never written)")]
+                              "the file (what it points to is not written); when an output "
+                              "folder is one, write into its target. Default: refuse")]
 StorageOpt = Annotated[Path, typer.Option("--storage", parser=_storage,
                                           help="Checkpoints and Tune state")]
 RerunStorageOpt = Annotated[Path | None, typer.Option(

@@ -27,13 +27,19 @@ from contract.errors import UserError
 Writer = Callable[[BinaryIO], object]  # writes one file's bytes to the open temporary file
 
 
-def out_dir(path: Path) -> Path:
-    """``path`` as an output directory (created when missing)."""
+def out_dir(path: Path, follow_symlink: bool = False) -> Path:
+    """``path`` as an output directory (created when missing). A symbolic link there is
+    refused unless ``follow_symlink`` (--replace-symlink): files written through it land
+    wherever it points (a planted ``REPORT_files`` link put the report's figures, by their
+    fixed names, into another directory)."""
     if str(path) == "-":
         raise UserError("--out -: this command writes several files; expected a directory")
+    if path.is_symlink() and not follow_symlink:
+        raise UserError(f"--out {path}: is a symbolic link (to {os.readlink(path)}); refusing "
+                        "to write files through it: pass --replace-symlink to write into its "
+                        "target, or use a real directory")
     if path.exists() and not path.is_dir():
-        raise UserError(f"--out {path}: is a file; expected a directory (it gets one Parquet "
-                        "file per table)")
+        raise UserError(f"--out {path}: is a file; expected a directory")
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

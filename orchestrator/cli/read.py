@@ -294,7 +294,7 @@ def export(out_dir: Annotated[Path, typer.Option("--out", help="Directory for th
 
     frames = {"runs": runs_f, "summaries": d.summaries(run_ids=ids),
               "metrics": d.metrics(run_ids=ids)}
-    where = make_dir(out_dir)
+    where = make_dir(out_dir, replace_symlink)
     # all three or none: a failure leaves no mix of this export and an older one
     write_files({where / f"{name}.parquet": f.write_parquet for name, f in frames.items()},
                 replace_symlink)

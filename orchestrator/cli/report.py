@@ -62,7 +62,7 @@ def report(sweep: str, db: DbOpt = None,
             raise UserError(f"report: the report builder failed ({last})")
         files = {target: _copy(built)}
         if format == "markdown":
-            fig_dir = out_dir(target.with_name(target.stem + "_files"))
+            fig_dir = out_dir(target.with_name(target.stem + "_files"), replace_symlink)
             files.update({fig_dir / p.name: _copy(p) for p in sorted(figures.glob("*.svg"))})
             # the Markdown links its figures by that folder's name
             text = built.read_text(encoding="utf-8").replace("](figures/",

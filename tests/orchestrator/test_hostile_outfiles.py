@@ -121,3 +121,22 @@ def test_query_json_is_valid_json_for_non_finite_values(url: str, tmp_path: Path
     out = tmp_path / "q.json"
     assert main(["query", sql, "--format", "json", "--out", str(out), "--db", url]) == 0
     assert json.loads(out.read_text(), parse_constant=lambda c: pytest.fail(c)) == doc
+
+
+def test_a_symlinked_output_folder_is_refused_unless_asked(url: str, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]
+                                                           ) -> None:
+    """export --out LINK (and report's Markdown REPORT_files folder, by the same out_dir):
+    files written through a link land wherever it points."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "runs.parquet").write_bytes(b"keep")
+    link = tmp_path / "exported"
+    link.symlink_to(victim)
+    code = main(["export", "--out", str(link), "--db", url])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "symbolic link" in err, err
+    assert (victim / "runs.parquet").read_bytes() == b"keep"
+    assert main(["export", "--out", str(link), "--db", url, "--replace-symlink"]) == 0
+    capsys.readouterr()
+    assert (victim / "runs.parquet").read_bytes() != b"keep"  # asked: written into its target
