@@ -192,9 +192,13 @@ def _provenance(url: str, run_id: int) -> None:
         st.caption("Not recorded (trained before provenance was recorded, or not started).")
         return
     st.table(provenance.display_frame(prov))
+    raw = prov["deepspeed_config"][-1] or "{}"
+    try:
+        shown = json.dumps(json.loads(raw), indent=2, sort_keys=True)
+    except ValueError:  # text, not JSON: any writer of a shared DB can store it (a crash)
+        shown = raw
     with st.expander(f"DeepSpeed config (attempt {prov['attempt'][-1]})"):
-        st.code(json.dumps(json.loads(prov["deepspeed_config"][-1] or "{}"), indent=2,
-                           sort_keys=True), language="json")
+        st.code(shown, language="json")
 
 
 def render(url: str, sweep: str) -> None:  # app.py: these pages need a sweep

@@ -309,3 +309,25 @@ def test_run_detail_link_with_a_non_ascii_or_odd_run_id(ref: str, db_of: Any,
     snapshot(at)  # no exception
     variants = at.selectbox(key="rd_variant").options
     assert at.selectbox(key="rd_variant").value == variants[0]
+
+
+def test_run_detail_shows_a_provenance_config_that_is_not_json(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 35's pass on provenance: a deepspeed_config a DB writer stored as plain text
+    crashed Run detail with JSONDecodeError; it is shown as stored."""
+    import sqlite3
+
+    from tests.support import report_db
+
+    path = tmp_path / "p.db"
+    report_db.build(f"sqlite:///{path}")
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE provenance SET deepspeed_config = '{not json' WHERE run_id = 1")
+    conn.close()
+    monkeypatch.setenv("GATESWEEP_DB", f"sqlite:///{path}")
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["page"] = "Run detail"
+    at.query_params["run"] = "1"
+    at.run()
+    snapshot(at)  # no exception
+    assert "{not json" in [c.value for c in at.code]
