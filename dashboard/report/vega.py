@@ -9,6 +9,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from contract.textout import terminal
+
 
 def vl_version() -> str:
     """The Vega-Lite major.minor Altair writes its specs for (e.g. "6.4")."""
@@ -45,7 +47,19 @@ def javascript_bundle() -> str:
 
 
 def svg(spec: dict[str, Any]) -> str:
-    """The chart as a standalone SVG document (Markdown figures)."""
+    """The chart as a standalone SVG document (Markdown figures). Control characters in its
+    text (a variant a DB writer named with ESC or BEL) are drawn as visible ``\\xNN``:
+    vl-convert's renderer aborted the whole report on them ("non-unwinding panic")."""
     import vl_convert as vlc
 
-    return str(vlc.vegalite_to_svg(spec, vl_version=vl_version()))
+    return str(vlc.vegalite_to_svg(_visible(spec), vl_version=vl_version()))
+
+
+def _visible(value: Any) -> Any:
+    if isinstance(value, str):
+        return terminal(value)
+    if isinstance(value, dict):
+        return {k: _visible(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_visible(v) for v in value]
+    return value
