@@ -89,6 +89,18 @@ def test_sqlite_from_a_newer_gatesweep_is_read_with_a_warning_not_written(
     assert files(f) == before
 
 
+def test_the_dashboard_warns_about_a_newer_gatesweeps_db(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    url = _newer_gatesweep(tmp_path / "r.db")
+    monkeypatch.setenv("GATESWEEP_DB", url)
+    app = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
+    at = AppTest.from_file(str(app), default_timeout=60).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(FUTURE in str(w.value) for w in at.sidebar.warning)
+
+
 def test_db_upgrade_does_not_create_missing_folders(tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     target = tmp_path / "typo" / "deeper" / "r.db"
