@@ -25,7 +25,7 @@ _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _CONTROL_ALL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
-CLIP = 400  # characters of one echoed line: a long path fits, a pasted file does not
+CLIP = 1000  # characters of one echoed line: a long path and name fit, a pasted file does not
 
 
 def clip(text: str, limit: int = CLIP) -> str:
