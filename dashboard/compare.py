@@ -11,7 +11,7 @@ import math
 
 import polars as pl
 
-from dashboard.tables import fmt_delta_ci, fmt_lr, fmt_num, fmt_pct
+from dashboard.tables import fmt_delta_ci, fmt_lr, fmt_num, fmt_pct, row_labels
 
 
 def dimension_columns(board: pl.DataFrame) -> list[str]:
@@ -45,7 +45,6 @@ def parallel_frame(board: pl.DataFrame, metric: str) -> pl.DataFrame:
     """(row, variant, axis, order, pos, label): one polyline per leaderboard row across the
     swept dimensions that vary, then the metric's mean and Δ% vs baseline."""
     if "row" not in board.columns:
-        from dashboard.tables import row_labels
         board = board.with_columns(row_labels(board))
     axes = [*dimension_columns(board), "mean", "delta_pct"]
     names = {"mean": metric, "delta_pct": f"Δ% {metric}"}

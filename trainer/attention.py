@@ -29,6 +29,7 @@ from trainer.gates import Gate, build_gates
 from trainer.norms import RMSNorm
 from trainer.probes import first_token_column
 from trainer.rope import apply_rope
+from trainer.switch_head import SwitchProjection
 
 
 def explicit_attention(q: torch.Tensor, k: torch.Tensor,
@@ -121,8 +122,6 @@ def _kv_projection(cfg: ModelConfig, which: str) -> nn.Module:
     """nn.Linear, or a SwitchHead expert mixture when cfg.switch_head targets it."""
     sh = cfg.switch_head
     if sh is not None and which in sh.targets:
-        from trainer.switch_head import SwitchProjection
-
         return SwitchProjection(cfg.d_model, cfg.n_kv_head, cfg.head_dim, sh.n_experts,
                                 sh.top_k, cfg.init_std)
     return nn.Linear(cfg.d_model, cfg.n_kv_head * cfg.head_dim, bias=False)

@@ -17,6 +17,8 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
 from contract.config import BpeSpec
 from trainer.tokenizer import cache_root
 
@@ -40,8 +42,6 @@ def sample(texts: Iterable[str], max_bytes: int) -> Iterator[str]:
 
 def train_bpe(texts: Iterable[str], spec: BpeSpec, out: Path) -> Path:
     """Train on ``texts`` and write ``out`` atomically (a crash leaves no half file)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     tok.decoder = decoders.ByteLevel()

@@ -18,9 +18,11 @@ raises one ValueError that names each checkpoint and its error.
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import os
+import pickle
 import re
 import shutil
 from pathlib import Path
@@ -180,8 +182,6 @@ SAFE_GLOBALS = ("deepspeed.runtime.fp16.loss_scaler.LossScaler",
 
 
 def _safe_classes() -> list[Any]:
-    import importlib
-
     out = []
     for name in SAFE_GLOBALS:
         mod, _, attr = name.rpartition(".")
@@ -193,7 +193,6 @@ def weights_only_load(path: str | Path, map_location: Any = None) -> Any:
     """``torch.load`` that unpickles only tensors, plain containers and SAFE_GLOBALS: a
     checkpoint directory is input (a shared DB can point a rerun at one), and a full unpickle
     runs whatever code the file names. A file that names anything else is a ValueError."""
-    import pickle
 
     import torch
 

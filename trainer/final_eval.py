@@ -18,6 +18,9 @@ from torch import nn
 
 from contract.config import RunSpec
 from contract.reporter import Reporter
+from trainer.benchmarks import BenchmarkError, iter_benchmarks
+from trainer.load import load_model_from_checkpoint
+from trainer.longctx import evaluate_longctx
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +44,6 @@ def _record_error(reporter: Reporter, kind: str, name: str, exc: BaseException) 
 def run_benchmark_evals(model: nn.Module, spec: RunSpec, tokenizer: Any, reporter: Reporter,
                         device: str) -> dict[str, float]:
     """``spec.eval.benchmarks`` -> ``bench/<task>[/<metric>]`` summaries (+ artifacts)."""
-    from trainer.benchmarks import BenchmarkError, iter_benchmarks
-
     out: dict[str, float] = {}
     try:
         for bench, res in iter_benchmarks(model, tokenizer, spec.eval.benchmarks, device=device,
@@ -61,8 +62,6 @@ def run_benchmark_evals(model: nn.Module, spec: RunSpec, tokenizer: Any, reporte
 def run_longctx_evals(model: nn.Module, spec: RunSpec, reporter: Reporter,
                       device: str) -> dict[str, float]:
     """``spec.eval.longctx`` -> ``longctx/<method>/<f>x/<metric>`` summaries, factor by factor."""
-    from trainer.longctx import evaluate_longctx
-
     cfg = spec.eval.longctx
     out: dict[str, float] = {}
     if cfg is None:
@@ -120,7 +119,6 @@ def evaluate_checkpoint(spec: RunSpec, checkpoint_dir: str, reporter: Reporter, 
     ``run_final_evals``; ``benchmarks`` (BenchmarkSpec tuple) replaces spec.eval.benchmarks
     when given, e.g. built from ``--tasks hellaswag,mmlu``.
     """
-    from trainer.load import load_model_from_checkpoint
 
     if benchmarks is not None:
         spec = spec.model_copy(update={"eval": spec.eval.model_copy(

@@ -20,6 +20,7 @@ import torch
 
 from contract.config import RunSpec
 from trainer.checkpoint import check_pickles, latest_checkpoint, weights_only_load
+from trainer.model import build_model
 
 MODEL_STATES = "mp_rank_00_model_states.pt"
 
@@ -55,8 +56,6 @@ def checkpoint_state_dict(tag_dir: Path) -> dict[str, torch.Tensor]:
 def load_model_from_checkpoint(spec: RunSpec, checkpoint_dir: str | Path,
                                device: str | torch.device = "cpu") -> torch.nn.Module:
     """``build_model(spec.model)`` with the weights of the newest checkpoint, in eval mode."""
-    from trainer.model import build_model
-
     tag_dir = find_checkpoint(checkpoint_dir)
     state = checkpoint_state_dict(tag_dir)
     model = build_model(spec.model)

@@ -19,6 +19,7 @@ from torch import nn
 from contract.config import ModelConfig
 from contract.params import effective_d_ff
 from trainer.attention import Attention
+from trainer.dist import ensure_single_process_dist
 from trainer.moe import MoEFFN, SwiGLU
 from trainer.norms import RMSNorm
 from trainer.probes import ProbeResult, first_token_share
@@ -188,8 +189,6 @@ def build_model(cfg: ModelConfig, device: torch.device | str | None = None) -> G
     MoE models first make sure torch.distributed is up (DeepSpeed's MoE expects it).
     """
     if cfg.moe is not None and str(device) != "meta":
-        from trainer.dist import ensure_single_process_dist
-
         ensure_single_process_dist()
     if device is None:
         return GatedLM(cfg)

@@ -16,13 +16,13 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
+import tokenizers
 
 BYTE_VOCAB = 256
 
 
 class ByteTokenizer:
     """UTF-8 bytes as tokens 0..255: no file, no vocabulary, nothing to download."""
-
     vocab_size = BYTE_VOCAB
     identity = "bytes"
 
@@ -37,16 +37,14 @@ class ByteTokenizer:
 
 class JsonTokenizer:
     """A local ``tokenizer.json`` through the ``tokenizers`` package (never the network)."""
-
     def __init__(self, path: str) -> None:
         p = Path(path).expanduser()
         if not p.is_file():
             raise FileNotFoundError(f"data.tokenizer: {path!r} is neither 'bytes' nor an "
                                     f"existing tokenizer.json file")
-        from tokenizers import Tokenizer
 
         try:
-            self._tok = Tokenizer.from_file(str(p))
+            self._tok = tokenizers.Tokenizer.from_file(str(p))
         except Exception as exc:  # the package's errors are opaque; name the file
             raise ValueError(f"data.tokenizer: {path!r} is not a valid tokenizer.json: {exc}")
         self.vocab_size = self._tok.get_vocab_size(with_added_tokens=True)

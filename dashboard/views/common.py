@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import streamlit as st
@@ -48,8 +49,6 @@ def is_active(url: str, sweep: str | None) -> bool:
 
 def as_of(active: bool, every: int) -> str:
     """'As of 15:04:05 UTC · live: checked every 3 s' (the time the page's data was read)."""
-    import datetime as dt
-
     now = dt.datetime.now(dt.timezone.utc).strftime("%H:%M:%S")
     how = f"live: runs are active, checked every {every} s" if active else \
         f"no run active; checked every {every} s"

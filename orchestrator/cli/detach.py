@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from contract.errors import UserError
+from orchestrator.run.cluster import resolve_address, validate_storage
+from orchestrator.run.env import driver_defaults, worker_env_vars
 
 JOB_PYTHON_ENV = "GATESWEEP_JOB_PYTHON"  # the interpreter on the cluster (default: python)
 
@@ -41,7 +43,6 @@ def job_client(address: str | None) -> Any:
     """A JobSubmissionClient for ``address`` (GCS host:port, ray://, or http://dashboard)."""
     from ray.job_submission import JobSubmissionClient
 
-    from orchestrator.run.env import driver_defaults
 
     driver_defaults()
     target = require_address(address)
@@ -54,8 +55,6 @@ def job_client(address: str | None) -> Any:
 
 
 def require_address(address: str | None) -> str:
-    from orchestrator.run.cluster import resolve_address
-
     target = resolve_address(address)
     if not target:
         raise UserError("--detach needs a Ray cluster: give --address HOST:PORT (or "
@@ -90,8 +89,6 @@ def submit_detached(file: str | Path, db_url: str, address: str | None, storage:
                     max_concurrent: int | None = None, force: bool = False,
                     client: Any = None) -> DetachedJob:
     """Validate locally, then submit the sweep as a Ray Job; returns at once."""
-    from orchestrator.run.cluster import validate_storage
-    from orchestrator.run.env import worker_env_vars
     from orchestrator.sweep.plan import make_plan
 
     plan = make_plan(file)  # an invalid file never reaches the cluster

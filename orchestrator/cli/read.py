@@ -17,6 +17,7 @@ from rich.table import Table
 
 import results_db
 from contract.errors import UserError
+from contract.provenance import short_key
 from contract.states import STATUS_GROUPS, RunStatus
 from orchestrator.cli.app import (
     DbOpt,
@@ -32,7 +33,7 @@ from orchestrator.cli.app import (
 from orchestrator.cli.frame_format import csv_text, json_text, write_stdout
 from orchestrator.cli.outfiles import Writer, write_files
 from orchestrator.cli.outfiles import out_dir as make_dir
-from orchestrator.run.adaptive import progress_line
+from orchestrator.sweep.decide import progress_line
 from orchestrator.sweep.spec import loads_spec
 
 if TYPE_CHECKING:
@@ -190,8 +191,6 @@ def show(run: str, db: DbOpt = None) -> None:
 def print_provenance(d: ResultsDB, run_id: int) -> None:
     """What produced each attempt (db.provenance): code version, packages, device, CPU; the
     DeepSpeed config of the newest attempt as JSON."""
-    from contract.provenance import short_key
-
     prov = d.provenance(run_ids=[run_id])
     if prov.height == 0:
         out.print("provenance: not recorded (trained before provenance was recorded, or never "

@@ -27,7 +27,7 @@ from contract.identity import group_keys
 from orchestrator.run import scheduler
 from orchestrator.run.progress import Progress
 from orchestrator.run.submit import jobs_for, register, summarise
-from orchestrator.sweep.decide import DecideSpec
+from orchestrator.sweep.decide import DecideSpec, progress_line
 
 if TYPE_CHECKING:
     import polars as pl
@@ -92,15 +92,16 @@ def next_round(db: ResultsDB, plan: Plan, seeds: Seeds, decide: DecideSpec,
     if not want:
         rows = db.decide_rows(plan.spec.name, decide.rule())
         for row in _open_rows(rows):
-            taken = have.get(row["group_key"], set())
+            group, base = str(row["group_key"]), str(row["base_key"])
+            taken = have.get(group, set())
             if len(taken) >= decide.max_seeds:
                 continue
-            seed = seeds.next_seed(row["group_key"], taken)
+            seed = seeds.next_seed(group, taken)
             if seed is None:
                 continue
-            want.append((row["group_key"], seed))
-            if seed not in have.get(row["base_key"], set()):
-                want.append((row["base_key"], seed))
+            want.append((group, seed))
+            if seed not in have.get(base, set()):
+                want.append((base, seed))
     picked = [seeds.runs[k] for k in dict.fromkeys(want) if k in seeds.runs]
     return picked if allowed is None else picked[:allowed]
 
@@ -158,16 +159,3 @@ def run_adaptive(db_url: str, plan: Plan, *, storage: Path, address: str | None,
             break
     say(db.decide_sentence(plan.spec.name, decide.rule()))
     return summarise(db, final, console) if final else 0
-
-
-def progress_line(db: ResultsDB, sweep: str, decide: DecideSpec, used: Spent) -> str:
-    """One line per round: rows decided vs open, and the budget spent vs its bounds."""
-    rows = db.decide_rows(sweep, decide.rule())
-    counts = rows["verdict"].value_counts().sort("verdict").rows() if rows.height else []
-    b = decide.budget
-    spend = [f"{used.runs}" + (f"/{b.runs}" if b.runs else "") + " runs",
-             f"{used.wall_hours:.2f}" + (f"/{b.hours:g}" if b.hours else "") + " h"]
-    if b.gpu_hours:
-        spend.append(f"{used.gpu_hours:.2f}/{b.gpu_hours:g} GPU-h")
-    return (f"decide: {rows.height} rows: " + ", ".join(f"{n} {v}" for v, n in counts)
-            + "; budget " + ", ".join(spend))

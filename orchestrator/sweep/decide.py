@@ -18,6 +18,8 @@ before. The block replaces ``seeds``/``axes.seed``: the seeds are what it alloca
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import Field, model_validator
 
 from contract.analysis_defaults import METRIC, MIN_EFFECT
@@ -25,6 +27,10 @@ from contract.config import StrictModel
 from results_db.analysis.confseq import MIXTURE_G
 from results_db.analysis.sequential import DecideRule
 from results_db.vocab import higher_is_better
+
+if TYPE_CHECKING:
+    from results_db import ResultsDB
+    from results_db.analysis.sequential import Spent
 
 MAX_SEEDS = 1000
 
@@ -62,3 +68,16 @@ class DecideSpec(StrictModel):
         return DecideRule(metric=self.metric, margin=self.margin, relative=self.relative,
                           error_rate=self.error_rate, max_seeds=self.max_seeds,
                           higher_is_better=higher_is_better(self.metric), g=self.mixture_g)
+
+
+def progress_line(db: ResultsDB, sweep: str, decide: DecideSpec, used: Spent) -> str:
+    """One line per round: rows decided vs open, and the budget spent vs its bounds."""
+    rows = db.decide_rows(sweep, decide.rule())
+    counts = rows["verdict"].value_counts().sort("verdict").rows() if rows.height else []
+    b = decide.budget
+    spend = [f"{used.runs}" + (f"/{b.runs}" if b.runs else "") + " runs",
+             f"{used.wall_hours:.2f}" + (f"/{b.hours:g}" if b.hours else "") + " h"]
+    if b.gpu_hours:
+        spend.append(f"{used.gpu_hours:.2f}/{b.gpu_hours:g} GPU-h")
+    return (f"decide: {rows.height} rows: " + ", ".join(f"{n} {v}" for v, n in counts)
+            + "; budget " + ", ".join(spend))

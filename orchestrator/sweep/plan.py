@@ -15,6 +15,7 @@ from contract.errors import SpecError, SpecIssue
 from contract.yamlsrc import Source
 from orchestrator.sweep.expand import ExpandedRun, expand
 from orchestrator.sweep.spec import SweepSpec, load_spec
+from trainer.data import check
 
 if TYPE_CHECKING:
     import polars as pl
@@ -71,7 +72,6 @@ def check_data(plan: Plan) -> None:
             groups.setdefault(key, []).append(r)
     if not groups:
         return
-    from trainer.data import check  # (data_config, train_config) -> [problem]; no torch
 
     issues = []
     for (where, _), runs in groups.items():

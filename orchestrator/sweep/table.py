@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from contract.config import ModelConfig
+from contract.params import count
 from orchestrator.sweep.expand import ExpandedRun
 
 
@@ -23,7 +24,6 @@ def gate_label(run: ExpandedRun) -> str:
 def param_counts(runs: Sequence[ExpandedRun]) -> dict[str, tuple[int, int] | None]:
     """(total, gates) per run name: contract.params.count (arithmetic, no torch), computed
     once per distinct model shape (a 5,000-run grid has a handful)."""
-    from contract.params import count
 
     cache: dict[ModelConfig, tuple[int, int]] = {}
     out: dict[str, tuple[int, int] | None] = {}

@@ -96,7 +96,7 @@ class Reading:
     p_value: float  # anytime-valid p of "no difference", min over looks of 1 / BF
 
 
-def read(d: Sequence[float], alpha: float, g: float = MIXTURE_G) -> Reading:
+def read(d: Sequence[float] | np.ndarray, alpha: float, g: float = MIXTURE_G) -> Reading:
     """The confidence sequence of the mean of ``d`` (in seed order), at level 1 - alpha, after
     every prefix of at least MIN_LOOK values, intersected; the last reading."""
     x = np.asarray(d, dtype=float)
@@ -111,11 +111,11 @@ def read(d: Sequence[float], alpha: float, g: float = MIXTURE_G) -> Reading:
         low, high = max(low, float(lo)), min(high, float(hi))
         best_bf = max(best_bf, mixture_bf(mean / (sd / math.sqrt(k)), k, g))
     mean = float(x.mean()) if n else math.nan
-    sd = float(x.std(ddof=1)) if n >= MIN_LOOK else None
+    spread = float(x.std(ddof=1)) if n >= MIN_LOOK else None
     if low > high:  # the looks disagree (a coverage miss, probability <= alpha): last look
-        lo, hi = look(np.array(mean), np.array(sd or 0.0), np.array(n), alpha, g)
+        lo, hi = look(np.array(mean), np.array(spread or 0.0), np.array(n), alpha, g)
         low, high = float(lo), float(hi)
-    return Reading(n, mean, sd, low, high, min(1.0, 1.0 / best_bf))
+    return Reading(n, mean, spread, low, high, min(1.0, 1.0 / best_bf))
 
 
 def seeds_to_width(sd: float, half_width: float, alpha: float, start: int, cap: int,

@@ -175,8 +175,9 @@ def sentence(rows: pl.DataFrame, rule: DecideRule, sweep: str, baseline: str | N
              f"{counts.get(confseq.WITHIN, 0)} within noise ({margin})"]
     if n_open := counts.get(confseq.UNDECIDED, 0):
         more = rows.filter(rows["verdict"] == confseq.UNDECIDED)["more_seeds"].drop_nulls()
-        parts.append(f"{n_open} undecided" + (f" (up to about {int(more.max())} more seeds)"
-                                              if more.len() else ""))
+        most = more.cast(int).to_list()
+        parts.append(f"{n_open} undecided" + (f" (up to about {max(most)} more seeds)"
+                                              if most else ""))
     if n_cap := counts.get(confseq.INCONCLUSIVE, 0):
         parts.append(f"{n_cap} inconclusive at {rule.max_seeds} seeds")
     how = ("after Holm over" if rows["rule"][0] == "holm" else "Bonferroni over")

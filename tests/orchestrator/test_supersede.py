@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import orchestrator.run.reporter
+import orchestrator.run.runner
 import results_db
 from contract.config import RunSpec
 from orchestrator.run.runner import RetrySuperseded, execute_job
@@ -55,7 +56,7 @@ def _at_step(monkeypatch: pytest.MonkeyPatch, act: Callable[[object], None]) -> 
                 At.fired = True
                 act(self)
 
-    monkeypatch.setattr(orchestrator.run.reporter, "DBReporter", At)
+    monkeypatch.setattr(orchestrator.run.runner, "DBReporter", At)
 
 
 def _loss_steps(db: results_db.ResultsDB, run_id: int) -> list[int]:

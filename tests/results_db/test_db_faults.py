@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 import orchestrator.run.reporter
+import orchestrator.run.runner
 import results_db
 from contract.config import RunSpec
 from orchestrator.run.runner import execute_job
@@ -68,7 +69,7 @@ def _fault_reporter(monkeypatch: pytest.MonkeyPatch, start: Callable[[], None],
                 start()
 
     started: list[int] = []
-    monkeypatch.setattr(orchestrator.run.reporter, "DBReporter", FaultAt)
+    monkeypatch.setattr(orchestrator.run.runner, "DBReporter", FaultAt)
 
 
 def _fill_disk(path: Path, flag: Path) -> None:

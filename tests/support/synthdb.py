@@ -2,10 +2,10 @@
 
 A scenario hands ``register`` a sweep spec (a dict, rendered to YAML, or YAML text); it goes
 through ``orchestrator.sweep.plan.make_plan`` and ``orchestrator.run.submit.register`` as
-``orchestrator
-submit`` would, so every run's config is a validated RunSpec, and its fingerprint, group keys
-and parameter counts are the real ones. ``play`` then writes one attempt of a run through the
-writer API up to the end state the scenario asks for. The scenario modules (synth.py,
+``orchestrator submit`` would, so every run's config is a validated RunSpec, and its
+fingerprint, group keys and parameter counts are the real ones. ``play`` then writes one
+attempt of a run through the writer API up to the end state the scenario asks for. The
+scenario modules (synth.py,
 dashboard_sample.py, tests/dashboard_edge_dbs.py, tests/sample_db.py) only hold data.
 """
 
