@@ -66,7 +66,15 @@ def validate(file: Path, db: DbOpt = None, params: Annotated[bool, typer.Option(
     print_runs(out, f"{plan.spec.name}: {len(plan.runs)} runs", plan.runs, with_params=params,
                status={r.name: status.get(r.fingerprint, "new") for r in plan.runs}
                if status else None)
-    out.print(f"{file}: valid, {len(plan.runs)} runs")
+    decide = plan.spec.decide
+    if decide is None:
+        out.print(f"{file}: valid, {len(plan.runs)} runs")
+    else:  # the table lists every seed a row may get; the sweep starts with first_seeds
+        rows = len(plan.runs) // decide.max_seeds
+        out.print(f"{file}: valid, up to {len(plan.runs)} runs: decide: starts with "
+                  f"{rows * decide.first_seeds} ({decide.first_seeds} seeds x {rows} seed "
+                  "groups), then adds seeds to undecided rows"
+                  + (f", at most {decide.budget.runs} runs" if decide.budget.runs else ""))
     if note := not_in_file_note(plan, sweep_runs):
         out.print(note)
 
