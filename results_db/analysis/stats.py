@@ -1,4 +1,4 @@
-"""Seed statistics and the uncertainty of a delta vs the baseline (no scipy).
+"""Seed statistics and the uncertainty of a delta vs the baseline (t quantiles: tdist.py, scipy).
 
 - ``describe(values)``: n, mean, sample std (ddof=1; None for one value).
 - ``delta_ci(x, base)``: the 95 % CI of mean(x) - mean(base):
@@ -31,13 +31,13 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from contract.analysis_defaults import MIN_EFFECT
-from results_db.analysis.tdist import betainc, t_cdf, t_quantile, t_quantiles
+from results_db.analysis.tdist import t_quantile, t_quantiles
 
 if TYPE_CHECKING:
     import polars as pl
 
-__all__ = ["LEVEL", "MAX_SEEDS", "POWER", "DeltaCI", "Described", "betainc", "delta_ci",
-           "describe", "mean_ci", "seeds_needed", "seeds_needed_many", "t_cdf", "t_column",
+__all__ = ["LEVEL", "MAX_SEEDS", "POWER", "DeltaCI", "Described", "delta_ci",
+           "describe", "seeds_needed", "seeds_needed_many", "t_column",
            "t_quantile", "t_quantiles"]
 
 LEVEL = 0.95
@@ -115,15 +115,6 @@ def delta_ci(x: Sequence[float], base: Sequence[float], x_seeds: Sequence[int] |
     if dx.n >= 2 and db.n >= 2:
         return _welch(x, base, level)
     return DeltaCI(delta, None, None, "none", None, None)
-
-
-def mean_ci(values: Sequence[float], level: float = LEVEL) -> tuple[float | None, float | None]:
-    """t-interval of the mean of ``values`` (None, None for fewer than 2)."""
-    d = describe(values)
-    if d.std is None or d.mean is None:
-        return None, None
-    half = t_quantile(0.5 + level / 2, d.n - 1) * d.std / math.sqrt(d.n)
-    return d.mean - half, d.mean + half
 
 
 def t_column(df: pl.Series, level: float = LEVEL) -> pl.Series:

@@ -1,7 +1,7 @@
 """Student's t distribution for the analysis: quantiles for one df or for many at once.
 
-Thin wrappers over scipy's Cephes routines (``scipy.special.stdtrit`` / ``stdtr`` /
-``betainc``): a maintained, exact implementation instead of a hand-written one. scipy is
+Thin wrappers over scipy's Cephes routine ``scipy.special.stdtrit``: a maintained, exact
+implementation instead of a hand-written one. scipy is
 imported inside the functions (``import scipy.special`` costs ~0.1-0.3 s; an
 ``import results_db`` that never computes a CI does not pay it). The quantiles are cached per
 (p, df): the tables ask for the same few dfs over and over.
@@ -14,26 +14,6 @@ from collections.abc import Iterable
 
 _CACHE: dict[tuple[float, float], float] = {}  # (p, df) -> quantile; cleared when large
 _CACHE_MAX = 200_000
-
-
-def betainc(a: float, b: float, x: float) -> float:
-    """Regularized incomplete beta I_x(a, b) (scipy.special.betainc)."""
-    from scipy.special import betainc as _betainc
-
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    return float(_betainc(a, b, x))
-
-
-def t_cdf(t: float, df: float) -> float:
-    """P(T <= t) for Student's t with ``df`` degrees of freedom (scipy.special.stdtr)."""
-    from scipy.special import stdtr
-
-    if not df > 0:
-        raise ValueError(f"t_cdf: need df > 0, got df={df}")
-    return float(stdtr(float(df), float(t)))
 
 
 def _check(p: float, df: float | None = None) -> None:
