@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import results_db
+from contract.errors import UserError
 from contract.identity import group_keys
 from orchestrator.run import scheduler
 from orchestrator.run.progress import Progress
@@ -106,6 +107,15 @@ def next_round(db: ResultsDB, plan: Plan, seeds: Seeds, decide: DecideSpec,
     return picked if allowed is None else picked[:allowed]
 
 
+def _check_metric(db: ResultsDB, sweep: str, decide: DecideSpec) -> None:
+    """An unknown decide.metric can never decide: once runs have finished without it, stop
+    with one line naming the key and what the runs do record."""
+    names = db.summary_names(sweep)
+    if names and decide.metric not in names:
+        raise UserError(f"decide.metric: no finished run of {sweep} has {decide.metric!r}; "
+                        f"expected one of: {', '.join(sorted(names)[:20])}")
+
+
 def _open_rows(rows: pl.DataFrame) -> list[dict[str, object]]:
     """Undecided rows, fewest expected seeds-to-decision first (unknown last)."""
     import polars as pl
@@ -150,6 +160,7 @@ def run_adaptive(db_url: str, plan: Plan, *, storage: Path, address: str | None,
         if allowed == 0:
             say("decide: the budget is spent; open rows stay undecided")
             break
+        _check_metric(db, plan.spec.name, decide)
         runs = next_round(db, plan, seeds, decide, allowed)
         if not runs:
             break

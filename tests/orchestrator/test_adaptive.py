@@ -117,3 +117,18 @@ def test_a_bad_decide_block_is_one_located_error(tmp_path: Path, block: str, mes
     with pytest.raises(SpecError) as info:
         _plan(tmp_path, text)
     assert message in str(info.value) and len(info.value.issues) == 1
+
+
+def test_an_unknown_metric_stops_with_the_key_named(tmp_path: Path) -> None:
+    from contract.errors import UserError
+    from orchestrator.run.adaptive import _check_metric
+
+    plan = _plan(tmp_path, SWEEP.replace("decide: {", "decide: {metric: val/nope, "))
+    decide = plan.spec.decide
+    assert decide is not None
+    db = results_db.open(f"sqlite:///{tmp_path / 'r.db'}")
+    _check_metric(db, "adapt", decide)  # nothing finished yet: nothing to say
+    first = register(db, plan, False, runs=next_round(db, plan, Seeds.of(plan), decide, None))
+    _finish(db, plan, first.to_run, lambda v, s: 10.0)
+    with pytest.raises(UserError, match="decide.metric: no finished run of adapt has 'val/nope'"):
+        _check_metric(db, "adapt", decide)
