@@ -16,8 +16,10 @@ here; nothing else spells an escape table. Stdlib only (the contract floor).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 # C0 controls but tab and newline, DEL, C1 controls, and the bidi overrides/isolates that
 # reorder what a terminal shows ("Trojan source").
@@ -138,3 +140,15 @@ def csv_cell(text: str) -> str:
     """A text cell a spreadsheet shows as text: ``'`` before a formula-starting character.
     (Numbers are not text cells: a negative number stays a number.)"""
     return "'" + text if text.startswith(_FORMULA_START) else text
+
+
+def json_finite(v: Any) -> Any:
+    """NaN/inf are not JSON (JSON.parse refuses them): null, as a missing value, at any depth of
+    dicts, lists and tuples (the CLI's --format json and the report's embedded data)."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: json_finite(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [json_finite(x) for x in v]
+    return v

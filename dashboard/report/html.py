@@ -7,11 +7,10 @@ vega.py). Opens from disk with no server and no network. Each chart's element ge
 from __future__ import annotations
 
 import json
-import math
 import re
 from html import escape
-from typing import Any
 
+from contract.textout import json_finite
 from dashboard.report.model import Chart, Report, Section, Table
 
 STYLE = """
@@ -39,17 +38,6 @@ for (const el of document.querySelectorAll('script[type="application/json"][data
       "this chart could not be drawn: " + err; window.gatesweepReport.errors.push(String(err)); });
 }
 """
-
-
-def _finite(v: Any) -> Any:
-    """NaN/inf are not JSON (JSON.parse refuses them): null, as a missing value."""
-    if isinstance(v, float):
-        return v if math.isfinite(v) else None
-    if isinstance(v, dict):
-        return {k: _finite(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_finite(x) for x in v]
-    return v
 
 
 def _json_safe(text: str) -> str:
@@ -81,7 +69,7 @@ def table_html(t: Table) -> str:
 
 
 def chart_html(c: Chart) -> str:
-    spec = _json_safe(json.dumps(_finite(c.spec), allow_nan=False))
+    spec = _json_safe(json.dumps(json_finite(c.spec), allow_nan=False))
     return (f'<figure><figcaption>{escape(c.title)}</figcaption>'
             f'<div class="chart" id="{escape(c.id)}"></div></figure>'
             f'<script type="application/json" data-chart="{escape(c.id)}">{spec}</script>')

@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
-from contract.textout import FORMULA_RE, csv_cell, latex_table, markdown_table, terminal
+from contract.textout import (
+    FORMULA_RE,
+    csv_cell,
+    json_finite,
+    latex_table,
+    markdown_table,
+    terminal,
+)
 
 if TYPE_CHECKING:
     import polars as pl
@@ -130,23 +137,13 @@ def _plain(v: Any) -> Any:
         return {k: _plain(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
         return [_plain(x) for x in v]
-    return _finite(v)
+    return json_finite(v)
 
 
 def json_text(doc: Any) -> str:
     """``doc`` as JSON text (RFC 8259 has no NaN or Infinity: every non-finite float, at any
     depth, is null like a missing value; ``query --format json`` wrote ``Infinity``)."""
-    return json.dumps(_finite(doc), default=_json_value, indent=1, allow_nan=False) + "\n"
-
-
-def _finite(v: Any) -> Any:
-    if isinstance(v, float):
-        return v if math.isfinite(v) else None
-    if isinstance(v, dict):
-        return {k: _finite(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_finite(x) for x in v]
-    return v
+    return json.dumps(json_finite(doc), default=_json_value, indent=1, allow_nan=False) + "\n"
 
 
 def _json_value(v: Any) -> Any:
