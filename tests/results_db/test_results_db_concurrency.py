@@ -100,6 +100,8 @@ def test_processes_opening_fresh_sqlite_files_at_once_all_get_wal(tmp_path: Path
     it out; 20 rounds find it with probability 0.7."""
     ctx = clean_context("results_db", __name__)
     urls = [f"sqlite:///{tmp_path / str(i) / 'results.db'}" for i in range(20)]
+    for i in range(20):  # gatesweep creates the DB file, never its folder
+        (tmp_path / str(i)).mkdir()
     with ctx.Pool(4) as pool:
         for url in urls:
             errors = [e for e in pool.map_async(_open_fresh, [url] * 4).get(RESULT_TIMEOUT_S)
