@@ -284,17 +284,22 @@ def layer_violations(graph: dict[str, set[str]]) -> list[str]:
     return sorted(out)
 
 
+def _planted_violations(graph: dict[str, set[str]]) -> list[str]:
+    """layer_violations over a planted graph whose modules are registered only meanwhile."""
+    saved = dict(MODULES)
+    MODULES.update({m: ROOT / (m.replace(".", "/") + ".py") for m in graph})
+    try:
+        return layer_violations(graph)
+    finally:
+        MODULES.clear()
+        MODULES.update(saved)
+
+
 def test_layer_checker_flags_sideways_and_upward_imports() -> None:
     graph = {"trainer.a": {"results_db.b", "contract.c"}, "contract.c": {"trainer.a"},
              "dashboard.d": {"orchestrator.run.rerun", "results_db.b"}, "results_db.b": set(),
              "orchestrator.run.rerun": set()}
-    saved = dict(MODULES)
-    MODULES.update({m: ROOT / (m.replace(".", "/") + ".py") for m in graph})
-    try:
-        bad = layer_violations(graph)
-    finally:
-        MODULES.clear()
-        MODULES.update(saved)
+    bad = _planted_violations(graph)
     assert len(bad) == 2 and "trainer.a imports results_db.b" in bad[1] and \
         "contract.c imports trainer.a" in bad[0]
 
@@ -305,13 +310,7 @@ def test_layer_checker_flags_rooms_and_dashboard_doors() -> None:
              "orchestrator.cli.b": {"orchestrator.run.a"},
              "dashboard.d": {"orchestrator.run.a", "orchestrator.run.rerun"},
              "orchestrator.run.rerun": set()}
-    saved = dict(MODULES)
-    MODULES.update({m: ROOT / (m.replace(".", "/") + ".py") for m in graph})
-    try:
-        bad = layer_violations(graph)
-    finally:
-        MODULES.clear()
-        MODULES.update(saved)
+    bad = _planted_violations(graph)
     assert len(bad) == 3, bad
     assert "dashboard.d imports orchestrator.run.a" in bad[0]
     assert "orchestrator.run.a imports orchestrator.cli.b" in bad[1]
