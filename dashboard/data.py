@@ -232,10 +232,28 @@ def tokens_per_step(url: str, sweep: str) -> dict[int, int]:
     return open_db(url).tokens_per_step(sweep)
 
 
-@st.cache_data(ttl=LIVE_TTL_S, show_spinner=False)
 def live_runs(url: str, sweep: str | None) -> pl.DataFrame:
-    """db.live_runs: per live run its step, last loss, tokens/s, ETA and heartbeat age."""
+    """db.live_runs: per live run its step, last loss, tokens/s, ETA and heartbeat age.
+    Cached under the sweeps' run counts as well as for LIVE_TTL_S: read on its own 3-s clock
+    it could be older than the counts beside it, and the Overview went on listing a finished
+    run as "running 360/400" under a sweep table that said 0 running."""
+    return _live_runs(url, sweep, status_version(url, sweep))
+
+
+@st.cache_data(ttl=LIVE_TTL_S, show_spinner=False)
+def _live_runs(url: str, sweep: str | None, version: tuple[tuple[Any, ...], ...]
+               ) -> pl.DataFrame:
     return open_db(url).live_runs(sweep)
+
+
+def status_version(url: str, sweep: str | None) -> tuple[tuple[Any, ...], ...]:
+    """The run counts by state of ``sweep`` (of every sweep, each on its own, when None):
+    one run leaving ``running`` in one sweep while another starts elsewhere still changes
+    it, which the totals of ``sweep_state`` would not."""
+    frame = sweep_status(url)
+    if sweep is not None and "sweep" in frame.columns:
+        frame = frame.filter(pl.col("sweep") == sweep)
+    return tuple(frame.rows())
 
 
 @st.cache_data(ttl=LIVE_TTL_S, show_spinner=False)

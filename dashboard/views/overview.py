@@ -9,7 +9,13 @@ import streamlit as st
 from dashboard import data
 from dashboard.mdtext import md
 from dashboard.status import status_table
-from dashboard.views.common import LIVE_REFRESH_S, is_active, table_height, watch
+from dashboard.views.common import (
+    IDLE_REFRESH_S,
+    LIVE_REFRESH_S,
+    is_active,
+    table_height,
+    watch,
+)
 
 STALE_HEARTBEAT_S = 60  # a heartbeat older than this is shown as a warning
 
@@ -45,11 +51,14 @@ def render(url: str, sweep: str | None) -> None:
         st.info(f"No sweeps in {url} yet: run `orchestrator submit sweeps/gates.yaml`.")
         return
     # the watcher reruns the page whenever any sweep's counts change (a new sweep, a run
-    # that starts or ends), also when nothing was live at load; while runs are active the
-    # block below refreshes itself too (steps, losses and heartbeats move between changes)
+    # that starts or ends), also when nothing was live at load; the block below refreshes
+    # itself too: every LIVE_REFRESH_S while runs are active (steps, losses and heartbeats
+    # move between changes), every IDLE_REFRESH_S when idle (it had no clock then, and a
+    # live table read just before the last run ended stayed on the page for good)
     watch(url, None, "ov")
     active = is_active(url, None)
-    st.fragment(run_every=LIVE_REFRESH_S if active else None)(_status_block)(url, active)
+    every = LIVE_REFRESH_S if active else IDLE_REFRESH_S
+    st.fragment(run_every=every)(_status_block)(url, active)
 
 
 def _status_block(url: str, active: bool = False) -> None:
