@@ -22,17 +22,23 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field, model_validator
 
-from contract.analysis_defaults import METRIC, MIN_EFFECT
+from contract.analysis_defaults import FAMILY_ERROR, METRIC, MIN_EFFECT
 from contract.config import StrictModel
+from contract.errors import SpecIssue
 from results_db.analysis.confseq import MIXTURE_G
 from results_db.analysis.sequential import DecideRule
 from results_db.vocab import higher_is_better
 
 if TYPE_CHECKING:
+    from contract.yamlsrc import Source
     from results_db import ResultsDB
     from results_db.analysis.sequential import Spent
 
 MAX_SEEDS = 1000
+# An absolute margin is in the metric's own units. Every metric the trainer records (PPL,
+# losses, probes, benchmark scores, seconds) is far below this; a margin above it is a typo
+# or a trick, and would call any difference "within noise" (1e308 did, at the first interval).
+MAX_ABS_MARGIN = 1e6
 
 
 class Budget(StrictModel):
@@ -47,7 +53,7 @@ class DecideSpec(StrictModel):
     metric: str = Field(default=METRIC, min_length=1, max_length=200)
     margin: float = Field(default=MIN_EFFECT, gt=0)
     relative: bool = True
-    error_rate: float = Field(default=0.05, gt=0, le=0.5)
+    error_rate: float = Field(default=FAMILY_ERROR, gt=0, le=0.5)
     first_seeds: int = Field(default=3, ge=2, le=MAX_SEEDS)
     max_seeds: int = Field(default=20, ge=2, le=MAX_SEEDS)
     budget: Budget = Field(default_factory=Budget)
@@ -62,12 +68,30 @@ class DecideSpec(StrictModel):
             raise ValueError(f"decide.margin: a relative margin is a fraction of the baseline "
                              f"(0.01 = 1 %), got {self.margin:g}; set relative: false for an "
                              "absolute one")
+        if not self.relative and self.margin > MAX_ABS_MARGIN:
+            raise ValueError(f"decide.margin: an absolute margin is in {self.metric}'s own units "
+                             f"and at most {MAX_ABS_MARGIN:g}, got {self.margin:g}: it would call "
+                             "any difference within noise; give the largest change that does "
+                             "not matter (or relative: true for a fraction of the baseline)")
         return self
 
     def rule(self) -> DecideRule:
         return DecideRule(metric=self.metric, margin=self.margin, relative=self.relative,
                           error_rate=self.error_rate, max_seeds=self.max_seeds,
                           higher_is_better=higher_is_better(self.metric), g=self.mixture_g)
+
+
+def row_issues(src: Source, variants: list[str]) -> list[SpecIssue]:
+    """A decide: block needs something to decide: at least two variants left after include /
+    exclude (``variants``: the expanded runs' variants, in order), one of them the baseline
+    the others are compared with. One variant has no row to compare with anything."""
+    names = list(dict.fromkeys(variants))
+    if len(names) >= 2:
+        return []
+    only = f"only the variant {names[0]!r}" if names else "no variant"
+    return [src.issue(("decide",), f"the sweep has {only} (after include/exclude): nothing to "
+                                   "compare with the baseline, so nothing to decide; add a "
+                                   "variant or remove decide")]
 
 
 def progress_line(db: ResultsDB, sweep: str, decide: DecideSpec, used: Spent) -> str:

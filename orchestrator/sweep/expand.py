@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from contract.config import RunSpec
 from contract.errors import SpecError, SpecIssue, pydantic_problems
 from contract.yamlsrc import Source
-from orchestrator.sweep import gate_shorthand, keys
+from orchestrator.sweep import decide, gate_shorthand, keys
 from orchestrator.sweep.spec import SweepSpec
 
 MAX_RUNS = 5000
@@ -72,6 +72,8 @@ def expand(spec: SweepSpec, src: Source) -> list[ExpandedRun]:
     issues += per_run.issues()
     _check_rules_used(rules, src, issues)
     _check_unique(runs, src, issues)
+    if spec.decide is not None:
+        issues += decide.row_issues(src, [r.variant for r in runs])
     if issues:
         raise SpecError(issues)
     return runs
