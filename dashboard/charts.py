@@ -174,13 +174,17 @@ def delta_dots(board: pl.DataFrame, metric: str, colors: dict[str, str],
 def curves(series: pl.DataFrame, y_title: str, colors: dict[str, str], *, x: str = "step",
            x_title: str = "step", log_y: bool = False, band: bool = False,
            spikes: pl.DataFrame | None = None, zero_rule: bool = False,
-           raw: pl.DataFrame | None = None, color_by: str | None = None) -> Layered:
+           raw: pl.DataFrame | None = None, color_by: str | None = None,
+           symlog_y: bool = False) -> Layered:
     """series (variant, series, x, value[, lo, hi]): a line per series coloured by its
     variant; a series with one point is drawn as a point; ``band``: lo..hi shaded; ``raw``:
     the unsmoothed series (same columns), drawn faintly under the smoothed lines;
     ``color_by``: colour by the frames' ``colour`` column (a config key's value, e.g. the LR)
-    instead of the variant, in the key's numeric order."""
-    scale = alt.Scale(type="log") if log_y else alt.Scale(zero=False)
+    instead of the variant, in the key's numeric order (the LR is then told by colour
+    alone: a dash legend titled "lr" too was a second, duplicate legend); ``symlog_y``: a
+    symmetric log y, for values on both sides of zero (the Δ curve)."""
+    scale = alt.Scale(type="log") if log_y else \
+        alt.Scale(type="symlog") if symlog_y else alt.Scale(zero=False)
     if color_by is not None:
         color = alt.Color("colour:N", title=color_by,
                           sort=colour_order(series["colour"].to_list()),
@@ -198,7 +202,8 @@ def curves(series: pl.DataFrame, y_title: str, colors: dict[str, str], *, x: str
             x=enc["x"], y=alt.Y("lo:Q", scale=scale, title=y_title), y2="hi:Q",
             color=color, detail="series:N"))
     line_enc = dict(enc)
-    if "lr" in series.columns and series["lr"].n_unique() > 1:  # an LR ladder: dash by LR
+    if "lr" in series.columns and series["lr"].n_unique() > 1 and color_by != "lr":
+        # an LR ladder: dash by LR (unless the colour already says the LR)
         line_enc["strokeDash"] = alt.StrokeDash("lr:N", title="lr", sort=lr_order(series),
                                                 legend=alt.Legend(orient="bottom", title="lr"))
     if raw is not None and raw.height:

@@ -1,6 +1,7 @@
 """Training curves: one colour per variant (the app's palette) or by any config key that varies
-(LR, model size, a gate dimension), seeds as mean ± band or one line per run, EMA smoothing, log y,
-x = step or tokens, a Δ-vs-baseline curve, loss spikes marked.
+(LR, model size, a gate dimension), seeds as mean ± band or one line per run, EMA smoothing, log y
+(symmetric log on the Δ), x = step or tokens from a chosen step (step 0's untrained evaluation
+is left out by default), a Δ-vs-baseline curve, loss spikes marked.
 
 Points are downsampled in the DB (db.curves: the metric rollup for long runs), so 100 runs x
 100k steps stay responsive. The page refreshes itself while a picked run is running.
@@ -29,6 +30,10 @@ MAX_RUNS = 100
 MAX_VARIANTS = 20
 MAX_OPTIONS = 500
 LIVE_REFRESH_S = 10
+# The first step drawn by default: the trainer evaluates the untrained model at step 0 (a
+# val/ppl of ~213 over a byte vocabulary beside trained values of ~8), which left the final
+# values and the Δ curve in the chart's bottom few pixels. "From step" 0 draws it.
+FROM_STEP = 1
 
 
 def _run_labels(runs: pl.DataFrame) -> dict[int, str]:
@@ -73,15 +78,20 @@ def _controls(runs: pl.DataFrame) -> dict:
                        "smoothed")
     log_y = c4.toggle("log y", value=False, key="cv_log")
     mode = c5.radio("Seeds", ["mean ± band", "each run"], horizontal=True, key="cv_mode")
-    d1, d2, _ = st.columns([1, 1.5, 1.5])
+    d1, d2, d3 = st.columns([1, 1.5, 1.5])
     delta = d1.toggle("Δ vs baseline curve", value=True, key="cv_delta",
                       help="each variant's seed-mean curve minus the baseline's (same LR)")
     color_by = d2.selectbox("Colour by", ["variant", *curvedata.colour_keys(runs)],
                             key="cv_color", help="a config key that varies in this sweep "
                             "(learning rate, model size, a gate dimension); lines stay one "
                             "per variant row (or run)")
+    start = d3.number_input("From step", min_value=0, value=FROM_STEP, step=1, key="cv_from",
+                            help="draw the points from this step on; step 0 is the untrained "
+                            "model's evaluation (val/ppl ~ the vocabulary size), which "
+                            "squashes the trained values into the chart's bottom pixels")
     return {"names": names, "x": x, "smooth": smooth, "log_y": log_y, "mode": mode,
-            "delta": delta, "color_by": None if color_by == "variant" else color_by}
+            "delta": delta, "color_by": None if color_by == "variant" else color_by,
+            "from_step": int(start)}
 
 
 def render(url: str, sweep: str) -> None:  # app.py: these pages need a sweep
@@ -135,7 +145,8 @@ def _points(url: str, sweep: str, runs: pl.DataFrame, picked: tuple[int, ...], n
 def _draw(url: str, sweep: str, picked: tuple[int, ...], opts: dict, max_points: int) -> None:
     runs = data.runs(url, sweep)
     colors = palette.colors(data.variants(url, sweep), data.baseline(url, sweep))
-    raw = data.metrics(url, picked, tuple(opts["names"]), max_points)
+    raw = data.metrics(url, picked, tuple(opts["names"]), max_points) \
+        .filter(pl.col("step") >= opts["from_step"])
     names = dict(zip(runs["id"].to_list(), runs["name"].to_list(), strict=True))
     xt = "tokens" if opts["x"] == "tokens" else "step"
     for name in opts["names"]:
@@ -172,11 +183,12 @@ def _draw(url: str, sweep: str, picked: tuple[int, ...], opts: dict, max_points:
                    "Raw values (evaluation series are never smoothed)."
                    if not curvedata.smoothable(name) else "Raw values.")
         if opts["delta"]:
-            _delta(runs, url, sweep, grouped, name, colors, xt, key)
+            _delta(runs, url, sweep, grouped, name, colors, xt, key, opts["log_y"])
 
 
 def _delta(runs: pl.DataFrame, url: str, sweep: str, grouped: pl.DataFrame, name: str,
-           colors: dict[str, str], xt: str, color_by: str | None = None) -> None:
+           colors: dict[str, str], xt: str, color_by: str | None = None,
+           log_y: bool = False) -> None:
     diff = curvedata.delta_vs_baseline(grouped, base_rows(runs, data.baseline(url, sweep)))
     if diff.is_empty():
         return
@@ -184,5 +196,7 @@ def _delta(runs: pl.DataFrame, url: str, sweep: str, grouped: pl.DataFrame, name
         diff = curvedata.with_colour(diff, curvedata.colour_of(runs, color_by, by_run=False))
     st.caption(f"Δ {name} vs baseline (seed means of the raw values at the same LR; below 0 = "
                "lower than baseline)")
+    # log y: a symmetric log for the Δ (it crosses zero), so a large early gap and the
+    # small final one are both readable
     show_chart(charts.curves(diff, f"Δ {name}", colors, x="x", x_title=xt,
-                             zero_rule=True, color_by=color_by))
+                             zero_rule=True, color_by=color_by, symlog_y=log_y))
