@@ -171,14 +171,20 @@ def scaling(sweep: str, db: DbOpt = None, metric: MetricOpt = METRIC,
             points: Annotated[bool, typer.Option(
                 "--points", help="Print the delta at every evaluation step instead of the "
                                  "trends")] = False,
+            min_effect: Annotated[float, typer.Option(
+                "--min-effect", min=0.0, max=10.0,
+                help="Smallest relative change that matters (0.01 = 1 %): 'flat' and 'within "
+                     "noise' need the CI inside +-1 pp per decade / +-1 %")] = MIN_EFFECT,
             format: FormatOpt = "table") -> None:
     """Does the gain survive scale? The paired change vs the baseline against tokens (every
     evaluation step), parameters and training FLOPs, with 95 % CIs over seeds; the slope per
-    decade with its CI, and the change at equal compute (the gate costs FLOPs)."""
+    decade with its CI, and the change at equal compute (the gate costs FLOPs). Words by the
+    leaderboard's rule: flat / within noise only when the CI lies inside the margin, else
+    inconclusive."""
     check_format(format)
     d = open_sweep(db, sweep)
     check_metrics(d, sweep, [metric])
-    sc = d.scaling(sweep, metric)
+    sc = d.scaling(sweep, metric, min_effect=min_effect)
     frame = sc.points if points else sc.trends
     title = f"{sweep}: {metric} vs scale" + (" (every evaluation step)" if points else "")
     summary = with_mix(d, sweep, "\n".join(sc.sentences) or (

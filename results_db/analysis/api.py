@@ -170,12 +170,14 @@ class AnalysisMixin:
                                 metric)
 
     def scaling(self, sweep: str, metric: str = METRIC, *,
-                states: Sequence[str] = RESULT_STATES) -> Scaling:
+                states: Sequence[str] = RESULT_STATES,
+                min_effect: float = MIN_EFFECT) -> Scaling:
         """Does each variant's delta hold with scale (results_db/analysis/scaling.py)?
         ``.points``: per (group, evaluation step) the paired delta vs the baseline with a 95 %
         CI over seeds, at its tokens and training FLOPs, and the iso-FLOP delta; ``.trends``:
         the slope of delta % per decade of tokens (per group) and of parameters / FLOPs (per
-        variant, across the sizes) with CIs, the iso-FLOP delta, and one sentence each."""
+        variant, across the sizes) with CIs, the iso-FLOP delta, and one sentence each; "flat"
+        and "within noise" only inside +-100 x ``min_effect`` (pp per decade, %)."""
         import polars as pl
 
 
@@ -184,7 +186,8 @@ class AnalysisMixin:
             pl.DataFrame(schema={"run_id": pl.Int64, "step": pl.Int64, "value": pl.Float64})
         return scaling(series.select("run_id", "step", "value"), runs,
                        group_info(self.reader, sweep), self._costs(sweep), self.baseline(sweep),
-                       metric, higher=higher_is_better(metric), states=states)
+                       metric, higher=higher_is_better(metric), states=states,
+                       min_effect=min_effect)
 
     def _costs(self, sweep: str) -> pl.DataFrame:
         """Per seed group: tokens per step, parameters (contract/params.py) and training FLOPs

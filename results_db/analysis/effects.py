@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from contract.analysis_defaults import MIN_EFFECT
 from results_db.analysis.compare import _key, match_axes, varying
 from results_db.analysis.stats import LEVEL, t_quantile
+from results_db.analysis.verdict import interval_verdict
 from results_db.vocab import DIMENSIONS, RESULT_STATES
 
 if TYPE_CHECKING:
@@ -202,16 +203,16 @@ def _scaled(v: float | None, scale: float | None) -> float | None:
 
 def _verdict(low: float | None, high: float | None, n_groups: int, higher: bool,
              min_effect: float, scale: float | None) -> str:
+    """verdict.interval_verdict on the CI in % of |baseline mean| with the margin
+    +-100 x min_effect %; none without a baseline mean to scale by."""
     if n_groups <= 1:
         return ONE_VARIANT
     if low is None or high is None:
         return NO_CI
-    if high < 0 or low > 0:
-        return "better" if (low > 0) == higher else "worse"
-    if scale is not None and -100.0 * min_effect <= low * scale and \
-            high * scale <= 100.0 * min_effect:
-        return "within noise"
-    return "inconclusive"
+    if scale is None:
+        return interval_verdict(low, high, None, higher_is_better=higher)
+    return interval_verdict(low * scale, high * scale, 100.0 * min_effect,
+                            higher_is_better=higher)
 
 
 def main_effects(table: pl.DataFrame, runs: pl.DataFrame, metric: str, higher: bool,

@@ -19,6 +19,14 @@ value of every axis the baseline was swept over, e.g. ``n_layer``), seed by seed
   Fewer than two distinct x values: "cannot judge" (no line through one point); one seed: a
   slope without a CI. ``iso_flops`` rows: the iso-FLOP delta at the largest compute both
   reached, per group.
+- **words** (verdict.interval_verdict, the leaderboard's rule): a slope whose CI excludes 0
+  "shifts in the variant's favour" / "shifts in the baseline's favour" (by the metric's
+  direction), with "its lead / deficit grows / shrinks" only when the first point's own CI
+  excludes 0; "flat within noise" only when the slope's CI lies inside +-100 x min_effect pp
+  per decade (over a tenfold scale-up the change moves by less than the smallest effect that
+  matters; 1 pp by default); else "inconclusive". At equal compute: better / worse / "within
+  noise at equal compute" (the CI inside +-100 x min_effect %) / "inconclusive at equal
+  compute". A CI that merely contains 0 is never called flat or within noise.
 - **undefined**: a change in % of a baseline mean of 0 has no value, and values near the
   float limits (1e308 against 1e-308) overflow to inf/NaN. Such a point's delta % and CI are
   null, never inf/NaN; trends rest on the points where the comparison is finite and their
@@ -35,8 +43,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from contract.analysis_defaults import MIN_EFFECT
 from results_db.analysis.compare import _match
 from results_db.analysis.stats import LEVEL, t_quantile
+from results_db.analysis.verdict import BETTER, INCONCLUSIVE, WITHIN, WORSE, interval_verdict
 from results_db.vocab import DIMENSIONS
 
 if TYPE_CHECKING:
@@ -50,6 +60,11 @@ TREND_COLUMNS = ("variant", "lr", "size", "x", "n_points", "n_seeds", "x_from", 
                  "slope_ci_low", "slope_ci_high", "flops_overhead_pct", "verdict", "sentence")
 UNITS = {"tokens": "tokens", "params": "parameters", "flops": "FLOPs", "iso_flops": "FLOPs"}
 UNDEFINED = "undefined: the baseline's mean is 0 or the values are not finite floats"
+# interval_verdict's four words, said of a slope and of the change at equal compute
+TREND_WORDS = {BETTER: "shifts in the variant's favour", WORSE: "shifts in the baseline's favour",
+               WITHIN: "flat within noise", INCONCLUSIVE: "inconclusive"}
+ISO_WORDS = {BETTER: "better at equal compute", WORSE: "worse at equal compute",
+             WITHIN: "within noise at equal compute", INCONCLUSIVE: "inconclusive at equal compute"}
 
 
 @dataclass(frozen=True)
@@ -210,7 +225,8 @@ def _fmt(x: float, unit: str) -> str:
 
 
 def _slope_verdict(n_x: int, slopes: Sequence[float], low: float | None, high: float | None,
-                   higher: bool, x: str) -> str:
+                   higher: bool, x: str, margin: float) -> str:
+    """TREND_WORDS by verdict.interval_verdict on the slope's CI, ``margin`` in pp/decade."""
     if n_x < 2:
         return "cannot judge: one evaluation point" if x == "tokens" else \
             "cannot judge: one model size"
@@ -218,22 +234,41 @@ def _slope_verdict(n_x: int, slopes: Sequence[float], low: float | None, high: f
         return "no data"
     if low is None or high is None:
         return "one seed: no CI"
-    if low <= 0 <= high:
-        return "flat within noise"
-    return "moves toward the variant" if (high < 0) != higher else "moves toward the baseline"
+    return TREND_WORDS[interval_verdict(low, high, margin, higher_is_better=higher)]
+
+
+def _gap(first: dict, verdict: str, higher: bool) -> str:
+    """", its deficit grows" (or lead / shrinks): only when the slope's CI says which way it
+    moves and the first point's own CI says which side the variant started on."""
+    low, high = first.get("ci_low_pct"), first.get("ci_high_pct")
+    side = None if low is None or high is None else \
+        interval_verdict(low, high, None, higher_is_better=higher)
+    if side not in (BETTER, WORSE) or verdict not in (TREND_WORDS[BETTER], TREND_WORDS[WORSE]):
+        return ""
+    what = "lead" if side == BETTER else "deficit"
+    grows = (side == BETTER) == (verdict == TREND_WORDS[BETTER])
+    return f", its {what} {'grows' if grows else 'shrinks'}"
+
+
+def _why(verdict: str, margin: float, unit: str) -> str:
+    """The margin behind "flat within noise" / "inconclusive", said where the word is."""
+    if verdict in (TREND_WORDS[WITHIN], ISO_WORDS[WITHIN]):
+        return f" (the CI lies inside +-{margin:g} {unit})"
+    if verdict in (TREND_WORDS[INCONCLUSIVE], ISO_WORDS[INCONCLUSIVE]):
+        return f" (the CI contains 0 but reaches beyond +-{margin:g} {unit})"
+    return ""
 
 
 def _iso_verdict(low: float | None, high: float | None, pct: float | None,
-                 higher: bool, reached: bool = False) -> str:
+                 higher: bool, margin: float, reached: bool = False) -> str:
+    """ISO_WORDS by verdict.interval_verdict on the CI in %, ``margin`` in %."""
     if pct is None and reached:
         return UNDEFINED
     if pct is None:
         return "cannot compare: the baseline's curve does not reach the variant's compute"
     if low is None or high is None:
         return "one seed: no CI"
-    if low <= 0 <= high:
-        return "within noise at equal compute"
-    return "better at equal compute" if (high < 0) != higher else "worse at equal compute"
+    return ISO_WORDS[interval_verdict(low, high, margin, higher_is_better=higher)]
 
 
 def _label(row: dict[str, object], with_lr: bool) -> str:
@@ -243,7 +278,8 @@ def _label(row: dict[str, object], with_lr: bool) -> str:
 
 
 def _trend_row(base: dict[str, object], x: str, xs: Sequence[float], per_seed: dict[int, tuple],
-               pts: Sequence[dict], higher: bool, metric: str, name: str) -> dict:
+               pts: Sequence[dict], higher: bool, metric: str, name: str,
+               margin: float) -> dict:
     """One trend row: slope per seed over (x, y) pairs, mean and t-CI over seeds, sentence.
     ``pts`` are the points at ``xs`` (delta_pct, ci_low_pct, ci_high_pct; None: undefined)."""
     slopes = [s for s in (_slope(*per_seed[k]) for k in sorted(per_seed)) if s is not None]
@@ -255,7 +291,7 @@ def _trend_row(base: dict[str, object], x: str, xs: Sequence[float], per_seed: d
     if not defined or (slopes and slope is None) or (undefined and n_x >= 2 and n_def < 2):
         verdict = UNDEFINED
     else:
-        verdict = _slope_verdict(n_x, slopes, low, high, higher, x)
+        verdict = _slope_verdict(n_x, slopes, low, high, higher, x, margin)
     first, last = (defined[0][1], defined[-1][1]) if defined else (pts[0], pts[-1])
     to = last["delta_pct"]
     at_x = (f"{', '.join(_fmt(v, unit) for v in undefined[:3])}"
@@ -276,7 +312,9 @@ def _trend_row(base: dict[str, object], x: str, xs: Sequence[float], per_seed: d
         sentence = (f"{name}: Δ {metric} goes from {fr:+.2f} % at {_fmt(defined[0][0], unit)} "
                     f"{unit} to {to:+.2f} % at {_fmt(defined[-1][0], unit)}; slope "
                     f"{slope:+.2f} pp per decade{ci} over {len(slopes)} "
-                    f"seed{'s' if len(slopes) != 1 else ''}: {verdict}.{where}")
+                    f"seed{'s' if len(slopes) != 1 else ''}: {verdict}"
+                    f"{_gap(first, verdict, higher)}{_why(verdict, margin, 'pp per decade')}."
+                    f"{where}")
     return {**base, "x": x, "n_points": n_x, "n_seeds": len(slopes),
             "x_from": float(min(xs)) if xs else None, "x_to": float(max(xs)) if xs else None,
             "delta_pct_from": first["delta_pct"], "delta_pct_to": to,
@@ -286,13 +324,14 @@ def _trend_row(base: dict[str, object], x: str, xs: Sequence[float], per_seed: d
 
 
 def _iso_row(base: dict[str, object], pts: list[dict], higher: bool, metric: str,
-             name: str) -> dict:
+             name: str, margin: float) -> dict:
     """The iso-FLOP delta at the largest compute where the baseline's curve reaches it."""
     have = [p for p in pts if p["iso_delta_pct"] is not None]
     p = max(have, key=lambda r: (r["iso_n"], r["step"])) if have else pts[-1]
     pct = p["iso_delta_pct"] if have else None
     low, high = (p["iso_ci_low_pct"], p["iso_ci_high_pct"]) if have else (None, None)
-    verdict = _iso_verdict(low, high, pct, higher, reached=any(q["iso_n"] for q in pts))
+    verdict = _iso_verdict(low, high, pct, higher, margin,
+                           reached=any(q["iso_n"] for q in pts))
     over = base["flops_overhead_pct"]
     cost = f"; it costs {over:+.1f} % FLOPs per token" if over is not None else ""
     at = (f"Δ {metric} {pct:+.2f} %" + (f" [{low:+.2f}, {high:+.2f}]" if low is not None else "")
@@ -301,11 +340,14 @@ def _iso_row(base: dict[str, object], pts: list[dict], higher: bool, metric: str
             "n_seeds": p["iso_n"] if have else 0, "x_from": p["flops"], "x_to": p["flops"],
             "delta_pct_from": pct, "delta_pct_to": pct, "ci_low_pct": low, "ci_high_pct": high,
             "slope": None, "slope_ci_low": None, "slope_ci_high": None, "verdict": verdict,
-            "sentence": f"{name} at equal compute: {at}{cost}: {verdict}."}
+            "sentence": f"{name} at equal compute: {at}{cost}: {verdict}"
+                        f"{_why(verdict, margin, '%')}."}
 
 
 def _trends(pairs: pl.DataFrame, points: pl.DataFrame, cells: pl.DataFrame, higher: bool,
-            metric: str) -> list[dict]:
+            metric: str, margin: float) -> list[dict]:
+    """The trend rows (module docstring); ``margin``: 100 x min_effect, in pp per decade for
+    a slope and in % for the change at equal compute."""
     import polars as pl
 
     with_lr = cells["lr"].n_unique() > 1
@@ -322,8 +364,8 @@ def _trends(pairs: pl.DataFrame, points: pl.DataFrame, cells: pl.DataFrame, high
         by_seed = {s: (g["tokens"].to_list(), g["d_pct"].to_list())
                    for (s,), g in pr.group_by("seed", maintain_order=True)}
         rows.append(_trend_row(base, "tokens", pts["tokens"].to_list(), by_seed, plist,
-                               higher, metric, name))
-        rows.append(_iso_row(base, plist, higher, metric, name))
+                               higher, metric, name, margin))
+        rows.append(_iso_row(base, plist, higher, metric, name, margin))
         last = pr.filter(pl.col("step") == plist[-1]["step"])
         finals.setdefault((cell["variant"], cell["lr"]), []).append(({**cell, **plist[-1]}, last))
     for (variant, lr), sizes in finals.items():
@@ -341,18 +383,22 @@ def _trends(pairs: pl.DataFrame, points: pl.DataFrame, cells: pl.DataFrame, high
                     xs.append(float(p[col]))
                     ys.append(y)
             rows.append(_trend_row(base, x, [float(p[col]) for p, _ in have], per_seed,
-                                   [p for p, _ in have], higher, metric, name))
+                                   [p for p, _ in have], higher, metric, name, margin))
     return rows
 
 
 def scaling(series: pl.DataFrame, runs: pl.DataFrame, info: pl.DataFrame,
             costs: pl.DataFrame, baseline: str | None, metric: str, *, higher: bool,
-            states: Sequence[str]) -> Scaling:
+            states: Sequence[str], min_effect: float = MIN_EFFECT) -> Scaling:
     """``series``: the metric's points (run_id, step, value); ``runs``: run_id, group_key,
     seed, status; ``info``: the groups' labels (frames.group_info); ``costs``: group_key,
     tokens_per_step, params, fpt (training FLOPs per token): contract/params.py and
-    contract/flops.py over the group's config. Module docstring for the rules."""
+    contract/flops.py over the group's config; ``min_effect``: the smallest relative change
+    that matters (the margin of "flat" and "within noise"). Module docstring for the rules."""
     import polars as pl
+
+    if not 0 < min_effect < math.inf:
+        raise ValueError(f"min_effect: a relative effect > 0 (0.01 = 1 %), got {min_effect}")
 
     # typed up front: an empty read (no finished run, no points) comes back with Null columns
     series = series.select(pl.col("run_id").cast(pl.Int64), pl.col("step").cast(pl.Int64),
@@ -381,7 +427,7 @@ def scaling(series: pl.DataFrame, runs: pl.DataFrame, info: pl.DataFrame,
     d_pct = 100.0 * ((pl.col("value") - pl.col("base_value")) / pl.col("base_mean"))
     # a baseline mean of 0, or an overflow: null (undefined), never inf/NaN in a slope
     pairs = pairs.with_columns(d_pct=pl.when(d_pct.is_finite()).then(d_pct))
-    trends = _trends(pairs, points, cells, higher, metric)
+    trends = _trends(pairs, points, cells, higher, metric, 100.0 * min_effect)
     return Scaling(points.select(POINT_COLUMNS),
                    pl.DataFrame(trends, schema=_schema(TREND_COLUMNS)), metric, baseline)
 

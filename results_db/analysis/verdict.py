@@ -17,6 +17,11 @@ In order:
 - ``inconclusive``: the CI contains 0 and is too wide, but both groups already have the k
   seeds the power rule asks for (the observed spread was unlucky), or the baseline mean is 0
   so that no relative margin (and no seeds_needed) exists.
+
+``interval_verdict`` is the same rule for any other interval with a stated margin (a main
+effect, a scaling slope, the change at equal compute): better / worse when it excludes 0,
+within noise only when it lies inside +-margin, else inconclusive -- never "within noise"
+because it merely contains 0.
 """
 
 from __future__ import annotations
@@ -27,6 +32,20 @@ from results_db.vocab import NEEDS_SEEDS
 
 if TYPE_CHECKING:
     import polars as pl
+
+BETTER, WORSE, WITHIN, INCONCLUSIVE = "better", "worse", "within noise", "inconclusive"
+
+
+def interval_verdict(low: float, high: float, margin: float | None, *,
+                     higher_is_better: bool) -> str:
+    """better / worse (the interval [low, high] excludes 0; by the metric's direction),
+    within noise (it contains 0 and lies inside [-margin, +margin]), else inconclusive.
+    ``margin`` None: no margin exists (e.g. a baseline mean of 0), so never within noise."""
+    if high < 0 or low > 0:
+        return BETTER if (low > 0) == higher_is_better else WORSE
+    if margin is not None and -margin <= low and high <= margin:
+        return WITHIN
+    return INCONCLUSIVE
 
 
 def verdict_expr(*, higher_is_better: bool, min_effect: float) -> pl.Expr:
@@ -47,9 +66,9 @@ def verdict_expr(*, higher_is_better: bool, min_effect: float) -> pl.Expr:
             .when((pl.col("ci_method") == "none") | low.is_null() | high.is_null())
             .then(pl.lit("n = 1"))
             .when((high < 0) | (low > 0))
-            .then(pl.when(improved).then(pl.lit("better")).otherwise(pl.lit("worse")))
+            .then(pl.when(improved).then(pl.lit(BETTER)).otherwise(pl.lit(WORSE)))
             .when((bmean != 0) & (-margin <= low) & (high <= margin))
-            .then(pl.lit("within noise"))
+            .then(pl.lit(WITHIN))
             .when(k.is_not_null() & (k > fewest))
             .then(pl.lit(before) + k.cast(pl.String) + pl.lit(after))
-            .otherwise(pl.lit("inconclusive")))
+            .otherwise(pl.lit(INCONCLUSIVE)))

@@ -75,7 +75,7 @@ def test_slope_vs_tokens_matches_hand_computed(url: str) -> None:
     assert r["slope"] == pytest.approx(-1.2, abs=1e-9)
     assert r["slope_ci_low"] == pytest.approx(-1.2 - half, abs=1e-6)
     assert r["slope_ci_high"] == pytest.approx(-1.2 + half, abs=1e-6)
-    assert (r["n_points"], r["n_seeds"], r["verdict"]) == (4, 3, "moves toward the variant")
+    assert (r["n_points"], r["n_seeds"], r["verdict"]) == (4, 3, "shifts in the variant's favour")
     assert r["x_from"] == 100 * TPS and r["x_to"] == 800 * TPS
     x = math.log10(800 * TPS)
     assert r["delta_pct_to"] == pytest.approx(-1.0 - 1.2 * x, abs=1e-9)
@@ -138,7 +138,7 @@ def test_slope_vs_size(url: str) -> None:
     expected = float((xc * (ys - ys.mean())).sum() / (xc ** 2).sum())
     assert r["slope"] == pytest.approx(expected, abs=1e-9)
     assert r["slope_ci_low"] == pytest.approx(expected, abs=1e-6)  # no seed spread left
-    assert r["n_points"] == 3 and r["verdict"] == "moves toward the variant"
+    assert r["n_points"] == 3 and r["verdict"] == "shifts in the variant's favour"
     assert _row(sc.trends, x="flops")["n_points"] == 3
 
 
