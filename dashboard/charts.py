@@ -205,7 +205,7 @@ def curves(series: pl.DataFrame, y_title: str, colors: dict[str, str], *, x: str
     if "lr" in series.columns and series["lr"].n_unique() > 1 and color_by != "lr":
         # an LR ladder: dash by LR (unless the colour already says the LR)
         line_enc["strokeDash"] = alt.StrokeDash("lr:N", title="lr", sort=lr_order(series),
-                                                legend=alt.Legend(orient="bottom", title="lr"))
+                                                legend=DASH_LEGEND)
     if raw is not None and raw.height:
         raw_enc = {k: v for k, v in line_enc.items() if k != "tooltip"}
         layers.append(alt.Chart(raw.to_pandas()).mark_line(strokeWidth=1, opacity=0.3).encode(
@@ -244,6 +244,12 @@ def legend_rows(n: int, columns: int) -> int:
 LEGEND_ROW_PX = 30  # one bottom-legend row as drawn (measured: ~30 px); show_chart adds these
 
 
+# The LR legend of a line with points: a line sample, so its entries show their dash (the
+# point overlay made Vega draw each entry as the same dot, and the LRs could not be told apart)
+DASH_LEGEND = alt.Legend(orient="bottom", title="lr", symbolType="stroke", symbolSize=400,
+                         symbolStrokeWidth=2, symbolStrokeColor="#333")
+
+
 def per_layer(frame: pl.DataFrame, title: str, colors: dict[str, str],
               log_y: bool = False, legend_columns: int = 2) -> Layered:
     """frame (variant, row, layer, mean, lo, hi, n): the seed mean per layer, one line per
@@ -259,7 +265,7 @@ def per_layer(frame: pl.DataFrame, title: str, colors: dict[str, str],
     dash = {}  # an LR ladder: one colour per variant, its LRs told apart by dash
     if "lr" in frame.columns and frame["lr"].n_unique() > 1:
         dash = {"strokeDash": alt.StrokeDash("lr:N", title="lr", sort=lr_order(frame),
-                                             legend=alt.Legend(orient="bottom", title="lr"))}
+                                             legend=DASH_LEGEND)}
     line = alt.Chart(pdf).mark_line(point=True).encode(
         x=x, y=alt.Y("mean:Q", title=title, scale=scale), color=color, detail="row:N",
         tooltip=["row", "layer", alt.Tooltip("mean:Q", format=".4g"), "n"], **dash)
@@ -272,7 +278,9 @@ def per_layer(frame: pl.DataFrame, title: str, colors: dict[str, str],
 def histograms(rows: list[dict[str, Any]], colors: dict[str, str]) -> alt.FacetChart:
     """Gate-score histograms as small multiples, one panel per variant row, drawn as a filled
     step area (bars of 50-100 bins were hairlines at this width). rows: {variant, row, lo,
-    hi, frac}; each bin's fraction is held from lo to hi."""
+    hi, frac}; each bin's fraction is held from lo to hi. Each panel has its own axes: a
+    sigmoid gate's scores lie in 0..1, a SiLU or additive one's up to ~20, and on one shared
+    0-20 axis the sigmoid panels were a spike at 0."""
     frame = pl.DataFrame(rows)
     # a step needs its right edge too: the last bin's fraction again at its hi
     last = frame.group_by("row", maintain_order=True).last().with_columns(
@@ -287,7 +295,7 @@ def histograms(rows: list[dict[str, Any]], colors: dict[str, str]) -> alt.FacetC
         tooltip=["row", "lo", "hi", alt.Tooltip("frac:Q", format=".3f")]).properties(
         width=220, height=140).facet(facet=alt.Facet("row:N", title=None,
                                                      header=alt.Header(labelLimit=0)),
-                                     columns=4)
+                                     columns=4).resolve_scale(x="independent", y="independent")
 
 
 VS_LR_LEGEND_COLUMNS = 1

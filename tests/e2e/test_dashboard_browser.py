@@ -366,3 +366,86 @@ def test_overview_and_curves_follow_a_sweep_that_turns_live(
         finally:
             ov.close()
             cv.close()
+
+
+# --- issue 33: what the pages draw, read off the SVG ----------------------------------------
+HIST_SWEEP = "hist-range"
+HIST_EDGES = {"sdpa_elementwise": 1.0, "sdpa_silu": 20.0, "value_elementwise": 1.0}
+
+
+def _hist_sweep(url: str) -> None:
+    """Three gated variants whose gate-score histograms span 0..1 (sigmoid) or 0..20 (SiLU)."""
+    from tests.support import synthdb
+
+    deltas = {"baseline": {}, "sdpa_elementwise": {"model.gates": [{"position": "G1"}]},
+              "sdpa_silu": {"model.gates": [{"position": "G1", "activation": "silu"}]},
+              "value_elementwise": {"model.gates": [{"position": "G2"}]}}
+    with results_db.open(url) as db:
+        for r in synthdb.register(db, sample.sweep_spec(HIST_SWEEP, deltas, 1)):
+            top = HIST_EDGES.get(r.run.variant)
+            arts = [] if top is None else [("gate_histogram", {"data": {
+                "edges": [top * i / 20 for i in range(21)],
+                "counts": [float(20 - abs(i - 3)) for i in range(20)]}})]
+            synthdb.play(db, r.id, summaries={"val/ppl": 10.0}, artifacts=arts)
+
+
+# per chart: its axes (orientation by label spread, the largest label) and its legends
+# (title, and per entry the symbol's size and dash)
+_AXES_LEGENDS_JS = """() => Array.from(document.querySelectorAll('[data-testid=stVegaLiteChart]'))
+  .map(el => {
+    const svg = el.querySelector('svg');
+    if (!svg) return null;
+    const num = t => parseFloat((t || '').replace(/\u2212/g, '-').replace(/,/g, ''));
+    const axes = Array.from(svg.querySelectorAll('g.role-axis')).map(a => {
+      const ls = Array.from(a.querySelectorAll('g.role-axis-label text')).map(t => {
+        const b = t.getBoundingClientRect();
+        return {v: num(t.textContent), t: t.textContent, x: b.left, y: b.top};
+      });
+      const horiz = ls.length >= 2 && Math.abs(ls[0].y - ls[1].y) < 1;
+      return {horiz: horiz, labels: ls.map(l => l.t),
+              max: Math.max(...ls.map(l => l.v).filter(v => isFinite(v)))};
+    });
+    const legends = Array.from(svg.querySelectorAll('g.role-legend')).map(g => {
+      const title = g.querySelector('g.role-legend-title text');
+      return {title: title ? title.textContent : null,
+              entries: Array.from(g.querySelectorAll('g.role-legend-symbol path')).map(p => {
+                const b = p.getBoundingClientRect();
+                return {w: b.width, h: b.height, dash: p.getAttribute('stroke-dasharray')};
+              })};
+    });
+    return {axes: axes, legends: legends};
+  })"""
+
+
+def test_probes_histograms_have_their_own_axes_and_lr_legend_shows_dashes(served) -> None:
+    """33.6: the gate-score histograms shared one 0-20 x axis (a sigmoid gate's 0..1 scores
+    were a spike at 0): each panel now has its own; the LR legend under the per-layer charts
+    showed the same dot for every LR: its entries are now line samples in their dash."""
+    base, b, url = served
+    _hist_sweep(url)
+    p = b.new_page(viewport={"width": 1600, "height": 2400})
+    try:
+        p.goto(screenshot.page_url(base, "Probes", HIST_SWEEP), wait_until="domcontentloaded")
+        p.get_by_text("Gate score histograms").first.wait_for(timeout=60_000)
+        p.wait_for_function("() => document.querySelectorAll("
+                            "'[data-testid=stVegaLiteChart] svg g.mark-area').length > 0",
+                            timeout=40_000)
+        charts = p.evaluate(_AXES_LEGENDS_JS)
+        xs = [a["max"] for a in charts[-1]["axes"] if a["horiz"]]
+        assert len(xs) == len(HIST_EDGES), charts[-1]["axes"]  # one x axis per panel
+        assert sorted(xs) == [1.0, 1.0, 20.0], xs
+        p.goto(screenshot.page_url(base, "Probes", sample.LR_SWEEP),
+               wait_until="domcontentloaded")
+        p.get_by_text("massive activations", exact=False).first.wait_for(timeout=60_000)
+        p.wait_for_function("() => Array.from(document.querySelectorAll("
+                            "'[data-testid=stVegaLiteChart] g.role-legend-title text'))"
+                            ".some(t => t.textContent === 'lr')", timeout=40_000)
+        legends = [lg for c in p.evaluate(_AXES_LEGENDS_JS) if c for lg in c["legends"]
+                   if lg["title"] == "lr"]
+    finally:
+        p.close()
+    assert legends
+    for lg in legends:
+        assert len(lg["entries"]) == len(sample.LRS)
+        assert all(e["w"] >= 10 and e["h"] <= 4 for e in lg["entries"]), lg  # a line, no dot
+        assert len({e["dash"] for e in lg["entries"]}) == len(sample.LRS), lg
