@@ -14,3 +14,4 @@ MIN_EFFECT = 0.01  # the smallest relative change that matters (1 %): "within no
 STABILITY_METRIC = VAL_LOSS  # what the LR-stability rule reads (the final validation loss)
 STABILITY_TOL = 0.05  # degraded: mean above the variant's best by more than 5 %
 FAMILY_ERROR = 0.05  # the error rate a verdict is read at: per row (95 % CIs), or family-wise
+CORRECTION = "none"  # the leaderboard's multiplicity rule (results_db/analysis/multiplicity.py)

@@ -12,12 +12,19 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from contract.analysis_defaults import METRIC, MIN_EFFECT, STABILITY_METRIC, STABILITY_TOL
+from contract.analysis_defaults import (
+    CORRECTION,
+    FAMILY_ERROR,
+    METRIC,
+    MIN_EFFECT,
+    STABILITY_METRIC,
+    STABILITY_TOL,
+)
 from orchestrator.cli.app import DbOpt, app, check_metrics, open_sweep, out, split_csv
 from orchestrator.cli.frame_format import check_format, render
 from results_db.analysis.columns import shown_columns
 from results_db.analysis.stability import DIVERGED_SEEDS, lr_text
-from results_db.analysis.summary import effects_sentence
+from results_db.analysis.summary import effects_sentence, verdict_sentence
 from results_db.vocab import higher_is_better
 
 if TYPE_CHECKING:
@@ -31,6 +38,12 @@ MetricOpt = Annotated[str, typer.Option("--metric", help="Summary metric, e.g. v
 EffectOpt = Annotated[float, typer.Option(
     "--min-effect", min=0.0, max=10.0,
     help="Smallest relative change that matters (0.01 = 1 %); sets 'needs >= k seeds'")]
+
+CorrectionOpt = Annotated[str, typer.Option(
+    "--correction", help="Multiplicity correction over the rows: none (each CI at 1 - "
+                         "family error), bonferroni or holm (family-wise error)")]
+FamilyErrorOpt = Annotated[float, typer.Option(
+    "--family-error", help="Error rate: per row with --correction none, else over all rows")]
 
 # Human formats show these; csv/json show every column (dimensions, keys, params too).
 BOARD_COLUMNS = shown_columns()  # results_db's leaderboard schema
@@ -57,14 +70,18 @@ def with_ci_text(frame: pl.DataFrame, low: str = "ci_low_pct", high: str = "ci_h
 
 @app.command()
 def leaderboard(sweep: str, db: DbOpt = None, metric: MetricOpt = METRIC,
-                min_effect: EffectOpt = MIN_EFFECT, format: FormatOpt = "table") -> None:
-    """Variants ranked by METRIC with n, mean, std, the 95 % CI of the change vs the baseline
-    and a verdict (better / worse / within noise / needs >= k seeds)."""
+                min_effect: EffectOpt = MIN_EFFECT, correction: CorrectionOpt = CORRECTION,
+                family_error: FamilyErrorOpt = FAMILY_ERROR,
+                format: FormatOpt = "table") -> None:
+    """Variants ranked by METRIC with n, mean, std, the CI of the change vs the baseline
+    (95 % per row, or corrected over the rows: --correction) and a verdict (better / worse /
+    within noise / needs >= k seeds); the summary names the rule."""
     check_format(format)
     d = open_sweep(db, sweep)
     check_metrics(d, sweep, [metric])
-    board = d.leaderboard(sweep, metric, min_effect=min_effect)
-    summary = with_mix(d, sweep, d.verdict_summary(sweep, metric, min_effect=min_effect))
+    board = d.leaderboard(sweep, metric, min_effect=min_effect, correction=correction,
+                          family_error=family_error)
+    summary = with_mix(d, sweep, verdict_sentence(board, sweep, metric))
     if format in ("csv", "json"):
         render(out, board, format, title=f"{sweep}: {metric}", summary=summary)
         return

@@ -13,7 +13,14 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
-from contract.analysis_defaults import METRIC, MIN_EFFECT, STABILITY_METRIC, STABILITY_TOL
+from contract.analysis_defaults import (
+    CORRECTION,
+    FAMILY_ERROR,
+    METRIC,
+    MIN_EFFECT,
+    STABILITY_METRIC,
+    STABILITY_TOL,
+)
 from contract.config import RunSpec
 from contract.flops import flops_per_token
 from contract.metrics import (
@@ -80,25 +87,30 @@ class AnalysisMixin:
                 group_info(self.reader, sweep))
 
     def _compare(self, sweep: str, metric: str, min_effect: float, states: Sequence[str],
-                 higher: bool) -> pl.DataFrame:
+                 higher: bool, correction: str = CORRECTION,
+                 family_error: float = FAMILY_ERROR) -> pl.DataFrame:
         runs, info = self._read(sweep, [metric])
         return compare(runs, info, metric, self.baseline(sweep), states=states,
-                       min_effect=min_effect, higher=higher)
+                       min_effect=min_effect, higher=higher, correction=correction,
+                       family_error=family_error)
 
     def leaderboard(self, sweep: str, metric: str = METRIC, *, min_effect: float = MIN_EFFECT,
-                    states: Sequence[str] = RESULT_STATES,
-                    ascending: bool | None = None) -> pl.DataFrame:
+                    states: Sequence[str] = RESULT_STATES, ascending: bool | None = None,
+                    correction: str = CORRECTION,
+                    family_error: float = FAMILY_ERROR) -> pl.DataFrame:
         """One row per (variant, learning rate) seed group, best first: rank, variant, lr,
         the dimension columns that vary, n, mean, std, is_baseline, delta, delta_pct,
-        ci_low/high(_pct), ci_method, verdict, seeds_needed, then metric, baseline,
-        n_diverged, group_key, lr_group_key, params_total, params_gates, seeds_observed
-        (seeds_needed for the observed effect |delta| instead of min_effect).
-        ``ascending`` None: the metric's own direction (lower is better but for benchmark
-        scores and accuracies); False ranks and judges higher-is-better."""
+        ci_low/high(_pct), ci_method, verdict, seeds_needed, ci_level, p_value, then metric,
+        baseline, n_diverged, group_key, lr_group_key, params_total, params_gates,
+        seeds_observed (seeds_needed for the observed effect |delta| instead of min_effect),
+        correction, family_error, family (the multiplicity rule: multiplicity.py; default
+        each CI at 95 %, no correction). ``ascending`` None: the metric's own direction
+        (lower is better but for benchmark scores and accuracies); False ranks and judges
+        higher-is-better."""
         import polars as pl
 
         higher = higher_is_better(metric) if ascending is None else not ascending
-        t = self._compare(sweep, metric, min_effect, states, higher)
+        t = self._compare(sweep, metric, min_effect, states, higher, correction, family_error)
         t = t.with_columns(rank=rank(t, higher))
         cols = [*HEAD, *varying(t), *STAT_COLUMNS, *TAIL]
         return t.select(cols).sort(pl.col("rank"), "variant", "lr", nulls_last=True)
@@ -126,10 +138,13 @@ class AnalysisMixin:
         return spent(sweep_attempts(self.reader, sweep), n, datetime.now(UTC))
 
     def verdict_summary(self, sweep: str, metric: str = METRIC, *,
-                        min_effect: float = MIN_EFFECT) -> str:
-        """The leaderboard in one sentence: "3 of 15 variants beat the baseline beyond
-        noise; ..." (results_db/analysis/summary.py)."""
-        board = self.leaderboard(sweep, metric, min_effect=min_effect)
+                        min_effect: float = MIN_EFFECT, correction: str = CORRECTION,
+                        family_error: float = FAMILY_ERROR) -> str:
+        """The leaderboard in one sentence with the rule it was judged by: "3 of 15 variants
+        beat the baseline beyond noise (95 % CI per row, no correction over 15 rows); ..."
+        (results_db/analysis/summary.py)."""
+        board = self.leaderboard(sweep, metric, min_effect=min_effect, correction=correction,
+                                 family_error=family_error)
         return verdict_sentence(board, sweep, metric)
 
     def ablation_table(self, sweep: str, metrics: Sequence[str] = ABLATION_METRICS, *,

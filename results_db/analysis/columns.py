@@ -36,6 +36,8 @@ STATS: tuple[Stat, ...] = (
     Stat("ci_method", "String", None),  # paired | welch
     Stat("verdict", "String", "verdict"),  # results_db.vocab.VERDICTS
     Stat("seeds_needed", "Int64", "seeds_needed"),  # to resolve min_effect
+    Stat("ci_level", "Float64", None),  # the CI's confidence level (multiplicity.row_level)
+    Stat("p_value", "Float64", None),  # two-sided t-test of "no change" (same t and df as the CI)
 )
 STAT_COLUMNS: tuple[str, ...] = tuple(s.name for s in STATS)
 FIRST_STAT = STAT_COLUMNS[0]  # the dimension columns that vary sit between "lr" and it
@@ -43,8 +45,11 @@ FIRST_STAT = STAT_COLUMNS[0]  # the dimension columns that vary sit between "lr"
 # The leaderboard's columns around the statistics: rank and labels first, the dimension
 # columns that vary after "lr", then STATS, then the group's bookkeeping.
 HEAD: tuple[str, ...] = ("rank", "variant", "lr")
+# The multiplicity rule behind every verdict of the table (multiplicity.py): the same value on
+# every row, so a frame carries the rule it was judged by.
+RULE: tuple[str, ...] = ("correction", "family_error", "family")
 TAIL: tuple[str, ...] = ("metric", "baseline", "n_diverged", "group_key", "lr_group_key",
-                         "params_total", "params_gates", "seeds_observed")
+                         "params_total", "params_gates", "seeds_observed", *RULE)
 
 
 def shown_columns() -> list[str]:

@@ -23,11 +23,13 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from contract.analysis_defaults import MIN_EFFECT
+from contract.analysis_defaults import CORRECTION, FAMILY_ERROR, MIN_EFFECT
 from contract.states import RunStatus, parse_status
-from results_db.analysis.columns import STAT_COLUMNS, STATS
+from results_db.analysis import multiplicity
+from results_db.analysis.columns import RULE, STAT_COLUMNS, STATS
 from results_db.analysis.stats import seeds_needed_many, t_column
-from results_db.analysis.verdict import verdict_expr
+from results_db.analysis.tdist import two_sided_p
+from results_db.analysis.verdict import BETTER, WORSE, verdict_expr
 from results_db.vocab import DIMENSIONS, GATE_DIMENSIONS, RESULT_STATES, higher_is_better
 
 if TYPE_CHECKING:
@@ -118,9 +120,11 @@ def _paired_diffs(values: pl.DataFrame, ok: pl.Expr, table: pl.DataFrame) -> pl.
                                        d_std=(pl.col("value") - pl.col("base_value")).std())
 
 
-def _ci(t: pl.DataFrame, paired_diffs: pl.DataFrame) -> pl.DataFrame:
-    """delta, ci_low/high, ci_method, spread (the std seeds_needed reads) for every row:
-    paired, Welch or none, as stats.delta_ci defines them."""
+def _ci(t: pl.DataFrame, paired_diffs: pl.DataFrame, correction: str,
+        family_error: float) -> pl.DataFrame:
+    """delta, ci_low/high, ci_method, spread (the std seeds_needed reads), p_value and
+    ci_level for every row: paired, Welch or none, as stats.delta_ci defines them, each CI
+    at the level multiplicity.row_level gives over the rows that have one (the family)."""
     import polars as pl
 
     t = t.join(paired_diffs, on="group_key", how="left", maintain_order="left")
@@ -138,33 +142,42 @@ def _ci(t: pl.DataFrame, paired_diffs: pl.DataFrame) -> pl.DataFrame:
     m = pl.col("ci_method")
     t = t.with_columns(_df=pl.when(m == "paired").then((n - 1).cast(pl.Float64))
                        .when(m == "welch").then(pl.col("_welch_df")))
-    t = t.with_columns(t=t_column(t["_df"]))
-    half = (pl.when(m == "paired").then(pl.col("t") * pl.col("d_std") / n.cast(pl.Float64).sqrt())
-            .when(m == "welch").then(pl.when(pl.col("_se") == 0.0).then(0.0)
-                                     .otherwise(pl.col("t") * pl.col("_se"))))
+    family = int(t.select(((m != "none") & ~pl.col("is_baseline")).sum()).item())
+    level = multiplicity.row_level(correction, family_error, family)
+    t = t.with_columns(t=t_column(t["_df"], level), ci_level=pl.when(m != "none").then(level),
+                       correction=pl.lit(correction), family_error=pl.lit(family_error),
+                       family=pl.lit(family, pl.Int64))
+    t = t.with_columns(_se=pl.when(m == "paired")
+                       .then(pl.col("d_std") / n.cast(pl.Float64).sqrt()).otherwise("_se"))
+    half = (pl.when(m != "none").then(pl.when(pl.col("_se") == 0.0).then(0.0)
+                                      .otherwise(pl.col("t") * pl.col("_se"))))
     delta = (pl.when(pl.col("is_baseline")).then(pl.when(pl.col("mean").is_not_null()).then(0.0))
              .when(m == "paired").then(pl.col("d_mean"))
              .when(has).then(pl.col("mean") - pl.col("base_mean")))
     spread = (pl.when(m == "paired").then(pl.col("d_std"))
               .when(m == "welch").then(((s ** 2 + bs ** 2) / 2).sqrt()))
-    return t.with_columns(delta=delta, _half=half, _spread=spread).with_columns(
+    t = t.with_columns(delta=delta, _half=half, _spread=spread).with_columns(
         ci_low=pl.col("delta") - pl.col("_half"), ci_high=pl.col("delta") + pl.col("_half"))
+    return t.with_columns(p_value=two_sided_p(t["delta"], t["_se"], t["_df"]))
 
 
 def compare(runs: pl.DataFrame, info: pl.DataFrame, metric: str, baseline: str | None, *,
             states: Sequence[str] = RESULT_STATES, min_effect: float = MIN_EFFECT,
-            higher: bool | None = None) -> pl.DataFrame:
+            higher: bool | None = None, correction: str = CORRECTION,
+            family_error: float = FAMILY_ERROR) -> pl.DataFrame:
     """Per group (declared order): group_key, INFO, n_diverged, STAT_COLUMNS, metric,
-    baseline. ``runs``: one row per run (run_id, group_key, seed, status and a ``metric``
-    column) as results_db.frames.runs_wide returns it; ``info``: the groups' labels
-    (group_key, INFO) as frames.group_info returns them. All groups at once (polars
-    expressions; the t quantiles once per distinct df): stats.delta_ci / seeds_needed and
-    verdict.py define the numbers, tests/results_db/test_analysis_vectorised.py holds this to
-    them."""
+    baseline, the RULE columns. ``runs``: one row per run (run_id, group_key, seed, status
+    and a ``metric`` column) as results_db.frames.runs_wide returns it; ``info``: the groups'
+    labels (group_key, INFO) as frames.group_info returns them. ``correction`` /
+    ``family_error``: the multiplicity rule (multiplicity.py; default: each CI at 95 %). All
+    groups at once (polars expressions; the t quantiles once per distinct df): stats.delta_ci
+    / seeds_needed and verdict.py define the numbers, tests/results_db/test_analysis_vectorised
+    .py holds this to them."""
     import polars as pl
 
     if not 0 < min_effect < math.inf:
         raise ValueError(f"min_effect: a relative effect > 0 (0.01 = 1 %), got {min_effect}")
+    multiplicity.check(correction, family_error)
     higher = higher_is_better(metric) if higher is None else higher
     states = [parse_status(s, "states").value for s in states]
     if metric not in runs.columns:
@@ -182,33 +195,45 @@ def compare(runs: pl.DataFrame, info: pl.DataFrame, metric: str, baseline: str |
               & pl.col("distinct") & pl.col("base_distinct")
               & (pl.col("seeds") == pl.col("base_seeds"))).fill_null(False)
     t = t.with_columns(paired=paired)
-    t = _judge(_ci(t, _paired_diffs(values, ok, t)), higher, min_effect)
+    t = _ci(t, _paired_diffs(values, ok, t), correction, family_error)
+    t = _judge(t, higher, min_effect, correction, family_error)
     t = t.with_columns(metric=pl.lit(metric), baseline=pl.lit(baseline, pl.String))
     labels = [c for c in groups.columns if c not in ("n", "mean", "std", "seeds", "distinct")]
     return _frame(t.sort("_row").select(*labels, *STAT_COLUMNS, "metric", "baseline",
-                                        "seeds_observed"))
+                                        "seeds_observed", *RULE))
 
 
-def _judge(t: pl.DataFrame, higher: bool, min_effect: float) -> pl.DataFrame:
-    """seeds_needed (from the spread relative to |baseline mean|), the ``_pct`` columns
-    (relative to |baseline mean|, so a negative mean keeps low <= high; null when it is 0)
-    and the verdict of every row (verdict.py)."""
+def _judge(t: pl.DataFrame, higher: bool, min_effect: float, correction: str,
+           family_error: float) -> pl.DataFrame:
+    """seeds_needed (from the spread relative to |baseline mean|, at the rows' CI level),
+    the ``_pct`` columns (relative to |baseline mean|, so a negative mean keeps low <= high;
+    null when it is 0) and the verdict of every row (verdict.py; under Holm, better/worse
+    are Holm's step-down over the rows' p-values: multiplicity.py)."""
     import polars as pl
 
     bmean = pl.col("base_mean")
     rel = pl.when(~pl.col("is_baseline") & (bmean != 0)).then(pl.col("_spread") / bmean.abs())
     t = t.with_columns(_rel=rel)
+    level = multiplicity.row_level(correction, family_error, int(t["family"][0] or 0))
     t = t.with_columns(seeds_needed=seeds_needed_many(t["_rel"], min_effect,
-                                                      t["ci_method"] == "paired"))
+                                                      t["ci_method"] == "paired", level=level))
     # the seeds that would confirm the *observed* effect (seeds_needed is for min_effect):
     # the same rule with the effect |delta / base mean| in place of min_effect
     effect = (pl.col("delta") / bmean).abs()
     obs = t.select(pl.when(effect > 0).then(pl.col("_rel") / effect)).to_series()
     t = t.with_columns(seeds_observed=pl.when(obs.is_not_null()).then(
-        seeds_needed_many(obs, 1.0, t["ci_method"] == "paired")))
+        seeds_needed_many(obs, 1.0, t["ci_method"] == "paired", level=level)))
     pct = {f"{c}_pct": pct_of_base(pl.col(c), bmean) for c in ("delta", "ci_low", "ci_high")}
-    return t.with_columns(**pct).with_columns(
+    t = t.with_columns(**pct).with_columns(
         verdict=verdict_expr(higher_is_better=higher, min_effect=min_effect))
+    if correction != multiplicity.HOLM:
+        return t
+    tested = ~pl.col("is_baseline") & (pl.col("ci_method") != "none")
+    p = t.select(pl.when(tested).then(pl.col("p_value")).otherwise(float("nan"))).to_series()
+    hit = pl.Series(multiplicity.holm(p.fill_null(float("nan")).to_numpy(), family_error))
+    good = pl.col("delta") > 0 if higher else pl.col("delta") < 0
+    called = pl.when(good).then(pl.lit(BETTER)).otherwise(pl.lit(WORSE))
+    return t.with_columns(verdict=pl.when(hit).then(called).otherwise(pl.col("verdict")))
 
 
 def pct_of_base(value: pl.Expr, base_mean: pl.Expr) -> pl.Expr:
@@ -240,7 +265,8 @@ def _frame(table: pl.DataFrame | None) -> pl.DataFrame:
 
     schema = {**{s.name: getattr(pl, s.dtype) for s in STATS}, "seeds_observed": pl.Int64,
               "lr": pl.Float64, "variant": pl.String, "group_key": pl.String,
-              "n_diverged": pl.Int64, "metric": pl.String, "baseline": pl.String}
+              "n_diverged": pl.Int64, "metric": pl.String, "baseline": pl.String,
+              "correction": pl.String, "family_error": pl.Float64, "family": pl.Int64}
     if table is None:
         return pl.DataFrame(schema={**{c: pl.String for c in INFO}, **schema})
     return table.with_columns(pl.col(c).cast(t) for c, t in schema.items())

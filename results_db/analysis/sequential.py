@@ -26,14 +26,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from contract.states import DONE_OK
-from results_db.analysis import confseq
+from results_db.analysis import confseq, multiplicity
 from results_db.analysis.compare import matched_groups
 from results_db.vocab import RESULT_STATES
 
 if TYPE_CHECKING:
     import polars as pl
 
-RULES = ("bonferroni", "holm")
+RULES = (multiplicity.BONFERRONI, multiplicity.HOLM)  # multiplicity.py owns both
 
 
 @dataclass(frozen=True)
@@ -64,17 +64,6 @@ def _pairs(values: pl.DataFrame, table: pl.DataFrame, relative: bool) -> pl.Data
         d = d.filter(pl.col("base") != 0)
         diff = diff / pl.col("base").abs()
     return d.select("group_key", "seed", d=diff).sort("group_key", "seed")
-
-
-def _holm(p: np.ndarray, alpha: float) -> np.ndarray:
-    """Holm's step-down: which hypotheses are rejected at family-wise level alpha."""
-    order = np.argsort(p, kind="stable")
-    reject = np.zeros(len(p), dtype=bool)
-    for i, j in enumerate(order):
-        if p[j] > alpha / (len(p) - i):
-            break
-        reject[j] = True
-    return reject
 
 
 def read_rows(values: pl.DataFrame, info: pl.DataFrame, baseline: str | None,
@@ -116,7 +105,7 @@ def read_rows(values: pl.DataFrame, info: pl.DataFrame, baseline: str | None,
                                at_cap=ran >= rule.max_seeds)
     if method == "holm":
         mean = frame["mean"].fill_null(0.0).to_numpy()
-        hit = _holm(frame["p_value"].to_numpy(), rule.error_rate)
+        hit = multiplicity.holm(frame["p_value"].to_numpy(), rule.error_rate)
         good = mean > 0 if rule.higher_is_better else mean < 0
         verdict = np.where(hit, np.where(good, confseq.BETTER, confseq.WORSE), verdict)
     more = [_more(m, s, n, rule, alpha_row) if v in (confseq.UNDECIDED,) else None

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from results_db.analysis.columns import RULE
+from results_db.analysis.multiplicity import rule_text
 from results_db.vocab import verdict_kind
 
 if TYPE_CHECKING:
@@ -21,15 +23,25 @@ _PHRASES: tuple[tuple[str, str, str, str], ...] = (
 )
 
 
+def board_rule(board: pl.DataFrame) -> str:
+    """The multiplicity rule a leaderboard was judged by, in words (multiplicity.rule_text
+    over its RULE columns); "95 % CI" for a frame without them."""
+    if board.height == 0 or any(c not in board.columns for c in RULE):
+        return "95 % CI"
+    correction, alpha, family = (board[c][0] for c in RULE)
+    return rule_text(str(correction), float(alpha), int(family or 0))
+
+
 def _plural(n: int, one: str, many: str) -> str:
     return one if n == 1 else many
 
 
 def verdict_sentence(board: pl.DataFrame, sweep: str, metric: str) -> str:
-    """"3 of 15 variants beat the baseline `baseline` beyond noise on val/ppl (95 % CI);
-    2 are worse; 6 are within noise; 4 need more seeds (up to 9); ..." -- counts over the
-    non-baseline rows of ``board`` (a leaderboard); rows are (variant, lr) pairs when the
-    sweep has an LR axis."""
+    """"3 of 15 variants beat the baseline `baseline` beyond noise on val/ppl (95 % CI per
+    row, no correction over 15 rows); 2 are worse; 6 are within noise; 4 need more seeds (up
+    to 9); ..." -- counts over the non-baseline rows of ``board`` (a leaderboard), with the
+    rule its verdicts were read by (board_rule); rows are (variant, lr) pairs when the sweep
+    has an LR axis."""
     if board.height == 0:
         return f"Sweep {sweep}: no finished runs with a {metric} value yet."
     base = board["baseline"][0] if "baseline" in board.columns else None
@@ -45,7 +57,7 @@ def verdict_sentence(board: pl.DataFrame, sweep: str, metric: str) -> str:
         rows["variant"].n_unique() < rows.height else "variants"
     count = {k: kinds.count(k) for k in set(kinds)}
     parts = [f"{count.get('better', 0)} of {rows.height} {unit} beat the baseline '{base}' "
-             f"beyond noise on {metric} (95 % CI)"]
+             f"beyond noise on {metric} ({board_rule(board)})"]
     extra = {"needs >= k seeds": f" (up to {rows['seeds_needed'].max()!s})"}
     for kind, one, many, what in _PHRASES:
         if n := count.get(kind, 0):

@@ -1,4 +1,5 @@
-"""Student's t distribution for the analysis: quantiles for one df or for many at once.
+"""Student's t distribution for the analysis: quantiles for one df or for many at once, and
+the two-sided p-values of a column of t statistics (two_sided_p).
 
 Thin wrappers over scipy's Cephes routine ``scipy.special.stdtrit``: a maintained, exact
 implementation instead of a hand-written one. scipy is
@@ -11,6 +12,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import polars as pl
 
 _CACHE: dict[tuple[float, float], float] = {}  # (p, df) -> quantile; cleared when large
 _CACHE_MAX = 200_000
@@ -52,3 +57,19 @@ def t_quantile(p: float, df: float) -> float:
     """The ``p`` quantile of Student's t (df > 0, 0 < p < 1)."""
     _check(p, df)
     return t_quantiles(p, (df,))[float(df)]
+
+
+def two_sided_p(delta: pl.Series, se: pl.Series, df: pl.Series) -> pl.Series:
+    """The two-sided p-value of "no change" for each row's t = delta / se on ``df`` degrees
+    of freedom (scipy.special.stdtr, vectorised); se 0: p 0 for a non-zero delta, else 1;
+    null where any input is null (no test)."""
+    import numpy as np
+    import polars as pl
+    from scipy.special import stdtr
+
+    d, s, f = (x.cast(pl.Float64).fill_null(np.nan).to_numpy() for x in (delta, se, df))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.abs(d) / s
+        p = np.where(s == 0.0, np.where(d == 0.0, 1.0, 0.0), 2.0 * stdtr(f, -t))
+    p = np.where(np.isnan(d) | np.isnan(s) | np.isnan(f), np.nan, p)
+    return pl.Series("p_value", p, dtype=pl.Float64).fill_nan(None)

@@ -72,6 +72,30 @@ def test_leaderboard_table_and_markdown_show_the_api_verdicts(
     assert code == 0 and "sdpa_elementwise" in out and "[-3.2" in out  # CI of the -3 % change
 
 
+def test_leaderboard_correction_is_the_api_rule_and_says_so(
+        capsys: pytest.CaptureFixture[str], url: str) -> None:
+    """--correction/--family-error reach db.leaderboard unchanged; the summary names the rule
+    (the default, too: each CI at 95 % with no correction over the rows)."""
+    db = results_db.open(url, readonly=True)
+    want = db.leaderboard("gates-toy", correction="bonferroni", family_error=0.1)
+    code, out, err = run_cli(capsys, "leaderboard", "gates-toy", "--db", url, "--format",
+                             "json", "--correction", "bonferroni", "--family-error", "0.1")
+    assert code == 0, err
+    doc = json.loads(out)
+    family = want["family"][0]
+    assert family and {r["correction"] for r in doc["rows"]} == {"bonferroni"}
+    levels = [r["ci_level"] for r in doc["rows"] if r["ci_level"] is not None]
+    assert len(levels) == family and levels == pytest.approx([1 - 0.1 / family] * family)
+    assert [r["ci_low"] for r in doc["rows"]] == want["ci_low"].to_list()
+    assert f"(Bonferroni over the {family} rows with a CI: each CI at " in doc["summary"]
+    code, out, _ = run_cli(capsys, "leaderboard", "gates-toy", "--db", url)
+    assert code == 0 and f"(95 % CI per row, no correction over the {family} rows" in out
+    code, _, err = run_cli(capsys, "leaderboard", "gates-toy", "--db", url,
+                           "--correction", "sidak")
+    assert code != 0 and "correction: expected one of none, bonferroni, holm, got 'sidak'" \
+        in err
+
+
 def test_table_csv_is_the_ablation_frame(capsys: pytest.CaptureFixture[str], url: str) -> None:
     code, out, err = run_cli(capsys, "table", "gates-toy", "--db", url, "--format", "csv",
                              "--metrics", "val/ppl,val/loss")

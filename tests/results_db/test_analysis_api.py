@@ -78,7 +78,8 @@ def test_verdict_summary_says_it_in_words(db) -> None:
     _fill(db)
     text = db.verdict_summary("tbl")
     assert text.startswith("1 of 4 variants beat the baseline 'baseline' beyond noise on "
-                           "val/ppl (95 % CI)")
+                           "val/ppl (95 % CI per row, no correction over the 3 rows with a "
+                           "CI)")
     k = db.leaderboard("tbl").filter(variant="sdpa_headwise")["seeds_needed"][0]
     assert "1 is within noise" in text and f"1 needs more seeds (up to {k})" in text
     assert "1 has a single seed" in text
