@@ -245,9 +245,13 @@ LEGEND_ROW_PX = 30  # one bottom-legend row as drawn (measured: ~30 px); show_ch
 
 
 # The LR legend of a line with points: a line sample, so its entries show their dash (the
-# point overlay made Vega draw each entry as the same dot, and the LRs could not be told apart)
+# point overlay made Vega draw each entry as the same dot, and the LRs could not be told apart).
+# Two columns: bottom legends sit side by side, and a one-row LR legend beside the variants'
+# ran off a half-width chart.
+DASH_LEGEND_COLUMNS = 2
 DASH_LEGEND = alt.Legend(orient="bottom", title="lr", symbolType="stroke", symbolSize=400,
-                         symbolStrokeWidth=2, symbolStrokeColor="#333")
+                         symbolStrokeWidth=2, symbolStrokeColor="#333",
+                         columns=DASH_LEGEND_COLUMNS)
 
 
 def per_layer(frame: pl.DataFrame, title: str, colors: dict[str, str],

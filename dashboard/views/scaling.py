@@ -1,7 +1,9 @@
 """Scaling (issue 24): does a variant's gain survive scale? The paired change vs the baseline
 with its 95 % CI at every evaluation step, against tokens and against training FLOPs (log x),
-one colour per variant (dashboard/palette.py), one marker per model size; the trend sentences
-and table beneath. Everything comes from db.scaling (results_db/analysis/scaling.py)."""
+one colour per variant (dashboard/palette.py), one dash per LR, one marker per model size;
+the trends table beneath and its sentences collapsed (60 of them stood before the first chart
+on the 57-run gates-toy sweep). Everything comes from db.scaling
+(results_db/analysis/scaling.py)."""
 
 from __future__ import annotations
 
@@ -14,14 +16,25 @@ import streamlit as st
 from contract.analysis_defaults import METRIC
 from contract.metrics import VAL
 from dashboard import data, palette
-from dashboard.charts import LEGEND, Layered
+from dashboard.charts import (
+    DASH_LEGEND,
+    DASH_LEGEND_COLUMNS,
+    LEGEND_ROW_PX,
+    Layered,
+    legend_rows,
+    lr_order,
+)
 from dashboard.mdtext import md
-from dashboard.views.common import show_chart, watch
+from dashboard.tables import fmt_lr, fmt_pct
+from dashboard.views.common import show_chart, table_height, watch
 
-TREND_COLUMNS = ("variant", "size", "x", "n_points", "n_seeds", "delta_pct_from",
-                 "delta_pct_to", "ci_low_pct", "ci_high_pct", "slope", "slope_ci_low",
-                 "slope_ci_high", "flops_overhead_pct", "verdict")
 X_TITLES = {"tokens": "training tokens (log)", "flops": "training FLOPs (log)"}
+# Axis labels: SI for tokens (307k, 614k), scientific for FLOPs (3e+11): Vega's default wrote
+# 100,000,000,000
+X_FORMATS = {"tokens": "~s", "flops": ".1~e"}
+LEGEND_COLUMNS = 2  # half-width charts: four columns ran past the edge and were cut off
+X_WORDS = {"tokens": "tokens", "params": "parameters", "flops": "FLOPs",
+           "iso_flops": "equal compute"}
 
 
 def scaling(url: str, sweep: str, metric: str) -> Any:
@@ -34,35 +47,93 @@ def _scaling(url: str, sweep: str, metric: str, version: tuple[int, ...]) -> Any
     return data.open_db(url).scaling(sweep, metric)
 
 
+def chart_rows(points: pl.DataFrame, iso: bool = False) -> pl.DataFrame:
+    """db.scaling's points as the charts draw them: (variant, size, lr as text, series, step,
+    tokens, flops, d, lo, hi, n, has_ci). ``series`` is one line: the variant at one size and
+    one LR (a variant's LRs were one zigzag line in one colour, and could not be told apart)."""
+    y, lo, hi = ("iso_delta_pct", "iso_ci_low_pct", "iso_ci_high_pct") if iso else \
+        ("delta_pct", "ci_low_pct", "ci_high_pct")
+    rows = points.filter(pl.col(y).is_not_null())
+    lr = pl.col("lr").map_elements(fmt_lr, return_dtype=pl.String) if rows.height else \
+        pl.lit("–")
+    return rows.select(
+        "variant", "size", lr.alias("lr"), "step", "tokens", "flops", pl.col(y).alias("d"),
+        pl.col(lo).alias("lo"), pl.col(hi).alias("hi"), "n").with_columns(
+        series=pl.concat_str("variant", pl.lit(" · "), "size", pl.lit(" · lr "), "lr"),
+        has_ci=pl.col("lo").is_not_null())
+
+
 def delta_chart(points: pl.DataFrame, x: str, metric: str, colors: dict[str, str], *,
                 iso: bool = False) -> Layered:
     """Δ % (or the iso-FLOP Δ %) with its 95 % CI bar at each point, log x; a line per
-    (variant, size); a point without a CI (one seed) is hollow."""
-    y, lo, hi = ("iso_delta_pct", "iso_ci_low_pct", "iso_ci_high_pct") if iso else \
-        ("delta_pct", "ci_low_pct", "ci_high_pct")
-    rows = points.filter(pl.col(y).is_not_null()).select(
-        "variant", "size", "step", x, pl.col(y).alias("d"), pl.col(lo).alias("lo"),
-        pl.col(hi).alias("hi"), "n").with_columns(
-        series=pl.col("variant") + " · " + pl.col("size"), has_ci=pl.col("lo").is_not_null())
+    (variant, size, LR) in the variant's colour, the LR by dash and the size by marker where
+    the sweep has several; a point without a CI (one seed) is hollow."""
+    rows = chart_rows(points, iso)
     pdf = rows.to_pandas()
-    xenc = alt.X(f"{x}:Q", scale=alt.Scale(type="log"), title=X_TITLES[x])
+    xenc = alt.X(f"{x}:Q", scale=alt.Scale(type="log"), title=X_TITLES[x],
+                 axis=alt.Axis(format=X_FORMATS[x]))
     color = alt.Color("variant:N", scale=palette.scale(colors, rows["variant"].unique()
-                                                      .to_list()), legend=LEGEND)
-    shape = alt.Shape("size:N", legend=alt.Legend(orient="bottom", title="size"))
+                                                      .to_list()),
+                      legend=alt.Legend(orient="bottom", columns=LEGEND_COLUMNS, labelLimit=0,
+                                        title=None, symbolOpacity=1))
+    sizes = rows["size"].n_unique() > 1
+    shape = alt.Shape("size:N", legend=alt.Legend(orient="bottom", title="size")) if sizes \
+        else alt.Undefined
+    dash = alt.StrokeDash("lr:N", sort=lr_order(rows), legend=DASH_LEGEND) \
+        if rows["lr"].n_unique() > 1 else alt.Undefined
     title = f"Δ {metric} vs baseline (%)" + (", equal compute" if iso else "") + ", 95 % CI"
     bars = alt.Chart(pdf).mark_rule(strokeWidth=1.5, opacity=0.7).encode(
-        x=xenc, y=alt.Y("lo:Q", title=title), y2="hi:Q", color=color)
-    line = alt.Chart(pdf).mark_line(strokeWidth=1.2, opacity=0.6).encode(
-        x=xenc, y="d:Q", color=color, detail="series:N")
+        x=xenc, y=alt.Y("lo:Q", title=title), y2="hi:Q", color=color, detail="series:N")
+    line = alt.Chart(pdf).mark_line(strokeWidth=1.5, opacity=0.8).encode(
+        x=xenc, y="d:Q", color=color, detail="series:N", strokeDash=dash)
     dots = alt.Chart(pdf).mark_point(size=70, strokeWidth=2, opacity=1).encode(
         x=xenc, y="d:Q", color=color, shape=shape,
         fill=alt.condition("datum.has_ci", color, alt.value("white")),
-        tooltip=["variant", "size", "step", alt.Tooltip(f"{x}:Q", format=".3s"),
+        tooltip=["variant", "lr", "size", "step", alt.Tooltip(f"{x}:Q", format=".3s"),
                  alt.Tooltip("d:Q", format="+.2f", title="Δ %"),
                  alt.Tooltip("lo:Q", format="+.2f"), alt.Tooltip("hi:Q", format="+.2f"), "n"])
     zero = alt.Chart(pl.DataFrame({"z": [0.0]}).to_pandas()).mark_rule(
         color="#333", strokeDash=[4, 3]).encode(y="z:Q")
     return alt.layer(bars, line, dots, zero).properties(height=320)
+
+
+def legend_px(points: pl.DataFrame) -> int:
+    """Room under a chart for its bottom legends (variants in LEGEND_COLUMNS, the LRs, the
+    sizes), so none is cut off (show_chart's ``extra``)."""
+    rows = chart_rows(points)
+    lrs = rows["lr"].n_unique()
+    n = max(legend_rows(rows["variant"].n_unique(), LEGEND_COLUMNS),
+            legend_rows(lrs, DASH_LEGEND_COLUMNS) if lrs > 1 else 0) \
+        + (rows["size"].n_unique() > 1)
+    return 70 + LEGEND_ROW_PX * n
+
+
+def _interval(lo: float | None, hi: float | None) -> str:
+    return "–" if lo is None or hi is None else f"[{lo:+.2f}, {hi:+.2f}]"
+
+
+def trend_table(trends: pl.DataFrame) -> pl.DataFrame:
+    """db.scaling's trends as the strings the page shows: the LR beside the variant, Δ from
+    -> to with the CI at the last point, the slope in pp per decade with its CI, the FLOPs a
+    token costs over the baseline, the verdict; '–' where there is no value (the frame's
+    nulls were shown as "None")."""
+    out = [{"variant": r["variant"], "lr": fmt_lr(r["lr"]), "size": r["size"] or "across sizes",
+            "over": X_WORDS.get(r["x"], r["x"]), "points": str(r["n_points"]),
+            "seeds": str(r["n_seeds"]),
+            "Δ% from → to": "–" if r["delta_pct_to"] is None else
+            f"{fmt_pct(r['delta_pct_from'])} → {fmt_pct(r['delta_pct_to'])}",
+            "95% CI (last)": _interval(r["ci_low_pct"], r["ci_high_pct"]),
+            "slope pp/decade [95% CI]": "–" if r["slope"] is None else
+            f"{r['slope']:+.2f} {_interval(r['slope_ci_low'], r['slope_ci_high'])}",
+            "FLOPs/token vs baseline": fmt_pct(r["flops_overhead_pct"]),
+            "verdict": r["verdict"] or "–"} for r in trends.iter_rows(named=True)]
+    return pl.DataFrame(out, schema={c: pl.String for c in TABLE_COLUMNS}) \
+        .select(TABLE_COLUMNS)
+
+
+# the verdict beside the row's name: as the last column it ran past the table's edge, cut
+TABLE_COLUMNS = ("variant", "lr", "size", "over", "verdict", "Δ% from → to", "95% CI (last)",
+                 "slope pp/decade [95% CI]", "FLOPs/token vs baseline", "points", "seeds")
 
 
 def _metric(url: str, sweep: str) -> str:
@@ -83,15 +154,22 @@ def render(url: str, sweep: str | None) -> None:
         st.info(f"No variant can be paired with the baseline at an evaluation step yet "
                 f"({base}; the deltas need finished runs of both at the same seeds).")
         return
-    st.markdown("\n".join(f"- {md(s)}" for s in sc.sentences))
     colors = palette.colors(data.variants(url, sweep), sc.baseline)
-    left, right = st.columns(2)
+    extra = legend_px(sc.points)
+    left, right = st.columns(2)  # the charts first: the answer at a glance
     with left:
         st.markdown("**Δ vs tokens** (paired over seeds; hollow = one seed, no CI)")
-        show_chart(delta_chart(sc.points, "tokens", metric, colors))
+        show_chart(delta_chart(sc.points, "tokens", metric, colors), extra=extra)
     with right:
         iso = st.toggle("At equal compute (the baseline read at the variant's FLOPs)",
                         key="sc_iso")
         st.markdown("**Δ vs training FLOPs** (6·N·D + attention, gates included)")
-        show_chart(delta_chart(sc.points, "flops", metric, colors, iso=iso))
-    st.dataframe(sc.trends.select(TREND_COLUMNS), hide_index=True, key="sc_trends")
+        show_chart(delta_chart(sc.points, "flops", metric, colors, iso=iso), extra=extra)
+    table = trend_table(sc.trends)
+    st.markdown("**Trends**: the change vs the baseline across tokens (its slope per decade) "
+                "and at equal compute, per variant and LR")
+    st.dataframe(table, hide_index=True, key="sc_trends", height=table_height(table.height),
+                 width="stretch",
+                 column_config={"verdict": st.column_config.TextColumn("verdict", width=230)})
+    with st.expander(f"The same in {len(sc.sentences)} sentences"):
+        st.markdown("\n".join(f"- {md(s)}" for s in sc.sentences))

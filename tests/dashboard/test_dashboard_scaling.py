@@ -64,9 +64,9 @@ def test_api_cli_and_dashboard_agree(url: str, monkeypatch: pytest.MonkeyPatch,
     for sentence in sc.sentences[:2]:
         assert sentence.split(":")[0].split(" (")[0] in text
     assert "slope -1.20 pp per decade [-1.70, -0.70]" in text
-    shown = at.dataframe[0].value
-    assert shown["slope"].dropna().tolist() == pytest.approx(sc.trends["slope"].drop_nulls()
-                                                             .to_list())
+    shown = at.dataframe[0].value  # the trends as text, '–' where there is no slope
+    slopes = [t.split(" [")[0] for t in shown["slope pp/decade [95% CI]"] if t != "–"]
+    assert slopes == [f"{v:+.2f}" for v in sc.trends["slope"].drop_nulls()]
     tokens_chart = chart_data(at)[0]
     got = sorted(v for f in tokens_chart if "d" in f.columns for v in f["d"])
     assert got == pytest.approx(sorted(sc.points["delta_pct"].to_list()))
@@ -105,3 +105,46 @@ def test_cli_says_why_nothing_pairs(tmp_path: Path, capsys: pytest.CaptureFixtur
     text = " ".join(capsys.readouterr().out.split())
     assert "no val/ppl evaluation point of a variant pairs with the baseline's (baseline)" in text
     assert "train.eval_every" in text and "┏" not in text
+
+
+# --- issue 33.4: the page on the 57-run gates-toy sweep (an LR ladder, one size) -----------
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory: pytest.TempPathFactory) -> str:
+    from tests.support import report_db
+
+    return report_db.build(f"sqlite:///{tmp_path_factory.mktemp('toy') / 'toy.db'}")
+
+
+def test_toy_sweep_charts_first_lrs_apart_no_none(toy: str,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """60 bullet sentences stood before the first chart; a variant's four LRs were one line
+    in one colour; the FLOPs axis used Vega's default format (100,000,000,000); the trends
+    table showed "None" and no LR."""
+    from tests.support.report_db import SWEEP
+
+    at = _page(toy, SWEEP, monkeypatch)
+    with results_db.open(toy, readonly=True) as db:
+        sc = db.scaling(SWEEP)
+    assert len(sc.sentences) == 60
+    bullets = [m for m in at.markdown if m.value.startswith("- ")]
+    assert len(bullets) == 1 and len(bullets[0].value.splitlines()) == 60
+    (box,) = at.expander
+    assert box.label == "The same in 60 sentences" and bullets[0] in box.markdown
+    # one line per (variant, size, LR), told apart by dash; the axes in SI / scientific
+    for spec, data in zip(chart_specs(at), chart_data(at), strict=True):
+        line = next(lay for lay in spec["layer"] if lay["mark"]["type"] == "line")
+        assert line["encoding"]["strokeDash"]["field"] == "lr"
+        assert line["encoding"]["detail"]["field"] == "series"
+        rows = max(data, key=len)
+        for variant in ("baseline", "sdpa_elementwise", "sdpa_headwise"):
+            series = set(rows.loc[rows["variant"] == variant, "series"])
+            lrs = set(rows.loc[rows["variant"] == variant, "lr"])
+            if variant != "baseline":
+                assert lrs == {"3e-3", "1e-2", "3e-2", "1e-1"} and len(series) == 4
+        fmt = line["encoding"]["x"]["axis"]["format"]
+        assert fmt in ("~s", ".1~e")
+    table = at.dataframe[0].value
+    assert "lr" in table.columns and "None" not in table.to_string()
+    assert not table.isna().any().any()
+    elementwise = table[(table["variant"] == "sdpa_elementwise") & (table["over"] == "tokens")]
+    assert sorted(elementwise["lr"]) == ["1e-1", "1e-2", "3e-2", "3e-3"]

@@ -23,6 +23,7 @@ playwright is missing.
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 
@@ -31,7 +32,7 @@ import pytest
 import results_db
 from dashboard import palette
 from tests.support import dashboard_sample as sample
-from tests.support import screenshot
+from tests.support import report_db, screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -55,6 +56,7 @@ def served(tmp_path_factory: pytest.TempPathFactory):
     sample.fill_evals(db)  # issue 22.1: 5-point evaluation series
     sample.fill_wide(db)  # issue 22.6/22.9: 16 variants
     db.close()
+    report_db.build(url)  # issue 33: the 57-run gates-toy sweep (an LR ladder, 3 seeds)
     with screenshot.serve(url) as base, screenshot.browser() as b:
         yield base, b, url
 
@@ -449,3 +451,31 @@ def test_probes_histograms_have_their_own_axes_and_lr_legend_shows_dashes(served
         assert len(lg["entries"]) == len(sample.LRS)
         assert all(e["w"] >= 10 and e["h"] <= 4 for e in lg["entries"]), lg  # a line, no dot
         assert len({e["dash"] for e in lg["entries"]}) == len(sample.LRS), lg
+
+
+def test_scaling_charts_first_whole_legends_and_si_axes(served, tmp_path: Path) -> None:
+    """33.4 on the 57-run gates-toy sweep: the charts come before the sentences (collapsed),
+    no legend is cut off, and the FLOPs axis is not written 100,000,000,000."""
+    base, b, _ = served
+    shot = _capture(served, tmp_path, "Scaling", report_db.SWEEP, "Δ vs tokens",
+                    "dashboard-scaling-toy.png", height=1400)
+    assert len(shot.detail) == 2
+    for d in shot.detail:
+        assert d["legend_clipped"] == [] and d["legend"], d["legend"]
+        assert {"3e-3", "1e-2", "3e-2", "1e-1"} <= set(d["legend"])  # the LR dash legend
+    p = b.new_page(viewport={"width": 1500, "height": 1400})
+    try:
+        p.goto(screenshot.page_url(base, "Scaling", report_db.SWEEP),
+               wait_until="domcontentloaded")
+        p.get_by_text("Δ vs tokens").first.wait_for(timeout=60_000)
+        p.wait_for_function("() => document.querySelectorAll("
+                            "'[data-testid=stVegaLiteChart] svg g.role-axis').length >= 4",
+                            timeout=40_000)
+        charts = p.evaluate(_AXES_LEGENDS_JS)
+        first_chart = p.locator("[data-testid=stVegaLiteChart]").first.bounding_box()
+        sentences = p.locator("[data-testid=stExpander]").first.bounding_box()
+    finally:
+        p.close()
+    x_labels = [t for c in charts for a in c["axes"] if a["horiz"] for t in a["labels"]]
+    assert x_labels and not [t for t in x_labels if re.search(r"\d,\d{3},\d{3}", t)], x_labels
+    assert first_chart["y"] < sentences["y"]
