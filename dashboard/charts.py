@@ -124,11 +124,13 @@ VERDICT_SHAPES: dict[str, str] = {
 
 
 def delta_dots(board: pl.DataFrame, metric: str, colors: dict[str, str],
-               seeds: pl.DataFrame | None = None, max_rows: int = 60) -> Layered:
-    """Δ% vs baseline with its 95 % CI per leaderboard row (``row`` labels, in board order),
+               seeds: pl.DataFrame | None = None, max_rows: int = 60,
+               ci: str = "95 % CI") -> Layered:
+    """Δ% vs baseline with its CI per leaderboard row (``row`` labels, in board order),
     in the variant's colour; the verdict as the marker's shape and a label beside the CI; a
     row without a CI (n = 1) is a hollow marker. ``seeds`` (row, delta_pct): each seed's own
-    Δ%, drawn as small dots beside the mean."""
+    Δ%, drawn as small dots beside the mean. ``ci``: the interval's name on the axis (a
+    corrected leaderboard's level, e.g. "Bonferroni 99.6 % CI")."""
     rows = board.filter(~pl.col("is_baseline") & pl.col("delta_pct").is_not_null()) \
         .head(max_rows).select("row", "variant", "delta_pct", "ci_low_pct", "ci_high_pct",
                                "verdict", "n")
@@ -147,7 +149,7 @@ def delta_dots(board: pl.DataFrame, metric: str, colors: dict[str, str],
     # no legend: each marker carries its verdict as a text label beside its CI
     shape = alt.Shape("kind:N", title="verdict", legend=None, scale=alt.Scale(
         domain=shown, range=[VERDICT_SHAPES[k] for k in shown]))
-    xq = alt.X("ci_low_pct:Q", title=f"Δ {metric} vs baseline (%), 95 % CI")
+    xq = alt.X("ci_low_pct:Q", title=f"Δ {metric} vs baseline (%), {ci}")
     bars = alt.Chart(pdf).mark_rule(strokeWidth=2).encode(y=y, x=xq, x2="ci_high_pct:Q",
                                                          color=color)
     layers: list[Any] = [bars]
@@ -367,6 +369,9 @@ def parallel(frame: pl.DataFrame, colors: dict[str, str]) -> Layered:
         x=x, y=y, color=color, detail="row:N", order="order:Q",
         tooltip=["row", "axis", "label"])
     rules = alt.Chart(pdf).mark_rule(color="#bbb").encode(x=x)
-    ticks = alt.Chart(frame.unique(["axis", "label"]).to_pandas()).mark_text(
+    # the labels each axis writes (its levels, or a numeric axis's two ends): every row's
+    # value at its height overlapped; a line's own values are in its tooltip
+    written = frame.filter(pl.col("tick").is_not_null()) if "tick" in frame.columns else frame
+    ticks = alt.Chart(written.unique(["axis", "pos", "label"]).to_pandas()).mark_text(
         align="left", dx=4, fontSize=10, color="#333").encode(x=x, y=y, text="label:N")
     return alt.layer(rules, lines, ticks).properties(height=260)

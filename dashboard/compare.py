@@ -1,6 +1,6 @@
 """Run comparison as researchers do it in W&B / MLflow compare: parallel coordinates over the
 swept dimensions, and each variant at its own best LR against the baseline at *its* best LR
-(the statistic is results_db.analysis.bestlr.best_vs_best; here only its display).
+(the statistic is db.best_vs_best, results_db/analysis/bestlr.py; here only its display).
 
 Pure polars over frames the pages already read (db.leaderboard, the runs, their summaries).
 """
@@ -11,7 +11,7 @@ import math
 
 import polars as pl
 
-from dashboard.tables import fmt_delta_ci, fmt_lr, fmt_num, fmt_pct, row_labels
+from dashboard.tables import fmt_delta_ci, fmt_lr, fmt_num, fmt_pct, fmt_verdict, row_labels
 
 
 def dimension_columns(board: pl.DataFrame) -> list[str]:
@@ -21,9 +21,21 @@ def dimension_columns(board: pl.DataFrame) -> list[str]:
     return [c for c in dims if board[c].cast(pl.String).fill_null("–").n_unique() > 1]
 
 
-def _positions(col: pl.Series, name: str) -> tuple[list[float], list[str]]:
-    """Axis positions in [0, 1] and labels: numbers min-max (the LR on log10), anything else
-    its sorted distinct values evenly spaced ('–' for no value)."""
+def _number(v: float, name: str) -> str:
+    """One axis value as text: the LR as people write it, Δ% signed, whole numbers without
+    decimals (n_head 2, 4 -- not "2.000/4.000"), others by fmt_num."""
+    if name == "lr":
+        return fmt_lr(v)
+    if name == "delta_pct":
+        return fmt_pct(v)
+    return f"{v:.0f}" if float(v).is_integer() and abs(v) < 1e15 else fmt_num(v)
+
+
+def _positions(col: pl.Series, name: str) -> tuple[list[float], list[str], list[bool]]:
+    """Axis positions in [0, 1], labels, and which labels the axis writes: numbers min-max
+    (the LR on log10) with only the extremes written (every row's value at its height
+    overlapped into a smudge), anything else its sorted distinct values evenly spaced ('–' for
+    no value), each written once."""
     if col.dtype.is_numeric():
         vals = [None if v is None or not math.isfinite(v) else float(v) for v in col.to_list()]
         scaled = [None if v is None else (math.log10(v) if name == "lr" and v > 0 else v)
@@ -32,42 +44,58 @@ def _positions(col: pl.Series, name: str) -> tuple[list[float], list[str]]:
         lo, hi = (min(known), max(known)) if known else (0.0, 1.0)
         span = hi - lo or 1.0
         pos = [0.5 if v is None or hi == lo else (v - lo) / span for v in scaled]
-        labels = [("–" if v is None else fmt_lr(v) if name == "lr" else
-                   fmt_pct(v) if name == "delta_pct" else fmt_num(v)) for v in vals]
-        return pos, labels
+        labels = ["–" if v is None else _number(v, name) for v in vals]
+        ends = {lo, hi}
+        written = [v is None or v in ends for v in scaled]
+        return pos, labels, written
     text = col.cast(pl.String).fill_null("–").to_list()
     levels = sorted(set(text), key=lambda s: (s == "–", s))
     step = 1.0 / (len(levels) - 1) if len(levels) > 1 else 0.0
-    return [0.5 if len(levels) == 1 else levels.index(t) * step for t in text], text
+    return [0.5 if len(levels) == 1 else levels.index(t) * step for t in text], text, \
+        [True] * len(text)
 
 
 def parallel_frame(board: pl.DataFrame, metric: str) -> pl.DataFrame:
-    """(row, variant, axis, order, pos, label): one polyline per leaderboard row across the
-    swept dimensions that vary, then the metric's mean and Δ% vs baseline."""
+    """(row, variant, axis, order, pos, label, tick): one polyline per leaderboard row across
+    the swept dimensions that vary, then the metric's mean and Δ% vs baseline; ``tick`` is
+    the label where the axis writes it (a level, or a numeric axis's extremes), else null."""
     if "row" not in board.columns:
         board = board.with_columns(row_labels(board))
     axes = [*dimension_columns(board), "mean", "delta_pct"]
     names = {"mean": metric, "delta_pct": f"Δ% {metric}"}
     parts = []
     for i, ax in enumerate(axes):
-        pos, labels = _positions(board[ax], ax)
+        pos, labels, written = _positions(board[ax], ax)
         parts.append(pl.DataFrame({
             "row": board["row"], "variant": board["variant"],
             "axis": [names.get(ax, ax.removeprefix("gate_"))] * board.height,
-            "order": [i] * board.height, "pos": pos, "label": labels},
-            schema={"row": pl.String, "variant": pl.String, "axis": pl.String,
-                    "order": pl.Int64, "pos": pl.Float64, "label": pl.String}))
-    return pl.concat(parts) if parts else pl.DataFrame()
+            "order": [i] * board.height, "pos": pos, "label": labels,
+            "tick": [t if w else None for t, w in zip(labels, written, strict=True)]},
+            schema=PARALLEL_SCHEMA))
+    return pl.concat(parts) if parts else pl.DataFrame(schema=PARALLEL_SCHEMA)
+
+
+PARALLEL_SCHEMA = {"row": pl.String, "variant": pl.String, "axis": pl.String,
+                   "order": pl.Int64, "pos": pl.Float64, "label": pl.String,
+                   "tick": pl.String}
+
+
+BEST_VS_BEST = ("variant", "LRs", "its best LR", "baseline's best LR", "judged at",
+                "baseline judged at", "n", "Δ% best vs best [95% CI]", "CI", "verdict", "note")
 
 
 def best_vs_best_display(frame: pl.DataFrame) -> pl.DataFrame:
-    """best_vs_best as the strings the page shows."""
+    """db.best_vs_best as the strings the page shows: a row the design cannot support (one
+    LR, one seed) keeps its words and shows no LR as "best" and no Δ."""
+    def text(v: object) -> str:
+        return "–" if v is None else str(v)
+
     return pl.DataFrame([{
-        "variant": r["variant"], "its best LR": fmt_lr(r["best lr"]),
-        "baseline's best LR": fmt_lr(r["baseline best lr"]), "n": str(r["n"]),
+        "variant": r["label"], "LRs": text(r["n_lrs"]), "its best LR": fmt_lr(r["best_lr"]),
+        "baseline's best LR": fmt_lr(r["baseline_best_lr"]), "judged at": text(r["picks"]),
+        "baseline judged at": text(r["baseline_picks"]), "n": text(r["n"]),
         "Δ% best vs best [95% CI]": fmt_delta_ci(r["delta_pct"], r["ci_low_pct"],
                                                  r["ci_high_pct"]),
-        "CI": r["ci_method"] if r["ci_method"] != "none" else "–"}
-        for r in frame.iter_rows(named=True)], schema={
-        c: pl.String for c in ("variant", "its best LR", "baseline's best LR", "n",
-                               "Δ% best vs best [95% CI]", "CI")})
+        "CI": r["ci_method"] if r["ci_method"] not in (None, "none") else "–",
+        "verdict": fmt_verdict(r["verdict"]), "note": text(r["note"])}
+        for r in frame.iter_rows(named=True)], schema={c: pl.String for c in BEST_VS_BEST})

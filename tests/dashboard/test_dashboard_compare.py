@@ -91,3 +91,28 @@ def test_best_vs_best_each_at_its_own_best_lr(db_url: str,
     lo, hi = 100 * (mean - half) / base, 100 * (mean + half) / base
     assert row["Δ% best vs best [95% CI]"] == f"{100 * mean / base:+.1f}% [{lo:+.1f}, {hi:+.1f}]"
     assert "baseline" not in table.index
+
+
+def test_parallel_coordinates_write_few_whole_labels(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Issue 33.7 on the 57-run gates-toy sweep: every row's mean and Δ% was written at its
+    height (19 overlapping labels per axis), and kv heads read "2.000" / "4.000". Read off
+    the chart the Leaderboard draws (charts.parallel over compare.parallel_frame)."""
+    from dashboard import charts, palette
+    from tests.support import report_db
+
+    url = report_db.build(f"sqlite:///{tmp_path_factory.mktemp('par') / 'toy.db'}")
+    with results_db.open(url, readonly=True) as db:
+        board = db.leaderboard(report_db.SWEEP)
+    chart = charts.parallel(compare.parallel_frame(board, "val/ppl"),
+                            palette.colors(board["variant"].unique().to_list(), "baseline"))
+    spec = chart.to_dict()
+    text = next(lay for lay in spec["layer"] if lay["mark"]["type"] == "text")
+    written = pl.DataFrame(spec["datasets"][text["data"]["name"]])  # what the axes write
+    per_axis = {a: sorted(g["label"].to_list())
+                for (a,), g in written.group_by("axis", maintain_order=True)}
+    assert per_axis["n_kv_head"] == ["2", "4"], per_axis
+    for ax in ("val/ppl", "Δ% val/ppl", "lr"):  # a numeric axis: its two ends only
+        assert len(per_axis[ax]) == 2, per_axis[ax]
+    assert per_axis["lr"] == ["1e-1", "3e-3"]
+    assert not [t for labels in per_axis.values() for t in labels if t.endswith(".000")]
