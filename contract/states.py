@@ -93,6 +93,9 @@ def run_status_after(attempt_status: str | RunStatus, fault: FaultClass | None) 
 DEFAULT_HEARTBEAT_S = 5.0
 STALE_BEATS = 3
 STALE_SLACK_S = 2.0
+# A stale attempt whose process still uses CPU is starved, not dead (orchestrator/run/liveness.py),
+# and is left alone -- but not forever: silent this long while busy, it counts as hung.
+MAX_SILENT_S = 300.0
 
 
 def stale_after_s(heartbeat_s: float | None) -> float:

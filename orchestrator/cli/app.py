@@ -21,6 +21,7 @@ from contract.errors import UserError
 from contract.textout import terminal
 from orchestrator.run.dbretry import db_wait_s
 from orchestrator.run.env import absolute_db_url, float_env
+from orchestrator.run.leases import max_silent_s
 from orchestrator.run.paths import storage_arg
 from orchestrator.run.trial_job import heartbeat_interval
 
@@ -123,8 +124,6 @@ def check_metrics(d: ResultsDB, sweep: str, metrics: list[str], option: str = "-
 def stale_after(value: float | None) -> float | None:
     """--stale-after, else $GATESWEEP_STALE_AFTER, else None: each attempt's own threshold,
     derived from its heartbeat interval (contract.states.stale_after_s)."""
-
-
     if value is not None:  # the option's bounds refuse NaN, inf and negatives
         return value
     return float_env(STALE_ENV, 0.0) if os.environ.get(STALE_ENV) else None
@@ -139,6 +138,7 @@ def check_env() -> None:
     stale_after(None)
     db_wait_s()
     heartbeat_interval()
+    max_silent_s()
 
 
 def split_csv(value: str | None) -> list[str] | None:

@@ -13,7 +13,10 @@ readers never wait for the writer):
 - the same pid held the write lock at every look for a whole staleness window (our
   transactions last milliseconds), and still holds it;
 - that pid is the recorded process of a running attempt this driver claimed, on this host,
-  whose heartbeat is stale.
+  whose heartbeat is stale;
+- it made no progress meanwhile (orchestrator/run/liveness.py): stopped, or no CPU time. A
+  holder that still runs is only starved on a loaded node and will commit; its window starts
+  again.
 Then SIGKILL: the kernel drops the lock, SQLite rolls the open transaction back whole, Ray
 reports the worker dead and Tune retries the run from its last checkpoint (``worker_died``).
 A lock held that long by anything else (a user's ``sqlite3`` shell) is named once and left alone.
@@ -32,6 +35,7 @@ from typing import TYPE_CHECKING
 import results_db
 from contract.states import stale_after_s
 from orchestrator.run.cluster import parse_host_label
+from orchestrator.run.liveness import Sample, making_progress, sample
 
 if TYPE_CHECKING:
     from results_db import AttemptRow, ResultsDB
@@ -49,6 +53,7 @@ class FrozenWriterWatch:
         self._reader: ResultsDB | None = None
         self._holder: int | None = None
         self._since = 0.0
+        self._cpu: Sample | None = None  # the holder's CPU time when it was first seen
         self._named: set[int] = set()  # foreign holders already reported
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="frozen-writer", daemon=True)
@@ -83,8 +88,13 @@ class FrozenWriterWatch:
         pid = self.db.write_lock_holder()
         if pid != self._holder:
             self._holder, self._since = pid, now
+            self._cpu = sample(pid) if pid is not None else None
             return None
         if pid is None or now - self._since < self.window:
+            return None
+        cpu = sample(pid)
+        if making_progress(self._cpu, cpu):  # starved, not frozen: it will commit
+            self._since, self._cpu = now, cpu
             return None
         att = self._frozen_attempt(pid)
         if att is None:

@@ -6,7 +6,9 @@ While a driver (``submit`` / ``rerun``) lives, a daemon thread every heartbeat i
   still start -- ``rerun --sweep`` takes the former and leaves the latter;
 - records its own silent attempts promptly: an attempt it claimed whose heartbeat went stale
   (states.stale_after_s of its interval) ends ``failed`` with ``node_lost`` when Ray reports its
-  node dead, else ``worker_died`` -- seconds after the death, whether or not Tune retries;
+  node dead, else ``worker_died`` -- seconds after the death, whether or not Tune retries --
+  unless its process is only starved (orchestrator/run/liveness.py: still using CPU on a
+  loaded node), which is waited for up to states.MAX_SILENT_S;
 - watches the DB itself: a tick that cannot reach it is recorded in the driver's
   ``OutageState`` (orchestrator/run/dbretry.py; the scheduler stops the sweep once the outage
   outlasts its bound). After an outage nobody could heartbeat, so no attempt is judged
@@ -23,17 +25,29 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from contract.states import RunStatus, stale_after_s
+from contract.states import MAX_SILENT_S, RunStatus, stale_after_s
 from orchestrator.run.cluster import parse_host_label
 from orchestrator.run.dbretry import OutageState
+from orchestrator.run.env import float_env
 from orchestrator.run.faults import Fault
 from orchestrator.run.frozen_writer import FrozenWriterWatch
+from orchestrator.run.liveness import Liveness, LivenessWatch
 from results_db import DBUnavailable
 
 if TYPE_CHECKING:
     from results_db import ResultsDB
+    from results_db.rows import AttemptRow
+
+MAX_SILENT_S_ENV = "GATESWEEP_MAX_SILENT_S"
+
+
+def max_silent_s() -> float:
+    """GATESWEEP_MAX_SILENT_S, default contract.states.MAX_SILENT_S: how long a silent attempt
+    whose process still uses CPU is waited for before it counts as hung."""
+    return float_env(MAX_SILENT_S_ENV, MAX_SILENT_S, minimum=0.0)
 
 
 def node_fault(host: str, grace_s: float = 0.0) -> Fault:
@@ -84,6 +98,8 @@ class LeaseKeeper:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="leases", daemon=True)
         self._frozen = FrozenWriterWatch(db, self.ids, owner, heartbeat_s, self.say)
+        self._alive = LivenessWatch(max_silent_s(), remote_timeout_s=stale_after_s(heartbeat_s))
+        self._told: set[int] = set()  # attempts whose starving was said once
 
     def __enter__(self) -> LeaseKeeper:
         self._frozen.start()  # first: a frozen writer would make this very tick wait
@@ -136,11 +152,38 @@ class LeaseKeeper:
         for att in self.db.stale_attempts(self.ids):
             if att.owner != self.owner:
                 continue  # another driver's attempt: its own driver (or the reconciler) judges
-            fault = node_fault(att.host)
-            last = att.heartbeat or att.started
-            msg = (f"{'node lost' if fault is Fault.NODE_LOST else 'worker died'}: no heartbeat "
-                   f"since {last:%H:%M:%S} on {att.host}")
+            msg_fault = self._judge(att)
+            if msg_fault is None:
+                continue
+            msg, fault = msg_fault
             self.db.finish_attempt(att.id, RunStatus.FAILED, error=msg, fault=fault)
             self.say(f"run {att.run_id}: attempt {att.number} {msg}")
+            self._alive.forget(att.id)
             ended.append(att.id)
         return ended
+
+    def _judge(self, att: AttemptRow) -> tuple[str, Fault] | None:
+        """(error text, fault) for a stale attempt that is dead; None while it is only
+        starved (its process still uses CPU) or has had just one look."""
+        fault = node_fault(att.host)
+        last = att.heartbeat or att.started
+        silent = (datetime.now(UTC) - last).total_seconds()
+        how = ""
+        if fault is Fault.WORKER_DIED:
+            live = self._alive.look(att.id, att.host, att.pid, silent)
+            if live in (Liveness.BUSY, Liveness.FIRST):
+                if live is Liveness.BUSY and att.id not in self._told:
+                    self._told.add(att.id)
+                    self.say(f"run {att.run_id}: attempt {att.number} sent no heartbeat for "
+                             f"{silent:.0f} s but its process is using CPU (a loaded node?): "
+                             f"waiting, up to {self._alive.max_silent_s:g} s")
+                return None
+            how = {Liveness.GONE: " (its process is gone)",
+                   Liveness.STOPPED: " (its process is stopped)",
+                   Liveness.HUNG: (" (its process is busy but silent past "
+                                   f"{self._alive.max_silent_s:g} s)"
+                                   if silent > self._alive.max_silent_s
+                                   else " (its process used no CPU since the last look: hung)"),
+                   }.get(live, "")
+        return (f"{'node lost' if fault is Fault.NODE_LOST else 'worker died'}: no heartbeat "
+                f"since {last:%H:%M:%S} on {att.host}{how}"), fault
