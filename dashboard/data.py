@@ -15,7 +15,12 @@ import polars as pl
 import streamlit as st
 
 import results_db
-from contract.analysis_defaults import STABILITY_METRIC, STABILITY_TOL
+from contract.analysis_defaults import (
+    CORRECTION,
+    FAMILY_ERROR,
+    STABILITY_METRIC,
+    STABILITY_TOL,
+)
 from dashboard import ablation
 from results_db.analysis.summary import verdict_sentence
 
@@ -45,6 +50,21 @@ def schema_note(url: str) -> str | None:
 def sweep_status(url: str) -> pl.DataFrame:
     """Per sweep: counts by state (the DB's own aggregation)."""
     return open_db(url).sweep_status()
+
+
+def status_of(url: str, sweep: str | None) -> pl.DataFrame:
+    """``sweep_status`` rows of ``sweep`` (every sweep when None). A sweep the 3-s cached
+    counts do not know yet (a page opened from the link `submit` prints, right after it) is
+    read again: its pending runs said "no run active" for up to 3 s and the page kept the
+    slow, idle refresh."""
+    frame = sweep_status(url)
+    if sweep is None or "sweep" not in frame.columns:
+        return frame
+    mine = frame.filter(pl.col("sweep") == sweep)
+    if mine.is_empty():
+        sweep_status.clear()
+        mine = sweep_status(url).filter(pl.col("sweep") == sweep)
+    return mine
 
 
 @st.cache_data(ttl=LIVE_TTL_S, show_spinner=False)
@@ -122,31 +142,49 @@ def sweep_state(url: str, sweep: str | None) -> tuple[int, ...]:
     """The sweep's run counts by state (from the 3-s ``sweep_status`` read): the version every
     results read below is cached under, so a run that finishes shows up on the next page run
     instead of after a TTL, and the pages' watcher (views/common.watch) reruns on a change."""
-    frame = sweep_status(url)
-    if sweep is not None and "sweep" in frame.columns:
-        frame = frame.filter(pl.col("sweep") == sweep)
+    frame = status_of(url, sweep)
     cols = [c for c in frame.columns if c not in ("sweep", "total", "done")]
     return tuple(int(frame[c].sum() or 0) for c in sorted(cols))
 
 
 def leaderboard(url: str, sweep: str, metric: str, ascending: bool,
-                states: tuple[str, ...]) -> pl.DataFrame:
-    """db.leaderboard: per (variant, lr) group n, mean, std, Δ with its 95 % CI, verdict."""
-    return _leaderboard(url, sweep, metric, ascending, states, sweep_state(url, sweep))
+                states: tuple[str, ...], correction: str = CORRECTION,
+                family_error: float = FAMILY_ERROR) -> pl.DataFrame:
+    """db.leaderboard: per (variant, lr) group n, mean, std, Δ with its CI (95 % per row, or
+    corrected over the rows: results_db/analysis/multiplicity.py), verdict."""
+    return _leaderboard(url, sweep, metric, ascending, states, correction, family_error,
+                        sweep_state(url, sweep))
 
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)
 def _leaderboard(url: str, sweep: str, metric: str, ascending: bool,
-                 states: tuple[str, ...], version: tuple[int, ...]) -> pl.DataFrame:
-    return open_db(url).leaderboard(sweep, metric, states=states, ascending=ascending)
+                 states: tuple[str, ...], correction: str, family_error: float,
+                 version: tuple[int, ...]) -> pl.DataFrame:
+    return open_db(url).leaderboard(sweep, metric, states=states, ascending=ascending,
+                                    correction=correction, family_error=family_error)
 
 
 def verdict_summary(url: str, sweep: str, metric: str, ascending: bool,
-                    states: tuple[str, ...]) -> str:
+                    states: tuple[str, ...], correction: str = CORRECTION,
+                    family_error: float = FAMILY_ERROR) -> str:
     """db.verdict_summary's sentence for the board the page shows: results_db's own
     verdict_sentence over the (cached) leaderboard, so the page does not rank twice (on 10k
     runs db.verdict_summary recomputes the whole leaderboard: 1.4 s)."""
-    return verdict_sentence(leaderboard(url, sweep, metric, ascending, states), sweep, metric)
+    return verdict_sentence(leaderboard(url, sweep, metric, ascending, states, correction,
+                                        family_error), sweep, metric)
+
+
+def best_vs_best(url: str, sweep: str, metric: str, ascending: bool,
+                 states: tuple[str, ...]) -> pl.DataFrame:
+    """db.best_vs_best: each variant at its best LR vs the baseline at its own, each LR
+    picked on other seeds than the one it judges; no best LR / one seed said in words."""
+    return _best_vs_best(url, sweep, metric, ascending, states, sweep_state(url, sweep))
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def _best_vs_best(url: str, sweep: str, metric: str, ascending: bool,
+                  states: tuple[str, ...], version: tuple[int, ...]) -> pl.DataFrame:
+    return open_db(url).best_vs_best(sweep, metric, states=states, ascending=ascending)
 
 
 def code_mix(url: str, sweep: str) -> str | None:
@@ -250,10 +288,7 @@ def status_version(url: str, sweep: str | None) -> tuple[tuple[Any, ...], ...]:
     """The run counts by state of ``sweep`` (of every sweep, each on its own, when None):
     one run leaving ``running`` in one sweep while another starts elsewhere still changes
     it, which the totals of ``sweep_state`` would not."""
-    frame = sweep_status(url)
-    if sweep is not None and "sweep" in frame.columns:
-        frame = frame.filter(pl.col("sweep") == sweep)
-    return tuple(frame.rows())
+    return tuple(status_of(url, sweep).rows())
 
 
 @st.cache_data(ttl=LIVE_TTL_S, show_spinner=False)

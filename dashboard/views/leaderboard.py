@@ -1,11 +1,15 @@
 """Leaderboard: which variants beat the baseline beyond noise, at a glance.
 
-Top to bottom: the verdict in one sentence (db.verdict_summary), a Δ ± 95 % CI dot plot vs the
-baseline in each variant's colour (the verdict as marker shape and label, each seed as a small
-dot), an "n = 1" warning, then the ranked table (db.leaderboard: mean ± std, Δ in % and in the
-metric's units with CI, verdict, the seeds that would confirm the observed Δ, wall time and
-tokens beside it, the dimension columns that vary; each row links to Run detail), and the main
-effects of each gate dimension (db.effects). Nothing here computes a statistic.
+Top to bottom: the verdict in one sentence with the rule it was read by (db.verdict_summary;
+the multiplicity correction is a control: results_db/analysis/multiplicity.py), a Δ ± CI dot
+plot vs the baseline in each variant's colour (the verdict as marker shape and label, each seed
+as a small dot; a row without a CI is named in the "n = 1" warning, not drawn), then the ranked
+table (db.leaderboard: mean ± std, Δ in % and in the metric's units with CI, verdict, the seeds
+that would confirm the observed Δ, wall time and tokens beside it, the LR and the dimension
+columns that vary; each row links to Run detail), best vs best (db.best_vs_best: each LR
+picked on other seeds; a variant run at one LR is said to have no best LR), and the main
+effects of each gate dimension with the condition each holds under (db.effects: LR, axes,
+metric, seeds). Nothing here computes a statistic.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import urllib.parse
 import polars as pl
 import streamlit as st
 
-from contract.analysis_defaults import METRIC
+from contract.analysis_defaults import CORRECTION, FAMILY_ERROR, METRIC
 from contract.metrics import PARAMS_TOTAL, TOKENS, WALL_S
 from dashboard import charts, compare, data, palette
 from dashboard.mdtext import code, md
@@ -32,9 +36,10 @@ from dashboard.tables import (
     row_labels,
 )
 from dashboard.views.common import show_chart, show_rows, table_height, watch
-from results_db.analysis.bestlr import best_vs_best
 from results_db.analysis.columns import FIRST_STAT
 from results_db.analysis.compare import seed_deltas as run_deltas
+from results_db.analysis.multiplicity import CORRECTIONS
+from results_db.analysis.summary import board_rule
 from results_db.vocab import RESULT_STATES, higher_is_better, verdict_kind
 
 # verdict order of the "by verdict" sort: the conclusions first, the reference, then the rest
@@ -70,6 +75,8 @@ def display_frame(board: pl.DataFrame, url_of: dict[str, str] | None = None,
         board = board.with_columns(row_labels(board))
     lo = board.columns.index("lr") + 1 if "lr" in board.columns else 2
     dims = board.columns[lo:board.columns.index(FIRST_STAT)]
+    if "lr" in board.columns and board["lr"].n_unique() > 1:
+        dims = ["lr", *dims]  # every row's LR, also a variant's only one (its condition)
     rows = []
     for r in board.iter_rows(named=True):
         row = {"rank": "" if r["rank"] is None else str(r["rank"]),
@@ -115,13 +122,23 @@ def _filters(board: pl.DataFrame) -> dict[str, list[str]]:
     return chosen
 
 
+ONE_LR = " (its only LR)"  # a variant run at one LR has no best LR: its row says so
+
+
 def best_lr_rows(board: pl.DataFrame) -> pl.DataFrame:
     """Each variant's row at its best LR (the smallest db.leaderboard rank; a variant with no
-    ranked row keeps its first), in board order."""
+    ranked row keeps its first), in board order; the label of a variant that ran at one LR
+    says so (ONE_LR) instead of passing its only LR off as tuned."""
     best = board.with_row_index("_i").sort("rank", "_i", nulls_last=True) \
         .group_by("variant", maintain_order=True).first()
-    return board.with_row_index("_i").filter(pl.col("_i").is_in(best["_i"].to_list())) \
+    out = board.with_row_index("_i").filter(pl.col("_i").is_in(best["_i"].to_list())) \
         .drop("_i")
+    if "row" not in out.columns:
+        return out
+    n_lrs = board.group_by("variant").agg(pl.col("lr").n_unique().alias("_n"))
+    out = out.join(n_lrs, on="variant", how="left", maintain_order="left")
+    return out.with_columns(row=pl.when(pl.col("_n") < 2).then(pl.col("row") + ONE_LR)
+                            .otherwise(pl.col("row"))).drop("_n")
 
 
 def run_links(url: str, sweep: str) -> dict[str, str]:
@@ -135,14 +152,22 @@ def run_links(url: str, sweep: str) -> dict[str, str]:
 
 def _summary(sentence: str, board: pl.DataFrame) -> None:
     """The verdict sentence, and the rows without an error bar (one seed, or compared with a
-    one-seed baseline). Names are users' text: escaped, never read as markdown."""
+    one-seed baseline): said here, not drawn on the chart. Names are users' text: escaped,
+    never read as markdown."""
     st.markdown(f"**{md(sentence)}**")
     single = board.filter((pl.col("n") == 1) | (pl.col("verdict") == "n = 1"))
     if single.height:
         names = ", ".join(md(r) for r in single["row"].head(6).to_list())
         st.warning(f"n = 1: no error bar for {single.height} row(s) "
                    f"({names}{', ...' if single.height > 6 else ''}): one seed cannot "
-                   "separate an effect from seed noise; add seeds.")
+                   "separate an effect from seed noise, so the chart leaves them out; add "
+                   "seeds.")
+
+
+def with_ci(board: pl.DataFrame) -> pl.DataFrame:
+    """The rows the Δ chart draws: the baseline's and those with a CI (a change without one
+    is a single seed's, said in the n = 1 warning instead)."""
+    return board.filter(pl.col("is_baseline") | pl.col("ci_low_pct").is_not_null())
 
 
 def _unranked(url: str, sweep: str, board: pl.DataFrame, states: tuple[str, ...]) -> None:
@@ -224,13 +249,15 @@ def render(url: str, sweep: str) -> None:  # app.py: these pages need a sweep
     states = c3.multiselect("Run states", list(STATES), default=list(RESULT_STATES),
                             key="lb_states")
     order = c4.radio("Sort", ["verdict", "rank"], horizontal=True, key="lb_sort")
+    correction, family_error = _rule_controls()
     key = tuple(states or RESULT_STATES)
-    board = data.leaderboard(url, sweep, metric, ascending, key)
+    board = data.leaderboard(url, sweep, metric, ascending, key, correction, family_error)
     if board.is_empty() or board["mean"].is_null().all():
         st.info(nothing_to_rank(data.runs(url, sweep), key, metric))
         return
     board = board.with_columns(row_labels(board))  # labels over the whole sweep
-    _summary(data.verdict_summary(url, sweep, metric, ascending, key), board)
+    _summary(data.verdict_summary(url, sweep, metric, ascending, key, correction,
+                                  family_error), board)
     if mix := data.code_mix(url, sweep):  # never silently: other code or packages compared
         st.warning(md(mix))
     _unranked(url, sweep, board, key)
@@ -239,17 +266,20 @@ def render(url: str, sweep: str) -> None:  # app.py: these pages need a sweep
     best_lr = board["lr"].n_unique() > 1 and st.toggle(
         "Each variant at its best LR", value=False, key="lb_best_lr",
         help="one row per variant: the LR with its best mean (its Δ stays the one vs the "
-             "baseline at that same LR); below the table, best vs best: each variant at its "
-             "own best LR against the baseline at its own best LR")
+             "baseline at that same LR; a variant run at one LR is marked, it has no best "
+             "LR); below the table, best vs best: each variant at its own best LR against "
+             "the baseline at its own best LR, each LR picked on the other seeds")
     if best_lr:
         board = best_lr_rows(board)
     if order == "verdict":
         board = board.with_columns(_v=pl.col("verdict").map_elements(
             verdict_rank, return_dtype=pl.Int64)).sort("_v", "rank", nulls_last=True).drop("_v")
     colors = palette.colors(data.variants(url, sweep), data.baseline(url, sweep))
-    show_chart(charts.delta_dots(board, metric, colors,
-                                 seed_deltas(url, sweep, metric, board, key)))
-    st.caption(_caption(metric, data.baseline(url, sweep)))
+    drawn = with_ci(board)
+    show_chart(charts.delta_dots(drawn, metric, colors,
+                                 seed_deltas(url, sweep, metric, drawn, key),
+                                 ci=_ci_text(board)))
+    st.caption(_caption(metric, data.baseline(url, sweep), board_rule(board)))
     _table(board, url, sweep, key)
     if best_lr:
         _best_vs_best(url, sweep, metric, ascending, key)
@@ -257,21 +287,45 @@ def render(url: str, sweep: str) -> None:  # app.py: these pages need a sweep
     _effects(url, sweep, metric)
 
 
+def _rule_controls() -> tuple[str, float]:
+    """The multiplicity rule the verdicts are read by (results_db/analysis/multiplicity.py):
+    by default each row's CI at 95 %, as the CLI."""
+    k1, k2, _ = st.columns([2, 1, 3])
+    correction = k1.selectbox(
+        "Multiplicity correction", list(CORRECTIONS), index=CORRECTIONS.index(CORRECTION),
+        key="lb_correction", help="none: each row's CI at 1 - error rate; bonferroni / holm: "
+                                  "the error rate holds over all rows at once")
+    family_error = float(k2.number_input(
+        "Error rate", min_value=0.001, max_value=0.5, value=FAMILY_ERROR, step=0.01,
+        format="%.3f", key="lb_family_error",
+        help="per row without a correction, family-wise with one"))
+    return correction, family_error
+
+
+def _ci_text(board: pl.DataFrame) -> str:
+    """The CI the chart draws, as its axis says it: '95 % CI', 'Bonferroni 99.6 % CI'."""
+    if "ci_level" not in board.columns or board["ci_level"].null_count() == board.height:
+        return "95 % CI"
+    rule = str(board["correction"][0]) if "correction" in board.columns else "none"
+    level = f"{100 * float(board['ci_level'].drop_nulls()[0]):.4g} % CI"
+    return level if rule == "none" else f"{rule.capitalize()} {level}"
+
+
 def _best_vs_best(url: str, sweep: str, metric: str, ascending: bool,
                   states: tuple[str, ...]) -> None:
     """Each variant at its own best LR against the baseline at *its* best LR (the table's Δ
-    is at the same LR): what "does the gate win once both are tuned" asks."""
-    full = data.leaderboard(url, sweep, metric, ascending, states)
-    runs = data.runs(url, sweep).filter(pl.col("status").is_in(list(states)))
-    vals = data.summaries(url, sweep, (metric,)).filter(pl.col("name") == metric).join(
-        runs.select(pl.col("id").cast(pl.Int64).alias("run_id"), "group_key", "seed"),
-        on="run_id").select("group_key", "seed", "value")
-    frame = best_vs_best(full, vals, ascending, data.baseline(url, sweep))
+    is at the same LR): what "does the gate win once both are tuned" asks, with each LR
+    picked on other seeds than the one it judges (db.best_vs_best)."""
+    frame = data.best_vs_best(url, sweep, metric, ascending, states)
     if frame.is_empty():
         return
     st.subheader("Best vs best")
     st.caption(f"Each variant at its own best LR vs the baseline at its own best LR "
-               f"({metric}; 95 % CI, paired by seed where the seeds match, else Welch).")
+               f"({metric}; 95 % CI, paired by seed where the seeds match, else Welch). Each "
+               "seed is judged at the LR its other seeds pick (leave-one-seed-out: 'judged "
+               "at'), so the pick does not ride on the noise it is judged by; a variant run at "
+               "one LR has no best LR and a single seed no held-out pick: said, not "
+               "compared.")
     shown = compare.best_vs_best_display(frame)
     st.dataframe(shown, hide_index=True, key="lb_best_vs_best",
                  height=table_height(shown.height))
@@ -290,15 +344,37 @@ def _parallel(board: pl.DataFrame, metric: str, colors: dict[str, str]) -> None:
     show_chart(charts.parallel(compare.parallel_frame(shown, metric), colors))
 
 
-def _caption(metric: str, baseline: str | None) -> str:
+def _caption(metric: str, baseline: str | None, rule: str = "95 % CI") -> str:
     if baseline is None:
         return (f"{metric} over seeds. No baseline: no variant is named `baseline` and none is "
                 "the plain ungated model, so no Δ, CI or verdict (add a `baseline: {}` "
                 "variant).")
     return (f"{metric} over seeds; Δ vs baseline {code(baseline)} at the same LR (paired by "
-            "seed where seeds match, else Welch); 95 % CI; marker = verdict, small dots = each "
-            "seed vs the baseline mean. \"needs >= k seeds\": seeds per variant to resolve a "
-            "±1 % effect at 80 % power; \"seeds for Δ\": to confirm the effect observed.")
+            f"seed where seeds match, else Welch); {md(rule)}; marker = verdict, small dots = "
+            "each seed vs the baseline mean. \"needs >= k seeds\": seeds per variant to "
+            "resolve a ±1 % effect at 80 % power; \"seeds for Δ\": to confirm the effect "
+            "observed.")
+
+
+def effects_display(eff: pl.DataFrame) -> pl.DataFrame:
+    """db.effects as the strings the page shows, each number with the condition it holds
+    under (db.effects returns them): the LR, the other axes where the sweep has any, the
+    seeds behind the level (and whether the fit paired them); the metric is the caption's."""
+    more_axes = any(c and "," in c for c in eff["context"].to_list())
+    rows = []
+    for r in eff.iter_rows(named=True):
+        row = {"dimension": r["dimension"], "value": r["value"], "lr": fmt_lr(r["lr"])}
+        if more_axes:
+            row["at"] = r["context"] or "–"
+        seeds = "–" if r["n_seeds"] is None else \
+            f"{r['n_seeds']}{' (paired)' if r['paired'] else ''}"
+        row.update({"variants": str(r["n_variants"]), "runs": str(r["n_runs"]), "seeds": seeds,
+                    "mean Δ% [95% CI]": fmt_delta_ci(r["mean_delta_pct"], r["ci_low_pct"],
+                                                     r["ci_high_pct"]),
+                    "verdict": r["verdict"] or "–"})
+        rows.append(row)
+    return pl.DataFrame(rows, schema={c: pl.String for c in rows[0]}) if rows else \
+        pl.DataFrame(schema={"dimension": pl.String})
 
 
 def _effects(url: str, sweep: str, metric: str) -> None:
@@ -306,12 +382,10 @@ def _effects(url: str, sweep: str, metric: str) -> None:
     if eff.is_empty():
         return
     st.subheader("Main effects of each dimension")
-    st.caption("Per dimension value: the mean Δ% vs baseline over the variants that have it "
-               "(the other dimensions averaged out), with its 95 % CI.")
-    shown = eff.select(
-        "dimension", "value", pl.col("n_variants").cast(pl.String).alias("variants"),
-        pl.col("n_runs").cast(pl.String).alias("runs"),
-        pl.struct("mean_delta_pct", "ci_low_pct", "ci_high_pct").map_elements(
-            lambda s: fmt_delta_ci(s["mean_delta_pct"], s["ci_low_pct"], s["ci_high_pct"]),
-            return_dtype=pl.String).alias("mean Δ% [95% CI]"), "verdict")
+    st.caption(f"Per dimension value and LR (a main effect holds at its LR only): the mean Δ% "
+               f"in {metric} vs the baseline at that LR over the variants that have it (the "
+               "other dimensions averaged out by a least-squares fit over the runs), with its "
+               "95 % CI; 'no CI' where the fit leaves no residual df, 'one variant' where one "
+               "configuration is not a main effect.")
+    shown = effects_display(eff)
     st.dataframe(shown, hide_index=True, key="lb_effects", height=table_height(shown.height))

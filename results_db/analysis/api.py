@@ -32,6 +32,7 @@ from contract.metrics import (
     VAL_PPL,
 )
 from contract.params import count
+from contract.states import RunStatus
 from results_db.analysis.baseline import pick_baseline
 from results_db.analysis.columns import HEAD, STAT_COLUMNS, TAIL
 from results_db.analysis.compare import compare, rank, varying
@@ -114,6 +115,30 @@ class AnalysisMixin:
         t = t.with_columns(rank=rank(t, higher))
         cols = [*HEAD, *varying(t), *STAT_COLUMNS, *TAIL]
         return t.select(cols).sort(pl.col("rank"), "variant", "lr", nulls_last=True)
+
+    def best_vs_best(self, sweep: str, metric: str = METRIC, *, lr: float | None = None,
+                     min_effect: float = MIN_EFFECT, states: Sequence[str] = RESULT_STATES,
+                     ascending: bool | None = None) -> pl.DataFrame:
+        """Each variant at its best LR vs the baseline at its own best LR, each LR chosen on
+        other seeds than the one it judges (leave-one-seed-out), or both at a declared ``lr``
+        (results_db/analysis/bestlr.py): variant, label, n_lrs, best_lr, baseline_best_lr,
+        selection, picks, baseline_picks, n, base_n, delta, delta_pct, ci_low_pct,
+        ci_high_pct, ci_method, verdict, note. A side run at one LR has no best LR and a
+        side with one seed no held-out pick: said in ``verdict`` and ``note``, no delta."""
+        import polars as pl
+
+        from results_db.analysis.bestlr import best_vs_best, declared_check
+
+        higher = higher_is_better(metric) if ascending is None else not ascending
+        runs, info = self._read(sweep, [metric])
+        base = self.baseline(sweep)
+        board = compare(runs, info, metric, base, states=states, min_effect=min_effect,
+                        higher=higher)
+        declared_check(lr, board["lr"].drop_nulls().unique().to_list())
+        done = [*states, RunStatus.DIVERGED.value]
+        values = runs.filter(pl.col("status").is_in(done)).select(
+            "group_key", "seed", "status", value=pl.col(metric))
+        return best_vs_best(board, values, higher, base, lr=lr, min_effect=min_effect)
 
     def decide_rows(self, sweep: str, rule: DecideRule, method: str = "bonferroni"
                     ) -> pl.DataFrame:

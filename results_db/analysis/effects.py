@@ -48,8 +48,11 @@ if TYPE_CHECKING:
     import numpy as np
     import polars as pl
 
+# The conditions a main effect holds under travel with it (issue 33): the context (lr and every
+# other axis), the metric, and the seeds behind the level with whether the fit paired them.
 COLUMNS = ("dimension", "value", "lr", "n_variants", "n_runs", "mean_delta_pct",
-           "ci_low_pct", "ci_high_pct", "verdict", "df", "context")
+           "ci_low_pct", "ci_high_pct", "verdict", "df", "context", "metric", "n_seeds",
+           "paired")
 NA = "n/a"  # the level of a dimension a group does not set (a gate field of an ungated model)
 ONE_VARIANT, NOT_ESTIMABLE, NO_CI = "one variant", "not estimable", "no CI"
 
@@ -60,7 +63,8 @@ def _schema() -> dict[str, Any]:
     return {"dimension": pl.String, "value": pl.String, "lr": pl.Float64,
             "n_variants": pl.Int64, "n_runs": pl.Int64, "mean_delta_pct": pl.Float64,
             "ci_low_pct": pl.Float64, "ci_high_pct": pl.Float64, "verdict": pl.String,
-            "df": pl.Float64, "context": pl.String}
+            "df": pl.Float64, "context": pl.String, "metric": pl.String, "n_seeds": pl.Int64,
+            "paired": pl.Boolean}
 
 
 def _text(v: Any) -> str:
@@ -171,7 +175,9 @@ def _effects_of(dim: str, keep: pl.DataFrame, r: pl.DataFrame, base_mean: float,
     cells = list(dict.fromkeys(variants["_cell"].to_list()))
     counts = {row["_level"]: row for row in variants.group_by("_level").agg(
         n_groups=pl.len(), n_variants=pl.col("variant").n_unique()).iter_rows(named=True)}
-    n_runs = dict(r.filter(~pl.col("is_baseline")).group_by("_level").len().iter_rows())
+    var_runs = r.filter(~pl.col("is_baseline")).group_by("_level")
+    n_runs = dict(var_runs.len().iter_rows())
+    n_seeds = dict(var_runs.agg(pl.col("seed").n_unique()).iter_rows())
     l_base = mean_row(base["_level"], [base["_cell"]])
     t = t_quantile(0.5 + LEVEL / 2, fit.df) if fit.sigma2 is not None else None
     scale = 100.0 / abs(base_mean) if base_mean else None
@@ -179,7 +185,8 @@ def _effects_of(dim: str, keep: pl.DataFrame, r: pl.DataFrame, base_mean: float,
     for level in sorted(counts):
         row: dict[str, Any] = {"dimension": dim, "value": level,
                                "n_variants": counts[level]["n_variants"],
-                               "n_runs": n_runs.get(level, 0), "df": float(fit.df)}
+                               "n_runs": n_runs.get(level, 0), "df": float(fit.df),
+                               "n_seeds": n_seeds.get(level, 0), "paired": same}
         c = mean_row(level, cells) - l_base
         if not fit.estimable(c):
             out.append({**row, "verdict": NOT_ESTIMABLE})
@@ -222,7 +229,9 @@ def main_effects(table: pl.DataFrame, runs: pl.DataFrame, metric: str, higher: b
     delta_pct and the dimension columns); ``runs``: the runs frame it was computed from
     (run_id, group_key, seed, status, ``metric``). One row per (context, dimension, level):
     COLUMNS, contexts in declared order, dimensions in DIMENSIONS order, levels sorted as
-    text. ``lr`` is the context's learning rate, ``context`` all its axes in words."""
+    text. ``lr`` is the context's learning rate, ``context`` all its axes in words; ``metric``,
+    ``n_seeds`` (distinct seeds among the level's runs) and ``paired`` (the fit blocked by
+    seed) are the rest of the condition the number holds under."""
     import polars as pl
 
     schema = _schema()
@@ -254,7 +263,8 @@ def main_effects(table: pl.DataFrame, runs: pl.DataFrame, metric: str, higher: b
             if fit is None:
                 continue
             for row in _effects_of(dim, *fit, base["mean"], higher, min_effect):
-                rows.append({**row, "lr": base.get("lr"), "context": label})
+                rows.append({**row, "lr": base.get("lr"), "context": label,
+                             "metric": metric})
     if not rows:
         return pl.DataFrame(schema=schema)
     return pl.DataFrame(rows, schema=schema).select(list(COLUMNS))

@@ -148,13 +148,15 @@ def test_effects_are_main_effects_over_the_other_dimension(db) -> None:
     eff = db.effects("fact")
     assert eff.columns == ["dimension", "value", "lr", "n_variants", "n_runs",
                            "mean_delta_pct", "ci_low_pct", "ci_high_pct", "verdict", "df",
-                           "context"]
+                           "context", "metric", "n_seeds", "paired"]
     rows = {(r["dimension"], r["value"]): r for r in eff.iter_rows(named=True)}
     assert set(rows) == {("gate_position", "G1"), ("gate_position", "G2"),
                          ("gate_granularity", "elementwise"), ("gate_granularity", "headwise")}
     g1 = rows["gate_position", "G1"]
     assert (g1["n_variants"], g1["n_runs"], g1["lr"], g1["context"]) == (2, 4, 3e-3,
                                                                          "lr 0.003")
+    # the rest of the condition: the metric, two seeds per level, blocked by seed
+    assert (g1["metric"], g1["n_seeds"], g1["paired"]) == ("val/ppl", 2, True)
     assert g1["mean_delta_pct"] == pytest.approx(-3.0)  # balanced: mean of -4 % and -2 %
     # OLS over 10 runs, rank 5 (intercept, G1/G2/no gate, elementwise/headwise/the
     # baseline's cell -- one column with "no gate" --, seed): 5 residual df, not the
