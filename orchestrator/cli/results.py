@@ -24,7 +24,11 @@ from orchestrator.cli.app import DbOpt, app, check_metrics, open_sweep, out, spl
 from orchestrator.cli.frame_format import check_format, render
 from results_db.analysis.columns import shown_columns
 from results_db.analysis.stability import DIVERGED_SEEDS, lr_text
-from results_db.analysis.summary import effects_sentence, verdict_sentence
+from results_db.analysis.summary import (
+    best_vs_best_sentence,
+    effects_sentence,
+    verdict_sentence,
+)
 from results_db.vocab import higher_is_better
 
 if TYPE_CHECKING:
@@ -72,13 +76,24 @@ def with_ci_text(frame: pl.DataFrame, low: str = "ci_low_pct", high: str = "ci_h
 def leaderboard(sweep: str, db: DbOpt = None, metric: MetricOpt = METRIC,
                 min_effect: EffectOpt = MIN_EFFECT, correction: CorrectionOpt = CORRECTION,
                 family_error: FamilyErrorOpt = FAMILY_ERROR,
+                best_vs_best: Annotated[bool, typer.Option(
+                    "--best-vs-best", help="Each variant at its best LR vs the baseline at its "
+                    "own, each LR picked on the other seeds (leave-one-seed-out)")] = False,
+                lr: Annotated[float | None, typer.Option(
+                    "--lr", help="With --best-vs-best: compare both at this declared LR "
+                                 "instead")] = None,
                 format: FormatOpt = "table") -> None:
     """Variants ranked by METRIC with n, mean, std, the CI of the change vs the baseline
     (95 % per row, or corrected over the rows: --correction) and a verdict (better / worse /
-    within noise / needs >= k seeds); the summary names the rule."""
+    within noise / needs >= k seeds); the summary names the rule. --best-vs-best: each
+    variant at its best LR against the baseline at its own (a variant run at one LR has
+    none, said in words)."""
     check_format(format)
     d = open_sweep(db, sweep)
     check_metrics(d, sweep, [metric])
+    if best_vs_best or lr is not None:
+        _best_vs_best(d, sweep, metric, min_effect, lr, format)
+        return
     board = d.leaderboard(sweep, metric, min_effect=min_effect, correction=correction,
                           family_error=family_error)
     summary = with_mix(d, sweep, verdict_sentence(board, sweep, metric))
@@ -90,6 +105,22 @@ def leaderboard(sweep: str, db: DbOpt = None, metric: MetricOpt = METRIC,
     better = "higher" if higher_is_better(metric) else "lower"
     render(out, shown, format, title=f"{sweep}: {metric} ({better} is better)",
            summary=summary, columns=BOARD_COLUMNS)
+
+
+BEST_COLUMNS = ["label", "n_lrs", "best_lr", "baseline_best_lr", "picks", "n",
+                "delta_pct", "ci", "verdict", "note"]
+
+
+def _best_vs_best(d: ResultsDB, sweep: str, metric: str, min_effect: float,
+                  lr: float | None, format: str) -> None:
+    frame = d.best_vs_best(sweep, metric, lr=lr, min_effect=min_effect)
+    summary = with_mix(d, sweep, best_vs_best_sentence(frame, sweep, metric))
+    title = f"{sweep}: {metric}, best vs best"
+    if format in ("csv", "json"):
+        render(out, frame, format, title=title, summary=summary)
+        return
+    render(out, with_ci_text(frame), format, title=title, summary=summary,
+           columns=BEST_COLUMNS)
 
 
 @app.command()

@@ -101,3 +101,22 @@ def effects_sentence(effects: pl.DataFrame, sweep: str, metric: str) -> str:
             body = "no level beats or trails the baseline beyond noise; " + body
         parts.append(f"at {ctx}: {body}" if ctx else body)
     return f"Main effects on {metric} (OLS over the runs, 95 % CI), " + "; ".join(parts) + "."
+
+
+def best_vs_best_sentence(frame: pl.DataFrame, sweep: str, metric: str) -> str:
+    """db.best_vs_best in one sentence with how the LRs were chosen: "Sweep s, each variant
+    at its best LR vs the baseline at its own on val/ppl (each seed judged at the LR its
+    other seeds pick, 95 % CI): 1 better; 8 with no best LR (run at one LR)." """
+    from results_db.analysis.bestlr import LOSO, NO_BEST_LR, NOT_RUN, ONE_SEED  # polars
+
+    if frame.height == 0:
+        return (f"Sweep {sweep}: no baseline with a {metric} value, so no best-vs-best "
+                "comparison.")
+    how = ("each seed judged at the LR its other seeds pick" if frame["selection"][0] == LOSO
+           else f"both at the {frame['selection'][0]}")
+    counts = frame["verdict"].value_counts(sort=True).rows()
+    words = {NO_BEST_LR: "with no best LR (run at one LR)",
+             ONE_SEED: "with one seed (no held-out pick)", NOT_RUN: "not run at that LR"}
+    parts = [f"{n} {words.get(v, v)}" for v, n in counts]
+    return (f"Sweep {sweep}, each variant at its best LR vs the baseline at its own on "
+            f"{metric} ({how}, 95 % CI): " + "; ".join(parts) + ".")

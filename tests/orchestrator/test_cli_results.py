@@ -96,6 +96,30 @@ def test_leaderboard_correction_is_the_api_rule_and_says_so(
         in err
 
 
+def test_leaderboard_best_vs_best_is_the_api_frame(capsys: pytest.CaptureFixture[str],
+                                                   url: str) -> None:
+    """--best-vs-best prints db.best_vs_best (LRs picked on other seeds) and says how; a
+    variant run at one LR gets words, no number; --lr declares the LR, and an LR the sweep
+    never ran is one clear error."""
+    db = results_db.open(url, readonly=True)
+    code, out, err = run_cli(capsys, "leaderboard", "gates-toy", "--db", url, "--format",
+                             "json", "--best-vs-best")
+    assert code == 0, err
+    doc = json.loads(out)
+    want = db.best_vs_best("gates-toy")
+    assert [r["verdict"] for r in doc["rows"]] == want["verdict"].to_list()
+    rows = {r["variant"]: r for r in doc["rows"]}
+    assert rows["kv_heads_x2"]["verdict"] == "no best LR (one LR)"
+    assert rows["kv_heads_x2"]["delta_pct"] is None
+    assert "each seed judged at the LR its other seeds pick" in doc["summary"]
+    code, out, err = run_cli(capsys, "leaderboard", "gates-toy", "--db", url, "--format",
+                             "json", "--lr", "0.01")
+    assert code == 0, err
+    assert {r["selection"] for r in json.loads(out)["rows"]} == {"declared LR 1e-2"}
+    code, _, err = run_cli(capsys, "leaderboard", "gates-toy", "--db", url, "--lr", "0.05")
+    assert code != 0 and "lr: the sweep ran no row at 5e-2; its learning rates: " in err
+
+
 def test_table_csv_is_the_ablation_frame(capsys: pytest.CaptureFixture[str], url: str) -> None:
     code, out, err = run_cli(capsys, "table", "gates-toy", "--db", url, "--format", "csv",
                              "--metrics", "val/ppl,val/loss")
