@@ -23,14 +23,20 @@ $(VENV)/.installed: pyproject.toml Makefile
 
 setup: $(VENV)/.installed
 
-# Debian packages the full test suite uses: a PostgreSQL server and Chromium for the browser test.
+# Debian packages the full test suite uses: a PostgreSQL server, Chromium for the browser test,
+# Slurm (slurmctld, slurmd, the clients) and munge for the Slurm test (tests/e2e/test_slurm.py
+# starts its own daemons; the packages' own services are not needed). Installs only what is
+# missing, so a second run changes nothing.
 system-deps:
 	@if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
 	  missing=""; \
 	  ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	  command -v chromium >/dev/null || missing="$$missing chromium"; \
+	  for b in slurmctld slurmd sbatch; do \
+	    PATH="$$PATH:/usr/sbin" command -v $$b >/dev/null || { missing="$$missing slurm-wlm"; break; }; done; \
+	  PATH="$$PATH:/usr/sbin" command -v munged >/dev/null || missing="$$missing munge"; \
 	  if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi; \
-	else echo "system-deps: not root or no apt-get; PostgreSQL and browser tests will skip"; fi
+	else echo "system-deps: not root or no apt-get; PostgreSQL, browser and Slurm tests will skip"; fi
 
 # (1) the main job: the gate sweep on the embedded defaults (SQLite results.db, local Ray, CPU).
 run: setup
