@@ -32,6 +32,7 @@ from dashboard.tables import (
     fmt_mean_std,
     fmt_num,
     fmt_pct,
+    fmt_printed,
     label_columns,
     params_label,
     row_labels,
@@ -50,6 +51,8 @@ PROBE_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("F-Attn", FIRST_TOKEN_ATTENTION, "F-Attn"), ("PPL", VAL_PPL, "PPL"),
 )
 STABILITY_METRICS: tuple[str, ...] = (LOSS_SPIKES, MAX_GRAD_NORM, VAL_PPL)
+SPIKES_AT_BEST = "Loss spikes at best LR"
+GRAD_AT_BEST = "Max grad norm at best LR"
 SCALE_CAVEAT = ("The paper's figures come from a 15A2B MoE / 1.7B dense model trained on "
                 "400B-3.5T tokens: compare the DIRECTION of each effect (the 'Agree' column), "
                 "not the values.")
@@ -131,7 +134,7 @@ def _quality_rows(rows: list[dict[str, Any]], benches: list[str], with_paper: bo
             for t in ("table1", "table6"):
                 if t in tables and added is None:
                     added = paper.paper_value(r["variant"], r, t, "Added (M)")
-            d["Paper +M"] = "–" if added is None else f"{added:g}"  # "Added (M)" as printed
+            d["Paper +M"] = fmt_printed(added)  # "Added (M)" as printed
         out.append(d)
     return out
 
@@ -145,7 +148,8 @@ def _probe_rows(rows: list[dict[str, Any]], with_paper: bool) -> list[dict[str, 
         d["n"] = str(r["n"])
         if with_paper:
             for label, _, col in PROBE_COLUMNS:
-                d[f"Paper {label}"] = fmt_num(paper.paper_value(r["variant"], r, "table4", col))
+                d[f"Paper {label}"] = fmt_printed(paper.paper_value(r["variant"], r, "table4",
+                                                                     col))
         out.append(d)
     return out
 
@@ -177,10 +181,12 @@ def _stability_rows(rows: list[dict[str, Any]], msl: pl.DataFrame | None,
         div = sum(g["n_diverged"] or 0 for g in group)
         total = div + sum(g["n"] or 0 for g in group)
         d = {"Variant": variant, **label_columns(group[0]), "Diverged": f"{div}/{total}",
-             "Loss spikes": fmt_mean_std(best[f"{LOSS_SPIKES}:mean"],
-                                         best[f"{LOSS_SPIKES}:std"]),
-             "Max grad norm": fmt_mean_std(best[f"{MAX_GRAD_NORM}:mean"],
-                                           best[f"{MAX_GRAD_NORM}:std"]),
+             # one row per variant, these two at its best LR: the header says so (the
+             # counts were unlabelled and read as totals over the ladder)
+             SPIKES_AT_BEST: fmt_mean_std(best[f"{LOSS_SPIKES}:mean"],
+                                          best[f"{LOSS_SPIKES}:std"]),
+             GRAD_AT_BEST: fmt_mean_std(best[f"{MAX_GRAD_NORM}:mean"],
+                                        best[f"{MAX_GRAD_NORM}:std"]),
              "LRs": ", ".join(fmt_lr(g["lr"]) for g in sorted(group, key=lambda g: g["lr"] or 0)),
              "Best LR": fmt_lr(s.get("best_lr")), "Max stable LR": fmt_lr(s.get("max_stable_lr"))}
         if with_paper:

@@ -5,6 +5,7 @@ Charts take already-downsampled long frames; nothing here queries the DB.
 
 from __future__ import annotations
 
+import math
 import re
 import warnings
 from collections.abc import Mapping
@@ -123,6 +124,26 @@ VERDICT_SHAPES: dict[str, str] = {
     "no data": "stroke", "baseline": "circle"}
 
 
+LABEL_ROOM = 0.015  # x span per label character kept free right of a verdict label's start
+
+
+def label_room(rows: pl.DataFrame, seeds: pl.DataFrame | None = None) -> list[float]:
+    """The dot plot's x domain: every CI, seed dot and 0, widened on the right so the longest
+    verdict label ("needs >= 13 seeds for a ±1% effect", written after its CI) ends inside
+    the chart (it ran past the plot's edge and was cut: ~6 px per character at 11 px, a
+    35-character label ~210 px, about a third of a 600-px plot)."""
+    xs = [0.0, *[v for c in ("ci_low_pct", "ci_high_pct", "delta_pct")
+                 for v in rows[c].to_list() if v is not None and math.isfinite(v)]]
+    if seeds is not None and seeds.height:
+        xs += [v for v in seeds["delta_pct"].to_list() if v is not None and math.isfinite(v)]
+    lo, hi = min(xs), max(xs)
+    span = (hi - lo) or 1.0
+    ends = [x + LABEL_ROOM * span * len(t) for x, t in
+            zip(rows["label_x"].to_list(), rows["verdict"].to_list(), strict=True)
+            if x is not None and math.isfinite(x)]
+    return [lo - 0.02 * span, max([hi + 0.02 * span, *ends])]
+
+
 def delta_dots(board: pl.DataFrame, metric: str, colors: dict[str, str],
                seeds: pl.DataFrame | None = None, max_rows: int = 60,
                ci: str = "95 % CI") -> Layered:
@@ -149,7 +170,8 @@ def delta_dots(board: pl.DataFrame, metric: str, colors: dict[str, str],
     # no legend: each marker carries its verdict as a text label beside its CI
     shape = alt.Shape("kind:N", title="verdict", legend=None, scale=alt.Scale(
         domain=shown, range=[VERDICT_SHAPES[k] for k in shown]))
-    xq = alt.X("ci_low_pct:Q", title=f"Δ {metric} vs baseline (%), {ci}")
+    xq = alt.X("ci_low_pct:Q", title=f"Δ {metric} vs baseline (%), {ci}",
+               scale=alt.Scale(domain=label_room(rows, seeds)))
     bars = alt.Chart(pdf).mark_rule(strokeWidth=2).encode(y=y, x=xq, x2="ci_high_pct:Q",
                                                          color=color)
     layers: list[Any] = [bars]

@@ -38,6 +38,14 @@ def fmt_num(v: float | None) -> str:
     return f"{v:.5f}"
 
 
+def fmt_printed(v: float | None) -> str:
+    """A figure of the paper as it printed it: 94 -> '94', 1053 -> '1053', 0.048 -> '0.048'
+    (fmt_num wrote its Table 4 M-Act column as '94.000' beside '1053')."""
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "–"
+    return f"{v:g}"
+
+
 def fmt_lr(v: float | None) -> str:
     """Learning rates as people write them: 0.003 -> '3e-3', 0.0004 -> '4e-4'."""
     if v is None or (isinstance(v, float) and math.isnan(v)):

@@ -41,9 +41,7 @@ def is_active(url: str, sweep: str | None) -> bool:
     from dashboard import data
     from dashboard.status import ACTIVE_STATES
 
-    frame = data.sweep_status(url)
-    if sweep is not None and "sweep" in frame.columns:
-        frame = frame.filter(frame["sweep"] == sweep)
+    frame = data.status_of(url, sweep)
     return any(int(frame[s].sum() or 0) for s in ACTIVE_STATES if s in frame.columns)
 
 

@@ -28,25 +28,36 @@ def has_lr_axis(url: str, sweep: str) -> bool:
     return bool(cast(int, runs.group_by("variant").agg(pl.col("lr").n_unique())["lr"].max()) > 1)
 
 
-def summary_frame(summary: pl.DataFrame) -> pl.DataFrame:
-    """db.stability(...).summary as display strings; a variant that diverged at every LR has
-    no best or max stable LR (null: map_elements skips it, so it is filled here, not shown as
-    'None')."""
+ONE_LR = "one LR: no ladder"
+
+
+def summary_frame(summary: pl.DataFrame, metric: str = STABILITY_METRIC) -> pl.DataFrame:
+    """db.stability(...).summary as display strings under readable headers; a variant that
+    diverged at every LR has no best or max stable LR (null: map_elements skips it, so it is
+    filled here, not shown as 'None'). A variant run at one LR has no ladder: its max stable
+    LR and the seeds' agreement on it are said so, not "3e-2" and "0 of 0"."""
     name = "label" if "label" in summary.columns else "variant"  # readable ladder labels
+    one = pl.col("n_lrs") <= 1
     # the seeds' own max stable LRs as a range ('2e-3 – 8e-3'; '–' where no seed has one)
     lo = pl.col("seed_msl_min").map_elements(fmt_lr, return_dtype=pl.String)
     hi = pl.col("seed_msl_max").map_elements(fmt_lr, return_dtype=pl.String)
-    seeds = [pl.format("{} of {}", "seeds_agree", "n_seeds").alias("seeds agree"),
-             pl.when(lo == hi).then(lo).otherwise(pl.format("{} – {}", lo, hi))
+    seeds = [pl.when(one).then(pl.lit(ONE_LR))
+             .when(pl.col("n_seeds").fill_null(0) == 0).then(pl.lit("–"))
+             .otherwise(pl.format("{} of {}", "seeds_agree", "n_seeds")).alias("seeds agree"),
+             pl.when(one).then(pl.lit(ONE_LR))
+             .when(lo == hi).then(lo).otherwise(pl.format("{} – {}", lo, hi))
              .alias("per-seed max stable LR")] \
         if {"seeds_agree", "n_seeds", "seed_msl_min", "seed_msl_max"} <= set(summary.columns) \
         else []
+    msl = pl.col("max_stable_lr").map_elements(fmt_lr, return_dtype=pl.String)
     return summary.select(
         pl.col(name).alias("variant"),
-        pl.col("best_lr").map_elements(fmt_lr, return_dtype=pl.String),
-        pl.col("best_value").map_elements(fmt_num, return_dtype=pl.String),
-        pl.col("max_stable_lr").map_elements(fmt_lr, return_dtype=pl.String), *seeds,
-        pl.col("n_lrs").cast(pl.String)).with_columns(pl.exclude("variant").fill_null("–"))
+        pl.col("best_lr").map_elements(fmt_lr, return_dtype=pl.String).alias("best LR"),
+        pl.col("best_value").map_elements(fmt_num, return_dtype=pl.String)
+        .alias(f"best {metric}"),
+        pl.when(one).then(pl.lit(ONE_LR)).otherwise(msl).alias("max stable LR"), *seeds,
+        pl.col("n_lrs").cast(pl.String).alias("LRs")) \
+        .with_columns(pl.exclude("variant").fill_null("–"))
 
 
 def delta_frame(curve: pl.DataFrame) -> pl.DataFrame:

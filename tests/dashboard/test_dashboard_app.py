@@ -187,8 +187,8 @@ def test_lr_stability_page_only_for_lr_sweeps(app: AppTest, db_url: str) -> None
     assert any(stab.rule in i.value and "tolerance 5%" in i.value for i in at.info)
     summary = at.dataframe[0].value.set_index("variant")
     # the baseline degrades past 2e-3 (> 5 % worse) and diverges at 8e-3; G1 holds to 8e-3
-    assert summary.loc["baseline", "max_stable_lr"] == "2e-3"
-    assert summary.loc["sdpa_elementwise", "max_stable_lr"] == "8e-3"
+    assert summary.loc["baseline", "max stable LR"] == "2e-3"
+    assert summary.loc["sdpa_elementwise", "max stable LR"] == "8e-3"
     assert len(chart_specs(at)) == 3 and all(chart_rows(d) > 0 for d in chart_data(at))
     # issue 18's answer with its uncertainty, in words, and the seeds' agreement per ladder
     assert stab.sentence and any(m.value == f"**{md(stab.sentence)}**" for m in at.markdown)
@@ -199,7 +199,7 @@ def test_lr_stability_page_only_for_lr_sweeps(app: AppTest, db_url: str) -> None
     assert all(d.endswith("]") or "no CI" in d or d == "–"
                for d in deltas["Δ% vs baseline [95% CI]"])
     at.select_slider(key="st_tol").set_value(0.2).run()  # a looser tolerance: stable further
-    assert at.dataframe[0].value.set_index("variant").loc["baseline", "max_stable_lr"] == "4e-3"
+    assert at.dataframe[0].value.set_index("variant").loc["baseline", "max stable LR"] == "4e-3"
 
 
 def test_ablation_quality_table_with_paper_direction(app: AppTest) -> None:
@@ -239,7 +239,7 @@ def test_ablation_probes_and_stability_tables(app: AppTest) -> None:
     assert dict(zip(stab["Variant"], stab["Diverged"], strict=True)) == {
         "baseline": "0/3", "sdpa_elementwise": "0/3", "sdpa_headwise": "0/3",
         "value_elementwise": "0/2", "sdpa_ns_sigmoid": "1/3"}
-    assert stab[stab["Variant"] == "baseline"].iloc[0]["Loss spikes"] == "0.333 ± 0.577"
+    assert stab[stab["Variant"] == "baseline"].iloc[0]["Loss spikes at best LR"] == "0.333 ± 0.577"
     # one LR per variant: stable unless a seed diverged there (NS-sigmoid seed 0)
     assert dict(zip(stab["Variant"], stab["Max stable LR"], strict=True)) == {
         "baseline": "3e-3", "sdpa_elementwise": "3e-3", "sdpa_headwise": "3e-3",

@@ -94,3 +94,15 @@ def test_the_live_block_keeps_a_clock_while_idle(url: str) -> None:
         mp.undo()
     assert _live_rows(at) == []
     assert seen and seen[-1] == common.IDLE_REFRESH_S
+
+
+def test_a_page_opened_right_after_submit_says_runs_are_active(url: str) -> None:
+    """33.7: the run counts are cached for 3 s; a page opened from the link `submit` prints
+    within those 3 s did not find the new sweep in them and said "no run active" (and kept
+    the slow idle refresh) while its runs were pending."""
+    open_page("Overview", SWEEP)  # the counts are cached now, without the new sweep
+    with results_db.open(url) as db:
+        synthdb.register(db, sample.sweep_spec("just-submitted", {"baseline": {}}, 2))
+    at = open_page("Ablation tables", "just-submitted")
+    as_of = [c.value for c in at.caption if c.value.startswith("As of ")]
+    assert as_of and "live: runs are active, checked every 3 s" in as_of[0], as_of

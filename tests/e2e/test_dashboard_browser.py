@@ -479,3 +479,44 @@ def test_scaling_charts_first_whole_legends_and_si_axes(served, tmp_path: Path) 
     x_labels = [t for c in charts for a in c["axes"] if a["horiz"] for t in a["labels"]]
     assert x_labels and not [t for t in x_labels if re.search(r"\d,\d{3},\d{3}", t)], x_labels
     assert first_chart["y"] < sentences["y"]
+
+
+# per chart: each text mark's overhang past the plot area's right edge
+# and past the chart element's right edge, in px (<= 0: inside)
+_TEXT_OVERFLOW_JS = """() => Array.from(document.querySelectorAll('[data-testid=stVegaLiteChart]'))
+  .map(el => {
+    const svg = el.querySelector('svg');
+    if (!svg) return null;
+    const box = el.getBoundingClientRect();
+    // the plot area: the view group's background (the x axis's domain line is not drawn)
+    const frame = svg.querySelector('g.mark-group.role-frame path.background');
+    const plot = frame.getBoundingClientRect();
+    return Array.from(svg.querySelectorAll('g.mark-text.role-mark text')).map(t => {
+      const b = t.getBoundingClientRect();
+      return [t.textContent, Math.round(b.right - plot.right), Math.round(b.right - box.right)];
+    });
+  })"""
+
+
+def test_leaderboard_verdict_labels_end_inside_the_chart(served) -> None:
+    """33.7: on the gates-toy sweep "needs >= 13 seeds for a ±1% effect", written after its
+    CI at the right of the dot plot, ran past the chart's edge and was cut: Vega fitted the
+    chart to the text's width as it measured it, and the page's font drew it a little wider.
+    The labels now end inside the plot, clear of that measurement."""
+    base, b, _ = served
+    p = b.new_page(viewport={"width": 1600, "height": 1200})
+    try:
+        p.goto(screenshot.page_url(base, "Leaderboard", report_db.SWEEP),
+               wait_until="domcontentloaded")
+        p.get_by_text("beat the baseline", exact=False).first.wait_for(timeout=60_000)
+        p.wait_for_function("() => document.querySelectorAll("
+                            "'[data-testid=stVegaLiteChart] svg g.mark-text text').length > 0",
+                            timeout=40_000)
+        p.wait_for_timeout(800)
+        labels = p.evaluate(_TEXT_OVERFLOW_JS)[0]
+    finally:
+        p.close()
+    needs = [t for t, _, _ in labels if t.startswith("needs >=")]
+    assert needs, labels
+    # inside the plot, not in room Vega's autosize made beside it from its own measure
+    assert all(plot <= 0 and chart <= 0 for _, plot, chart in labels), labels
