@@ -74,9 +74,12 @@ def parse_fault(value: str | FaultClass | None) -> FaultClass | None:
 
 # A failed attempt with one of these faults leaves the run `lost` (unfinished, resumable by
 # submit/rerun from its checkpoint) rather than `failed`: nothing is wrong with the run itself.
+# A DB outage past its bound stops the sweep (orchestrator/run/scheduler.py): its unfinished
+# runs are as resumable as preempted ones.
 RESUMABLE_FAULTS: frozenset[FaultClass] = frozenset({FaultClass.PREEMPTED,
                                                      FaultClass.NO_HEARTBEAT,
-                                                     FaultClass.SUPERSEDED})
+                                                     FaultClass.SUPERSEDED,
+                                                     FaultClass.DB_UNAVAILABLE})
 
 
 def run_status_after(attempt_status: str | RunStatus, fault: FaultClass | None) -> RunStatus:

@@ -78,12 +78,14 @@ class OutageState:
 
     wait_s: float
     since: float | None = None  # time.monotonic() of the first failure in a row
-    error: str = ""
+    error: str = ""  # the latest failure's text
+    first_error: str = ""  # the text of the failure that started the outage
     gave_up: bool = False
 
     def failed(self, exc: BaseException) -> None:
         if self.since is None:
             self.since = time.monotonic()
+            self.first_error = str(exc)
         self.error = str(exc)
 
     def ok(self) -> None:

@@ -15,6 +15,10 @@
   nobody does, the trial raises so that Tune retries the run as configured (``retries``).
 - A results DB that cannot be used is waited for up to ``job.db_wait_s`` at the claim and at
   every write (orchestrator/run/dbretry.py), so a database restart pauses a trial, not ends it.
+  Past the bound the trial reports ``failed``/``db_unavailable`` to Tune rather than raising: its
+  driver gives up on the same DB and says so in one line, with no trial traceback before it.
+- A trial whose driver has stopped the sweep (orchestrator/run/sweep_stop.py) does not claim
+  its run, and gives back a claim it won in the meantime (the run stays resumable).
 """
 
 from __future__ import annotations
@@ -28,17 +32,18 @@ from typing import TYPE_CHECKING, TypeVar
 import results_db
 from contract.states import RunStatus
 from orchestrator.run.cluster import host_label
-from orchestrator.run.dbretry import with_db_retry
+from orchestrator.run.dbretry import DBOutage, with_db_retry
 from orchestrator.run.env import prepare_trial_env
 from orchestrator.run.faults import Fault, RetryPolicy, classify, describe
 from orchestrator.run.reporter import DBReporter, RunCancelled
 from orchestrator.run.sigterm import graceful_sigterm
+from orchestrator.run.sweep_stop import stopped
 from orchestrator.run.trial_job import TrialJob
 from orchestrator.run.trial_result import TrialResult
 from results_db import DBUnavailable
 
 if TYPE_CHECKING:
-    from results_db import ResultsDB
+    from results_db import AttemptRow, ResultsDB
 
 T = TypeVar("T")
 
@@ -56,10 +61,14 @@ def execute_job(job: TrialJob, trial_id: str | None = None) -> TrialResult:
     """Claim and run one attempt of ``job``; how it ended (status, steps, first step, ...)."""
     db = results_db.open(job.db_url, migrate=False)
     try:
-        attempt = with_db_retry(
-            lambda: db.claim_run(job.run_id, job.owner, host_label(), trial_id=trial_id,
-                                 heartbeat_s=job.heartbeat_s),
-            f"run {job.name} (id {job.run_id}): claim", job.db_wait_s)
+        try:
+            attempt = with_db_retry(lambda: _claim(db, job, trial_id),
+                                    f"run {job.name} (id {job.run_id}): claim", job.db_wait_s)
+        except DBOutage as exc:
+            return _db_gave_up(exc)
+        if isinstance(attempt, str) or (attempt is not None and _give_back(db, job, attempt)):
+            return TrialResult("skipped", steps=0, holder=f"run {job.name} (id {job.run_id}): "
+                               "not started: its driver stopped the sweep")
         if attempt is None:
             return skipped(db, job)
         # trainer.train flushes it before every checkpoint: a killed attempt leaves no hole
@@ -68,6 +77,33 @@ def execute_job(job: TrialJob, trial_id: str | None = None) -> TrialResult:
         return train_attempt(db, job, attempt.id, reporter)
     finally:
         db.close()  # a reused trial actor must not accumulate engines
+
+
+def _claim(db: ResultsDB, job: TrialJob, trial_id: str | None) -> AttemptRow | str | None:
+    """The claim (None: another holder), unless the driver has stopped the sweep: then why
+    (asked again at every retry of a claim that waits for the DB)."""
+    if (why := stopped(job.owner)) is not None:
+        return why
+    return db.claim_run(job.run_id, job.owner, host_label(), trial_id=trial_id,
+                        heartbeat_s=job.heartbeat_s)
+
+
+def _give_back(db: ResultsDB, job: TrialJob, attempt: AttemptRow) -> bool:
+    """A claim won just as the driver stopped the sweep: end the attempt at once, unstarted,
+    so the run is ``lost`` (resumable) rather than trained for a sweep that is over."""
+    if stopped(job.owner) is None:
+        return False
+    _retry_db(job, "give the claim back", lambda: db.finish_attempt(
+        attempt.id, RunStatus.FAILED, error="not started: its driver stopped the sweep",
+        fault=Fault.DB_UNAVAILABLE))
+    return True
+
+
+def _db_gave_up(exc: DBUnavailable) -> TrialResult:
+    """The DB stayed unusable past the bound before this trial held an attempt: nothing to
+    record; Tune gets the outcome as a result (a raised error would print a traceback)."""
+    return TrialResult(RunStatus.FAILED, fault=Fault.DB_UNAVAILABLE.value,
+                       error=str(exc).splitlines()[0])
 
 
 def skipped(db: ResultsDB, job: TrialJob) -> TrialResult:

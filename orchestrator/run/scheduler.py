@@ -45,11 +45,18 @@ from orchestrator.run.cluster import (
     storage_warning,
     trial_bundles,
 )
-from orchestrator.run.dbretry import DBOutage, OutageState, db_wait_s, with_db_retry
+from orchestrator.run.dbretry import (
+    DB_WAIT_ENV,
+    DBOutage,
+    OutageState,
+    db_wait_s,
+    with_db_retry,
+)
 from orchestrator.run.env import absolute_db_url, driver_defaults, worker_env_vars
 from orchestrator.run.faults import Fault
 from orchestrator.run.leases import LeaseKeeper
 from orchestrator.run.multiworker import dispatch_trial
+from orchestrator.run.quiet_logs import one_line_trial_errors
 from orchestrator.run.trial_job import PackedJobs, TrialJob, driver_owner, heartbeat_interval
 from orchestrator.run.trial_result import TrialResult
 from orchestrator.run.trial_sync import DBSyncCallback, OutageStopper
@@ -181,7 +188,7 @@ def execute(jobs: list[TrialJob], opts: Options) -> dict[int, str]:
     outage = OutageState(wait_s=wait_s)
     progress = opts.progress(db, ids) if opts.progress else contextlib.nullcontext()
     try:
-        with ray_session(opts.address, opts.extra_env):
+        with one_line_trial_errors(), ray_session(opts.address, opts.extra_env):
             _warn_local_storage(opts)
             try:
                 with _sigterm_as_interrupt(), \
@@ -205,7 +212,7 @@ def execute(jobs: list[TrialJob], opts: Options) -> dict[int, str]:
                                  "reading the final states", wait_s)
         except DBOutage as exc:
             outage.give_up(exc)
-    raise _gave_up(db, jobs, opts.owner, outage)
+    raise _gave_up(db, jobs, opts.owner, outage, opts.say)
 
 
 def _warn_local_storage(opts: Options) -> None:
@@ -216,28 +223,45 @@ def _warn_local_storage(opts: Options) -> None:
         opts.say(f"warning: {warning}")
 
 
-def _gave_up(db: ResultsDB, jobs: list[TrialJob], owner: str, outage: OutageState) -> DBOutage:
-    """The DB stayed unusable past the bound: end this driver's running attempts
-    ``db_unavailable`` where the DB lets us (else their heartbeats go stale and they become
-    lost), and say in one line what happened and what finishes the sweep."""
+def _gave_up(db: ResultsDB, jobs: list[TrialJob], owner: str, outage: OutageState,
+             say: Callable[[str], None]) -> DBOutage:
+    """The DB stayed unusable past the bound and the sweep stopped (its trials are gone with
+    the Ray session). Leave one known state: wait once more (the same bound) for the DB, end
+    this driver's running attempts ``db_unavailable`` (their runs ``lost``, resumable) and free
+    its queued runs for ``rerun``; then say in one line what happened, with the cause as it is
+    now, and what finishes the sweep."""
 
-    ended = 0
-    try:
-        for j in jobs:
-            att = db.current_attempt(j.run_id)
-            if att is not None and att.status == RunStatus.RUNNING and att.owner == owner:
-                db.finish_attempt(att.id, RunStatus.FAILED, fault=Fault.DB_UNAVAILABLE,
-                                  error=f"the results DB was unusable for more than "
-                                        f"{outage.wait_s:g} s: {outage.error}")
-                ended += 1
-    except DBUnavailable:
-        pass  # still down: the attempts' heartbeats go stale, then lost
     sweep = jobs[0].spec.sweep
-    how = f" ({ended} attempt(s) recorded db_unavailable)" if ended else ""
-    return DBOutage(f"{outage.error.rstrip('.')}; it stayed unusable for more than "
-                    f"{outage.wait_s:g} s (GATESWEEP_DB_WAIT_S), so the sweep stopped{how}; "
-                    f"once the DB is back, `orchestrator rerun --sweep {sweep}` finishes the "
-                    "unfinished runs")
+    then = outage.first_error or outage.error
+    rerun = f"`orchestrator rerun --sweep {sweep}`"
+    try:
+        lost, queued = with_db_retry(lambda: _record_stop(db, jobs, owner, outage),
+                                     "recording the stopped sweep", outage.wait_s, say=say)
+    except DBUnavailable as exc:  # still down: the next submit/rerun reconciles the runs
+        return DBOutage(f"{str(exc).split(' (for ')[0].rstrip('.')}; it stayed unusable for "
+                        f"more than {outage.wait_s:g} s ({DB_WAIT_ENV}), so the sweep stopped; "
+                        f"once the DB is back, {rerun} finishes the unfinished runs")
+    return DBOutage(f"{then.split(' (for ')[0].rstrip('.')}; it was unusable for more than "
+                    f"{outage.wait_s:g} s ({DB_WAIT_ENV}), so the sweep stopped. It answers "
+                    f"again now: {lost} unfinished run(s) recorded lost (resumable), {queued} "
+                    f"not started; {rerun} finishes them")
+
+
+def _record_stop(db: ResultsDB, jobs: list[TrialJob], owner: str, outage: OutageState
+                 ) -> tuple[int, int]:
+    """(attempts ended ``db_unavailable``, runs still pending) of this driver's runs."""
+    lost = 0
+    for j in jobs:
+        att = db.current_attempt(j.run_id)
+        if att is not None and att.status == RunStatus.RUNNING and att.owner == owner:
+            db.finish_attempt(att.id, RunStatus.FAILED, fault=Fault.DB_UNAVAILABLE,
+                              error=f"the sweep stopped: the results DB was unusable for more "
+                                    f"than {outage.wait_s:g} s: {outage.first_error}")
+            lost += 1
+    ids = [j.run_id for j in jobs]
+    db.release_leases(ids, owner)
+    queued = sum(1 for i in ids if (r := db.run(i)) is not None and r.status == RunStatus.PENDING)
+    return lost, queued
 
 
 def trial_hooks(jobs: list[TrialJob]
@@ -300,7 +324,7 @@ def _fit(jobs: list[TrialJob], opts: Options, outage: OutageState | None = None
         run_config=tune.RunConfig(
             name=opts.experiment, storage_path=str((opts.storage / "_tune").resolve()),
             failure_config=tune.FailureConfig(max_failures=opts.retries),
-            stop=OutageStopper(outage),
+            stop=OutageStopper(outage, opts.owner),
             callbacks=[DBSyncCallback(opts.db_url, opts.owner, opts.retries, outage,
                                       opts.say), *tune_file_loggers()], verbose=0),
     )

@@ -20,6 +20,7 @@ from contract.states import RunStatus
 from orchestrator.run.dbretry import DBOutage, OutageState, db_wait_s, with_db_retry
 from orchestrator.run.faults import Fault, RetryPolicy, classify, describe
 from orchestrator.run.leases import node_fault
+from orchestrator.run.sweep_stop import mark_stopped
 
 if TYPE_CHECKING:
     from ray.tune.experiment import Trial
@@ -123,15 +124,22 @@ def _attempt_of_trial(db: ResultsDB, run_id: int, trial_id: str, owner: str
 
 
 class OutageStopper(Stopper):
-    """Tune stopper: stop every trial once the driver gave up waiting for the DB."""
-    def __init__(self, outage: OutageState | None) -> None:
-        self.outage = outage
+    """Tune stopper: stop every trial once the driver gave up waiting for the DB, and tell
+    the trials of driver ``owner`` that are still starting not to claim (sweep_stop.py)."""
+    def __init__(self, outage: OutageState | None, owner: str = "") -> None:
+        self.outage, self.owner = outage, owner
+        self._marked = False
 
     def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
         return False
 
     def stop_all(self) -> bool:
-        return self.outage is not None and self.outage.expired
+        if self.outage is None or not self.outage.expired:
+            return False
+        if self.owner and not self._marked:
+            mark_stopped(self.owner, self.outage.error)
+            self._marked = True
+        return True
 
 
 def _trial_error_text(trial: Trial) -> str:

@@ -1,0 +1,78 @@
+"""A sweep whose DB outage outlasts GATESWEEP_DB_WAIT_S and then ends (issue 36): the sweep
+stops in one known state.
+
+Reproduced before the fix with PostgreSQL stopped 20 s under GATESWEEP_DB_WAIT_S=10: Tune ended
+the sweep at 13 s, yet pending runs' trials still claimed and trained once the server was back,
+every run stayed `running` with no process until a rerun marked it `lost`, and the last line
+blamed the stopped server after it was up again.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+import results_db
+from tests.e2e.test_cluster_faults import (
+    _assert_integrity,
+    _checkpointed_attempt,
+    _kill_group,
+    _log,
+    _submit,
+    _sweep,
+    _wait,
+)
+
+if TYPE_CHECKING:
+    from tests.cluster_fixtures import TwoNodes
+
+pytestmark = [pytest.mark.slow, pytest.mark.postgres]
+
+WAIT_S, DOWN_S = 10, 20
+
+
+def test_an_outage_past_the_bound_that_then_ends_leaves_one_known_state(
+        ray_two_nodes: TwoNodes, tmp_path: Path) -> None:
+    from tests.outage_fixtures import outage
+
+    with outage("postgres") as o:
+        spec = _sweep(tmp_path, "f-dbend", ["a", "b", "c", "d"], steps=400)
+        proc = _submit(ray_two_nodes, spec, o.url, tmp_path, "--max-concurrent", "2",
+                       env={"GATESWEEP_DB_WAIT_S": str(WAIT_S)})
+        try:
+            _wait("a checkpoint", lambda: _checkpointed_attempt(o.url), proc)
+            o.down()
+            o.up_after(DOWN_S)
+            code = proc.wait(timeout=300)
+            ended = datetime.now(UTC)
+        finally:
+            _kill_group(proc)
+        log = _log(tmp_path)
+        assert code == 2, log
+        assert "Traceback" not in log and "Unhandled error" not in log, log
+        last = log.strip().splitlines()[-1]
+        assert last.startswith("error: results DB ") and "rerun --sweep f-dbend" in last, log
+        time.sleep(DOWN_S + 5)  # the server is back; a straggler trial would write now
+        db = results_db.open(o.url)
+        states = {r["name"]: r["status"] for r in db.runs().iter_rows(named=True)}
+        assert "running" not in states.values(), (states, log)  # nothing left without a process
+        assert set(states.values()) <= {"succeeded", "lost", "pending"}, states
+        for r in db.runs().iter_rows(named=True):
+            for att in db.attempts(int(r["id"])):
+                assert att.started < ended, (r["name"], att)  # nothing started after the end
+                assert att.status != "running", (r["name"], att)
+        if "answers again" in last:  # the DB was back by the exit: say so, do not blame it
+            assert "was unusable" in last and "2 not started" in last, last
+        again = _submit(ray_two_nodes, spec, o.url, tmp_path, "--sweep", "f-dbend",
+                        tag="2", cmd="rerun")
+        try:
+            assert again.wait(timeout=600) == 0, _log(tmp_path, "2")
+        finally:
+            _kill_group(again)
+        for r in db.runs().iter_rows(named=True):
+            assert r["status"] == "succeeded", (r["name"], _log(tmp_path, "2"))
+            _assert_integrity(db, int(r["id"]), steps=400)
