@@ -34,6 +34,7 @@ from contract.metrics import (
 from contract.params import count
 from contract.states import RunStatus
 from results_db.analysis.baseline import pick_baseline
+from results_db.analysis.bestlr import best_vs_best, declared_check
 from results_db.analysis.columns import HEAD, STAT_COLUMNS, TAIL
 from results_db.analysis.compare import compare, rank, varying
 from results_db.analysis.effects import main_effects
@@ -126,8 +127,6 @@ class AnalysisMixin:
         ci_high_pct, ci_method, verdict, note. A side run at one LR has no best LR and a
         side with one seed no held-out pick: said in ``verdict`` and ``note``, no delta."""
         import polars as pl
-
-        from results_db.analysis.bestlr import best_vs_best, declared_check
 
         higher = higher_is_better(metric) if ascending is None else not ascending
         runs, info = self._read(sweep, [metric])

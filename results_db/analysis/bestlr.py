@@ -32,26 +32,37 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import polars as pl
+from typing import TYPE_CHECKING, Any
 
 from contract.analysis_defaults import MIN_EFFECT
+from contract.states import RunStatus
 from results_db.analysis.compare import _key, match_axes, pct_of_base
 from results_db.analysis.stability import lr_text
 from results_db.analysis.stats import delta_ci, seeds_needed_many
 from results_db.analysis.verdict import verdict_expr
 
+if TYPE_CHECKING:
+    import polars as pl
+
 LOSO = "leave-one-seed-out"
 NO_BEST_LR = "no best LR (one LR)"
 ONE_SEED = "no held-out pick (one seed)"
 NOT_RUN = "not run at the declared LR"
-SCHEMA: dict[str, Any] = {
-    "variant": pl.String, "label": pl.String, "n_lrs": pl.Int64, "best_lr": pl.Float64,
-    "baseline_best_lr": pl.Float64, "selection": pl.String, "picks": pl.String,
-    "baseline_picks": pl.String, "n": pl.Int64, "base_n": pl.Int64, "delta": pl.Float64,
-    "delta_pct": pl.Float64, "ci_low_pct": pl.Float64, "ci_high_pct": pl.Float64,
-    "ci_method": pl.String, "verdict": pl.String, "note": pl.String}
+# polars dtype names (getattr(pl, ...)): polars is imported where a frame is built, so that
+# importing this module (api.py, summary.py do at their top) stays as light as the CLI needs
+SCHEMA: dict[str, str] = {
+    "variant": "String", "label": "String", "n_lrs": "Int64", "best_lr": "Float64",
+    "baseline_best_lr": "Float64", "selection": "String", "picks": "String",
+    "baseline_picks": "String", "n": "Int64", "base_n": "Int64", "delta": "Float64",
+    "delta_pct": "Float64", "ci_low_pct": "Float64", "ci_high_pct": "Float64",
+    "ci_method": "String", "verdict": "String", "note": "String"}
+DIVERGED = RunStatus.DIVERGED.value
+
+
+def _schema() -> dict[str, Any]:
+    import polars as pl
+
+    return {c: getattr(pl, t) for c, t in SCHEMA.items()}
 
 
 @dataclass
@@ -111,6 +122,8 @@ def ladders(board: pl.DataFrame, values: pl.DataFrame, baseline: str | None
     """({ladder key: Ladder}, {variant ladder key: its baseline ladder key}, variant ladder
     keys in board order). ``values``: group_key, seed, value and optionally status (a
     diverged status or a non-finite value is a divergence)."""
+    import polars as pl
+
     axes = [a for a in match_axes(board, baseline) if a != "lr"]
     keyed = board.with_columns(_ax=_key(board, axes))
     info = {r["group_key"]: r for r in keyed.iter_rows(named=True)}
@@ -126,7 +139,7 @@ def ladders(board: pl.DataFrame, values: pl.DataFrame, baseline: str | None
             continue
         ladder, lr = out[str(group["lr_group_key"])], float(group["lr"])
         bad = v is None or not math.isfinite(v) or (status is not None
-                                                    and status[i] == "diverged")
+                                                    and status[i] == DIVERGED)
         if bad:
             ladder.diverged.add((lr, int(seed)))
         else:
@@ -195,8 +208,10 @@ def best_vs_best(board: pl.DataFrame, values: pl.DataFrame, higher: bool,
     baseline. ``board``: db.leaderboard (variant, lr, group_key, lr_group_key, is_baseline,
     the dimension columns); ``values``: group_key, seed, value (and status) of the finished
     runs; ``lr``: a declared LR instead of the held-out choice."""
+    import polars as pl
+
     if baseline is None or board.is_empty() or not board["is_baseline"].any():
-        return pl.DataFrame(schema=SCHEMA)
+        return pl.DataFrame(schema=_schema())
     found, base_of, order = ladders(board, values, baseline)
     variant = dict(zip(board["lr_group_key"].cast(pl.String), board["variant"], strict=True))
     rows = []
@@ -214,7 +229,9 @@ def best_vs_best(board: pl.DataFrame, values: pl.DataFrame, higher: bool,
 def _judge(t: pl.DataFrame, higher: bool, min_effect: float) -> pl.DataFrame:
     """Percentages and the verdict of the compared rows by the leaderboard's rule
     (verdict.verdict_expr, stats.seeds_needed_many); the others keep their words."""
-    for c, dtype in {**SCHEMA, "ci_low": pl.Float64, "ci_high": pl.Float64,
+    import polars as pl
+
+    for c, dtype in {**_schema(), "ci_low": pl.Float64, "ci_high": pl.Float64,
                      "base_mean": pl.Float64, "_spread": pl.Float64}.items():
         if c not in t.columns:
             t = t.with_columns(pl.lit(None, dtype).alias(c))
@@ -228,7 +245,7 @@ def _judge(t: pl.DataFrame, higher: bool, min_effect: float) -> pl.DataFrame:
     judged = verdict_expr(higher_is_better=higher, min_effect=min_effect)
     t = t.with_columns(verdict=pl.when(pl.col("verdict").is_null()).then(judged)
                        .otherwise(pl.col("verdict")))
-    return t.select(pl.col(c).cast(d) for c, d in SCHEMA.items())
+    return t.select(pl.col(c).cast(d) for c, d in _schema().items())
 
 
 def declared_check(lr: float | None, lrs: Sequence[float]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from results_db.analysis.bestlr import LOSO, NO_BEST_LR, NOT_RUN, ONE_SEED
 from results_db.analysis.columns import RULE
 from results_db.analysis.multiplicity import rule_text
 from results_db.vocab import verdict_kind
@@ -107,8 +108,6 @@ def best_vs_best_sentence(frame: pl.DataFrame, sweep: str, metric: str) -> str:
     """db.best_vs_best in one sentence with how the LRs were chosen: "Sweep s, each variant
     at its best LR vs the baseline at its own on val/ppl (each seed judged at the LR its
     other seeds pick, 95 % CI): 1 better; 8 with no best LR (run at one LR)." """
-    from results_db.analysis.bestlr import LOSO, NO_BEST_LR, NOT_RUN, ONE_SEED  # polars
-
     if frame.height == 0:
         return (f"Sweep {sweep}: no baseline with a {metric} value, so no best-vs-best "
                 "comparison.")
