@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import data
+from dashboard import data, urlstate
 from dashboard.mdtext import md
 from dashboard.views import (
     ablation,
     curves,
+    explore,
     leaderboard,
     overview,
     probes,
@@ -32,6 +33,7 @@ PAGES = {
     "Scaling": scaling.render,
     "Curves": curves.render,
     "Probes": probes.render,
+    "Explore": explore.render,
     "Run detail": run_detail.render,
 }
 
@@ -74,6 +76,11 @@ def main() -> None:
     page = st.sidebar.radio("Page", pages, key="page",
                             index=pages.index(wanted) if wanted in pages else 0)
     st.sidebar.caption(f"DB: `{url}` (read-only)")
+    # the address bar names the view shown, so a copied link reopens it (dashboard/urlstate)
+    for key, value in (("page", page), ("sweep", sweep)):
+        if value is not None and st.query_params.get(key) != value:
+            st.query_params[key] = value
+    urlstate.keep_page(page)
     if sweep is None:  # no sweep yet: only the Overview has something to show
         if page == "Overview":
             overview.render(url, None)

@@ -21,30 +21,35 @@ def dimension_columns(board: pl.DataFrame) -> list[str]:
     return [c for c in dims if board[c].cast(pl.String).fill_null("–").n_unique() > 1]
 
 
-def _number(v: float, name: str) -> str:
+def fmt_axis_value(v: float, name: str) -> str:
     """One axis value as text: the LR as people write it, Δ% signed, whole numbers without
     decimals (n_head 2, 4 -- not "2.000/4.000"), others by fmt_num."""
-    if name == "lr":
+    if is_log(name):
         return fmt_lr(v)
     if name == "delta_pct":
         return fmt_pct(v)
     return f"{v:.0f}" if float(v).is_integer() and abs(v) < 1e15 else fmt_num(v)
 
 
-def _positions(col: pl.Series, name: str) -> tuple[list[float], list[str], list[bool]]:
+def is_log(name: str) -> bool:
+    """Whether an axis of this config key is read on log10: learning rates."""
+    return name == "lr" or name.endswith(".lr")
+
+
+def axis_positions(col: pl.Series, name: str) -> tuple[list[float], list[str], list[bool]]:
     """Axis positions in [0, 1], labels, and which labels the axis writes: numbers min-max
-    (the LR on log10) with only the extremes written (every row's value at its height
-    overlapped into a smudge), anything else its sorted distinct values evenly spaced ('–' for
-    no value), each written once."""
+    (a learning rate on log10) with only the extremes written (every row's value at its
+    height overlapped into a smudge), anything else its sorted distinct values evenly spaced
+    ('–' for no value), each written once."""
     if col.dtype.is_numeric():
         vals = [None if v is None or not math.isfinite(v) else float(v) for v in col.to_list()]
-        scaled = [None if v is None else (math.log10(v) if name == "lr" and v > 0 else v)
-                  for v in vals]
+        log = is_log(name) and all(v > 0 for v in vals if v is not None)
+        scaled = [None if v is None else (math.log10(v) if log else v) for v in vals]
         known = [v for v in scaled if v is not None]
         lo, hi = (min(known), max(known)) if known else (0.0, 1.0)
         span = hi - lo or 1.0
         pos = [0.5 if v is None or hi == lo else (v - lo) / span for v in scaled]
-        labels = ["–" if v is None else _number(v, name) for v in vals]
+        labels = ["–" if v is None else fmt_axis_value(v, name) for v in vals]
         ends = {lo, hi}
         written = [v is None or v in ends for v in scaled]
         return pos, labels, written
@@ -65,7 +70,7 @@ def parallel_frame(board: pl.DataFrame, metric: str) -> pl.DataFrame:
     names = {"mean": metric, "delta_pct": f"Δ% {metric}"}
     parts = []
     for i, ax in enumerate(axes):
-        pos, labels, written = _positions(board[ax], ax)
+        pos, labels, written = axis_positions(board[ax], ax)
         parts.append(pl.DataFrame({
             "row": board["row"], "variant": board["variant"],
             "axis": [names.get(ax, ax.removeprefix("gate_"))] * board.height,

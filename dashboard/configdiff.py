@@ -45,3 +45,20 @@ def config_diff(this: Mapping[str, Any], base: Mapping[str, Any]) -> list[tuple[
     keys = sorted(k for k in set(a) | set(b) if k not in IGNORED and not _covered(k, a, b))
     return [(k, _show(a.get(k, _MISSING)), _show(b.get(k, _MISSING)))
             for k in keys if a.get(k, _MISSING) != b.get(k, _MISSING)]
+
+
+def runs_diff(configs: Mapping[str, Mapping[str, Any]],
+              ignored: tuple[str, ...] = ("name",)) -> list[tuple[str, list[str]]]:
+    """[(dotted key, [each run's value])] for every leaf whose value is not the same in all
+    ``configs`` ({run label: RunSpec JSON}, any number of runs), sorted by key; a run that
+    lacks the key shows '–'. The seed is kept (these are runs someone picked to compare)."""
+    flat = [flatten(c) for c in configs.values()]
+    keys = set().union(*flat) if flat else set()
+    out = []
+    for k in sorted(keys):
+        if k in ignored or any(_covered(k, f, {}) for f in flat):
+            continue
+        vals = [f.get(k, _MISSING) for f in flat]
+        if any(v != vals[0] for v in vals[1:]):
+            out.append((k, [_show(v) for v in vals]))
+    return out

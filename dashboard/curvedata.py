@@ -135,3 +135,17 @@ def colour_order(labels: list[str]) -> list[str]:
         except ValueError:
             return (1 if s != "–" else 2, 0.0, s)
     return sorted(set(labels), key=key)
+
+
+def group_of(runs: pl.DataFrame, key: str) -> dict[int, str]:
+    """{run id: its value of config key ``key`` as text}: the line a run joins when Curves
+    groups by the key."""
+    return {i: _label(key, v) for i, v in zip(runs["id"].to_list(), runs[key].to_list(),
+                                               strict=True)}
+
+
+def grouped(points: pl.DataFrame, group: dict[int, str]) -> pl.DataFrame:
+    """``points`` with each run's row (and variant) set to its group's label, and no LR of
+    its own, so the seed mean pools every run of a group: variants and LRs alike."""
+    label = pl.col("run_id").replace_strict(group, default="–", return_dtype=pl.String)
+    return points.with_columns(row=label, variant=label, lr=pl.lit("–"))

@@ -21,7 +21,7 @@ from contract.analysis_defaults import (
     STABILITY_METRIC,
     STABILITY_TOL,
 )
-from dashboard import ablation
+from dashboard import ablation, explore
 from results_db.analysis.summary import verdict_sentence
 
 LIVE_TTL_S = 3  # status of live runs: refreshed by the pages' fragments
@@ -299,6 +299,18 @@ def run_detail(url: str, run_id: int) -> dict[str, Any] | None:
     if row is None:
         return None
     return {"run": row, "attempts": db.attempts(run_id), "artifacts": db.artifacts(run_id)}
+
+
+def config_frame(url: str, sweep: str) -> pl.DataFrame:
+    """(id, every flattened config key whose value is not the same in all the sweep's runs):
+    the Explore page's keys (dashboard/explore.config_frame), cached per sweep state."""
+    return _config_frame(url, sweep, sweep_state(url, sweep))
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def _config_frame(url: str, sweep: str, version: tuple[int, ...]) -> pl.DataFrame:
+    frame = open_db(url).runs(sweep=sweep, with_config=True, columns=("id",))
+    return explore.config_frame(frame["id"].to_list(), frame["config"].to_list())
 
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)

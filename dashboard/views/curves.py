@@ -14,7 +14,7 @@ import streamlit as st
 
 from contract import metrics
 from contract.states import RunStatus
-from dashboard import charts, curvedata, data, palette
+from dashboard import charts, curvedata, data, palette, urlstate
 from dashboard.mdtext import md
 from dashboard.tables import fmt_lr, row_labels
 from dashboard.views.common import follow_new, show_chart, watch
@@ -67,31 +67,53 @@ def base_rows(runs: pl.DataFrame, base: str | None) -> dict[str, str]:
                 strict=True) if v != base}
 
 
+NO_GROUP = "variant row"
+# the controls a link carries (dashboard/urlstate.py): ?cv_names=[...]&cv_log=true&...
+URL_KEYS = ("cv_names", "cv_x", "cv_smooth", "cv_log", "cv_mode", "cv_delta", "cv_color",
+            "cv_group", "cv_from")
+
+
 def _controls(runs: pl.DataFrame) -> dict:
+    keys = curvedata.colour_keys(runs)
+    bind = urlstate.bind
     c1, c2, c3, c4, c5 = st.columns([3, 1, 1.4, 1, 1.6])
-    names = c1.multiselect("Metrics", list(CURVES), default=list(DEFAULT_CURVES),
-                           format_func=lambda n: f"{n} ({CURVES[n]})", key="cv_names")
+    bind("cv_names", list(DEFAULT_CURVES), options=list(CURVES))
+    names = c1.multiselect("Metrics", list(CURVES), key="cv_names",
+                           format_func=lambda n: f"{n} ({CURVES[n]})")
+    bind("cv_x", "step", options=["step", "tokens"])
     x = c2.radio("x axis", ["step", "tokens"], horizontal=True, key="cv_x")
-    smooth = c3.slider("EMA smoothing (train/*)", 0.0, 0.99, 0.6, 0.01, key="cv_smooth",
+    bind("cv_smooth", 0.6, check=lambda v: 0.0 <= v <= 0.99)
+    smooth = c3.slider("EMA smoothing (train/*)", 0.0, 0.99, step=0.01, key="cv_smooth",
                        help="applies to the dense training series only, drawn over the raw "
                        "curve; evaluation series (val/*, probes) and the Δ curve are never "
                        "smoothed")
-    log_y = c4.toggle("log y", value=False, key="cv_log")
+    bind("cv_log", False)
+    log_y = c4.toggle("log y", key="cv_log")
+    bind("cv_mode", "mean ± band", options=["mean ± band", "each run"])
     mode = c5.radio("Seeds", ["mean ± band", "each run"], horizontal=True, key="cv_mode")
-    d1, d2, d3 = st.columns([1, 1.5, 1.5])
-    delta = d1.toggle("Δ vs baseline curve", value=True, key="cv_delta",
+    d1, d2, d3, d4 = st.columns([1, 1.3, 1.3, 1.2])
+    bind("cv_delta", True)
+    delta = d1.toggle("Δ vs baseline curve", key="cv_delta",
                       help="each variant's seed-mean curve minus the baseline's (same LR)")
-    color_by = d2.selectbox("Colour by", ["variant", *curvedata.colour_keys(runs)],
+    bind("cv_color", "variant", options=["variant", *keys])
+    color_by = d2.selectbox("Colour by", ["variant", *keys],
                             key="cv_color", help="a config key that varies in this sweep "
                             "(learning rate, model size, a gate dimension); lines stay one "
                             "per variant row (or run)")
-    start = d3.number_input("From step", min_value=0, value=FROM_STEP, step=1, key="cv_from",
+    bind("cv_group", NO_GROUP, options=[NO_GROUP, *keys])
+    group = d3.selectbox("Group by", [NO_GROUP, *keys], key="cv_group",
+                         help="one line per value of this key: the mean (± band) over every "
+                         "picked run that has it, whatever its variant or LR (W&B's grouping)")
+    bind("cv_from", FROM_STEP, check=lambda v: isinstance(v, int) and v >= 0)
+    start = d4.number_input("From step", min_value=0, step=1, key="cv_from",
                             help="draw the points from this step on; step 0 is the untrained "
                             "model's evaluation (val/ppl ~ the vocabulary size), which "
                             "squashes the trained values into the chart's bottom pixels")
+    grouped = None if group == NO_GROUP else group
     return {"names": names, "x": x, "smooth": smooth, "log_y": log_y, "mode": mode,
-            "delta": delta, "color_by": None if color_by == "variant" else color_by,
-            "from_step": int(start)}
+            "delta": delta and grouped is None,
+            "color_by": grouped or (None if color_by == "variant" else color_by),
+            "group_by": grouped, "from_step": int(start)}
 
 
 def render(url: str, sweep: str) -> None:  # app.py: these pages need a sweep
@@ -120,10 +142,14 @@ def render(url: str, sweep: str) -> None:  # app.py: these pages need a sweep
         st.info("Pick at least one run and one metric.")
         return
     live = runs.filter(pl.col("id").is_in(picked) & (pl.col("status") == RunStatus.RUNNING)).height
+    if opts["group_by"]:
+        st.caption(f"Grouped by {opts['group_by']}: one line per value, over every picked run "
+                   "that has it (variants and LRs pooled); no Δ-vs-baseline curve.")
     draw = st.fragment(run_every=LIVE_REFRESH_S if live else None)(_draw)
     draw(url, sweep, tuple(sorted(picked)), opts, points)
     if live:
         st.caption(f"{live} picked run(s) running: refreshed every {LIVE_REFRESH_S} s.")
+    urlstate.publish(URL_KEYS)
 
 
 def _points(url: str, sweep: str, runs: pl.DataFrame, picked: tuple[int, ...], name: str,
@@ -151,6 +177,8 @@ def _draw(url: str, sweep: str, picked: tuple[int, ...], opts: dict, max_points:
     xt = "tokens" if opts["x"] == "tokens" else "step"
     for name in opts["names"]:
         pts = _points(url, sweep, runs, picked, name, opts["x"], raw)
+        if opts["group_by"]:  # a line per value of the key: it is the row (and the colour)
+            pts = curvedata.grouped(pts, curvedata.group_of(runs, opts["group_by"]))
         if pts.is_empty():
             st.caption(f"{name}: no points yet for these runs"
                        + (" (tokens need the runs' RunSpec)" if opts["x"] == "tokens" else "."))
@@ -175,6 +203,8 @@ def _draw(url: str, sweep: str, picked: tuple[int, ...], opts: dict, max_points:
         key = opts["color_by"]
         if key is not None:  # colour by a config key: each row's (or run's) value of it
             of = curvedata.colour_of(runs, key, by_run=not band)
+            if opts["group_by"] and band:  # the rows are the key's values themselves
+                of = {v: v for v in shown["series"].unique().to_list()}
             shown, under = curvedata.with_colour(shown, of), curvedata.with_colour(under, of)
         show_chart(charts.curves(shown, name, colors, x="x", x_title=xt,
                                  log_y=opts["log_y"], band=band, spikes=spikes,

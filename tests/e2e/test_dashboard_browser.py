@@ -22,11 +22,13 @@ playwright is missing.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 import results_db
@@ -520,3 +522,165 @@ def test_leaderboard_verdict_labels_end_inside_the_chart(served) -> None:
     assert needs, labels
     # inside the plot, not in room Vega's autosize made beside it from its own measure
     assert all(plot <= 0 and chart <= 0 for _, plot, chart in labels), labels
+
+
+# --- issue 33: W&B-like slicing on the Explore page -----------------------------------------
+# Explore's parallel chart: each axis rule's x and the plot's top/bottom, in page pixels
+_AXIS_RULES_JS = """() => {
+  const el = document.querySelectorAll('[data-testid=stVegaLiteChart]')[0];
+  const svg = el.querySelector('svg');
+  const plot = svg.querySelector('g.mark-group.role-frame path.background')
+    .getBoundingClientRect();
+  const rules = {};
+  svg.querySelectorAll('g.mark-rule.role-mark line, g.mark-rule.role-mark path')
+    .forEach(l => {
+      const label = l.getAttribute('aria-label') || '';
+      const m = label.split('; ').find(p => p.startsWith('axis: '));
+      if (m) { const b = l.getBoundingClientRect(); rules[m.slice(6)] = b.left + b.width / 2; }
+    });
+  return {rules: rules, top: plot.top, bottom: plot.bottom};
+}"""
+# the scatter's dots: each one's aria-label (its run, variant, x and metric)
+_DOTS_JS = """() => {
+  const charts = document.querySelectorAll('[data-testid=stVegaLiteChart]');
+  const svg = charts[1].querySelector('svg');
+  return Array.from(svg.querySelectorAll('g.mark-symbol.role-mark path'))
+    .map(p => p.getAttribute('aria-label') || '');
+}"""
+_TABLES_TEXT_JS = """() => Array.from(document.querySelectorAll('[data-testid=stTable] table'))
+  .map(t => Array.from(t.querySelectorAll('tr')).map(r => Array.from(r.querySelectorAll('th, td'))
+    .map(c => c.innerText.trim())))"""
+# the runs of gates-toy whose LR is 3e-2 or 1e-1: the three ladders' upper two rungs (3 x 2 x 3
+# seeds) and the seven one-LR ablation rows at 3e-2 (7 x 3)
+TOY_UPPER_LRS = 3 * 2 * 3 + 7 * 3
+
+
+def _explore(served, query: str = "", height: int = 2400):
+    base, b, _ = served
+    p = b.new_page(viewport={"width": 1500, "height": height})
+    p.goto(screenshot.page_url(base, "Explore", report_db.SWEEP) + query,
+           wait_until="domcontentloaded")
+    p.get_by_text("Config diff").first.wait_for(timeout=60_000)
+    p.wait_for_function("() => document.querySelectorAll("
+                        "'[data-testid=stVegaLiteChart] svg g.mark-rule').length > 0",
+                        timeout=40_000)
+    p.wait_for_timeout(500)
+    return p
+
+
+def _query(p) -> dict[str, str]:
+    import urllib.parse
+
+    return dict(urllib.parse.parse_qsl(urllib.parse.urlparse(p.url).query))
+
+
+def test_explore_brushing_filters_runs_and_the_link_keeps_it(served) -> None:
+    """Drag across the train.lr axis of the parallel coordinates over its upper half: the runs
+    at 3e-2 and 1e-1 are kept (the scatter draws only those), the brush goes into the URL,
+    and that URL opened in a new tab shows the same selection."""
+    p = _explore(served)
+    try:
+        geo = p.evaluate(_AXIS_RULES_JS)
+        x, top, bottom = geo["rules"]["train.lr"], geo["top"], geo["bottom"]
+        # y: pos 1.05 at the top, -0.05 at the bottom; from above the top to pos 0.5
+        mid = top + (bottom - top) * (1.05 - 0.5) / 1.1
+        p.mouse.move(x - 25, top + 2)
+        p.mouse.down()
+        p.mouse.move(x, (top + mid) / 2, steps=5)
+        p.mouse.move(x + 25, mid, steps=5)
+        p.mouse.up()
+        p.get_by_text(f"{TOY_UPPER_LRS} of 57 runs kept", exact=False).first.wait_for(
+            timeout=30_000)
+        p.wait_for_timeout(1000)
+        dots = p.evaluate(_DOTS_JS)
+        link = p.url
+        brush = json.loads(_query(p)["ex_brush"])
+    finally:
+        p.close()
+    lrs = {_field(d, "train.lr") for d in dots}
+    assert len(dots) == TOY_UPPER_LRS and lrs == {"0.03", "0.1"}, (len(dots), lrs)
+    lo, hi = brush["train.lr"]
+    assert 1e-2 < lo < 3e-2 and hi >= 1e-1 * 0.99, brush
+    base, b, _ = served
+    again = b.new_page(viewport={"width": 1500, "height": 2400})
+    try:
+        again.goto(link, wait_until="domcontentloaded")
+        again.get_by_text(f"{TOY_UPPER_LRS} of 57 runs kept", exact=False).first.wait_for(
+            timeout=60_000)
+    finally:
+        again.close()
+
+
+def test_explore_scatter_group_by_and_config_diff(served) -> None:
+    """The metric against a hyperparameter (one dot per run at its value), grouping by any
+    config key (a table of the groups from results_db.grouping), and the config diff of the
+    runs picked -- each read off the page, the view opened from a link."""
+    with results_db.open(served[2], readonly=True) as db:
+        runs = db.runs(sweep=report_db.SWEEP, with_config=False)
+        ppl = dict(zip(*db.summaries(sweep=report_db.SWEEP, names=["val/ppl"])
+                       .select("run_id", "value"), strict=True))
+    first = runs.filter(pl.col("variant") == "baseline")["id"][0]
+    other = runs.filter(pl.col("variant") == "kv_heads_x2")["id"][0]
+    q = ("&ex_x=model.n_kv_head&ex_group=model.gates.0.position"
+         f"&ex_diff=%5B{first}%2C{other}%5D")
+    p = _explore(served, q)
+    try:
+        dots = p.evaluate(_DOTS_JS)
+        tables = p.evaluate(_TABLES_TEXT_JS)
+    finally:
+        p.close()
+    # the scatter: 57 dots, kv heads 4 only for kv_heads_x2's 3 runs, each at its val/ppl
+    assert len(dots) == 57
+    kv = [d for d in dots if _field(d, "model.n_kv_head") == "4"]
+    assert {_field(d, "variant") for d in kv} == {"kv_heads_x2"} and len(kv) == 3
+    values = sorted(float(_field(d, "val/ppl")) for d in dots)
+    assert values == pytest.approx(sorted(ppl.values()), rel=1e-3)
+    groups, diff = tables
+    assert [r[0] for r in groups[1:]] == ["G1", "G2", "–"]
+    assert [r[1] for r in groups[1:]] == ["33", "3", "21"]  # runs per gate position
+    from results_db.grouping import group_stats
+    frame = runs.with_columns(pl.col("gate_position").alias("k")).join(
+        pl.DataFrame({"id": list(ppl), "v": list(ppl.values())}), on="id")
+    expect = group_stats(frame, "k", "v")
+    g1 = next(r for r in groups[1:] if r[0] == "G1")
+    assert g1[3] == f"{expect.filter(pl.col('group') == 'G1')['mean'][0]:.3f}"
+    keys = [r[0] for r in diff[1:]]
+    assert "model.n_kv_head" in keys and "name" not in keys
+    row = next(r for r in diff[1:] if r[0] == "model.n_kv_head")
+    assert row[1:] == ["2", "4"]
+
+
+def test_curves_view_in_the_url_and_grouped_by_a_config_key(served) -> None:
+    """A Curves link with its controls in the query opens that view (only val/loss, log y,
+    one line per gate position: W&B's grouping); changing a control rewrites the address,
+    and another page drops the Curves keys."""
+    import urllib.parse
+
+    base, b, _ = served
+    q = urllib.parse.urlencode({"cv_names": '["train/loss"]', "cv_log": "true",
+                                "cv_group": "gate_position", "cv_delta": "false"})
+    p = b.new_page(viewport={"width": 1500, "height": 1400})
+    try:
+        p.goto(screenshot.page_url(base, "Curves", sample.LR_SWEEP) + "&" + q,
+               wait_until="domcontentloaded")
+        p.get_by_text("training loss").first.wait_for(timeout=60_000)
+        p.wait_for_function("() => document.querySelectorAll("
+                            "'[data-testid=stVegaLiteChart] svg g.mark-line').length > 0",
+                            timeout=40_000)
+        p.wait_for_timeout(800)
+        shot = screenshot.shot_of(p)
+        text = shot.text
+        assert "validation loss" not in text and "Grouped by gate_position" in text
+        (chart,) = shot.detail
+        series = {ln["series"] for ln in chart["lines"]}
+        assert series == {"G1", "–"}, series  # 8 runs (2 variants x 4 LRs) in two lines
+        assert "gate_position" in chart["legend"] or set(chart["legend"]) >= {"G1", "–"}
+        assert _query(p)["cv_log"] == "true"
+        p.get_by_text("log y").first.click()  # the toggle's label
+        p.wait_for_function("() => location.search.includes('cv_log=false')", timeout=20_000)
+        p.get_by_text("Overview").first.click()  # the sidebar's page radio
+        p.wait_for_function("() => location.search.includes('page=Overview')",
+                            timeout=20_000)
+        assert not [k for k in _query(p) if k.startswith("cv_")], p.url
+    finally:
+        p.close()

@@ -1,0 +1,253 @@
+"""Explore: slice a sweep's runs the way W&B does, by any config key that varies.
+
+Top to bottom: parallel coordinates over the chosen keys and the metric, one line per run,
+with brushing (drag across an axis to keep the runs in that range; brushes on several axes
+combine, the others' lines turn grey); the metric against a hyperparameter (one dot per kept
+run); the kept runs grouped by a key (runs, n, mean, std, min, max: results_db/grouping.py);
+and the config diff of any runs picked. The view (metric, axes, group, x, brushes, runs
+compared) is kept in the URL (dashboard/urlstate.py), so a link reopens it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import altair as alt
+import polars as pl
+import streamlit as st
+
+from contract.analysis_defaults import METRIC
+from dashboard import data, explore, palette, urlstate
+from dashboard.charts import LEGEND, Layered
+from dashboard.compare import is_log
+from dashboard.configdiff import runs_diff
+from dashboard.mdtext import md
+from dashboard.tables import fmt_num, metric_order
+from dashboard.views.common import show_chart, watch
+from results_db.grouping import group_stats
+
+MAX_AXES = 6  # axes drawn by default (more are picked by hand)
+MAX_RUNS = 2000  # runs drawn as lines (a bigger sweep: its first runs, the page says so)
+NONE = "none"
+BRUSH = "brush"  # the Vega-Lite selection's name
+KEYS = ("ex_metric", "ex_axes", "ex_group", "ex_x", "ex_diff")
+
+
+def render(url: str, sweep: str) -> None:  # app.py: these pages need a sweep
+    st.header(f"Explore — {md(sweep)}")
+    watch(url, sweep, "ex")
+    runs = data.runs(url, sweep)
+    if runs.is_empty():
+        st.info("This sweep has no runs.")
+        return
+    names = metric_order(data.summary_names(url, sweep)) or [METRIC]
+    urlstate.bind("ex_metric", METRIC if METRIC in names else names[0], options=names)
+    metric = st.selectbox("Metric", names, key="ex_metric")
+    table = explore.run_table(runs, data.config_frame(url, sweep),
+                              data.summaries(url, sweep, (metric,)), metric)
+    more = table.height > MAX_RUNS
+    table = table.head(MAX_RUNS)
+    keys = explore.config_keys(table, metric)
+    if not keys:
+        st.info("No config key varies across this sweep's runs: nothing to slice by.")
+        return
+    numeric = [k for k in keys if table[k].dtype.is_numeric() and k != "seed"]
+    c1, c2, c3 = st.columns([3, 1.2, 1.2])
+    urlstate.bind("ex_axes", [k for k in keys if k != "seed"][:MAX_AXES], options=keys)
+    axes = c1.multiselect("Axes (config keys)", keys, key="ex_axes")
+    urlstate.bind("ex_group", NONE, options=[NONE, *keys])
+    group = c2.selectbox("Group by", [NONE, *keys], key="ex_group",
+                         help="pool the kept runs by this key's value: the table below, and "
+                         "the scatter's colours")
+    urlstate.bind("ex_x", (numeric or keys)[0], options=keys)
+    x = c3.selectbox("Scatter: x", keys, key="ex_x", help="the hyperparameter on the x axis")
+    brushes = _brushes(table, [*axes, metric])
+    kept = explore.brushed(table, brushes)
+    colors = palette.colors(data.variants(url, sweep), data.baseline(url, sweep))
+    _parallel(table, [*axes, metric], kept, brushes, colors, more)
+    shown = table.filter(pl.col("id").is_in(kept))
+    _scatter(shown, x, metric, None if group == NONE else group, colors)
+    if group != NONE:
+        _groups(shown, group, metric)
+    _diff(url, shown)
+    urlstate.publish(KEYS, extra={"ex_brush": brushes or None})
+
+
+# --- brushing --------------------------------------------------------------------------
+def _chart_key() -> str:
+    return f"ex_par_{st.session_state.get('ex_gen', 0)}"
+
+
+def _brushes(table: pl.DataFrame, axes: list[str]) -> explore.Brushes:
+    """The brushes in force: from the URL on the first run, then each new drag on the chart
+    (read from its state before it is drawn again, so its lines show the new selection)."""
+    urlstate.bind("ex_brush", {}, check=lambda v: isinstance(v, dict))
+    brushes: explore.Brushes = {k: v for k, v in dict(st.session_state["ex_brush"]).items()
+                                if k in table.columns}
+    event = st.session_state.get(_chart_key())
+    sel = _selection(event)
+    seen = json.dumps(sel, sort_keys=True) if sel else None
+    if sel and seen != st.session_state.get("ex_seen"):
+        st.session_state["ex_seen"] = seen
+        xs, ys = sel.get("order"), sel.get("pos")
+        if xs and ys:
+            first, last = math.ceil(min(xs) - 0.25), math.floor(max(xs) + 0.25)
+            for i in range(max(first, 0), min(last, len(axes) - 1) + 1):
+                brushes[axes[i]] = explore.brush_of(table, axes[i], min(ys), max(ys))
+    st.session_state["ex_brush"] = brushes
+    return brushes
+
+
+def _selection(event: Any) -> dict[str, Any]:
+    """The brush's ranges in a chart's selection state ({} when none)."""
+    if event is None:
+        return {}
+    selection = event.get("selection", {}) if isinstance(event, dict) else \
+        getattr(event, "selection", {})
+    got = selection.get(BRUSH) if hasattr(selection, "get") else None
+    return dict(got) if got else {}
+
+
+def _clear() -> None:
+    st.session_state["ex_brush"] = {}
+    st.session_state["ex_seen"] = None
+    st.session_state["ex_gen"] = st.session_state.get("ex_gen", 0) + 1  # a fresh chart
+
+
+def _parallel(table: pl.DataFrame, axes: list[str], kept: list[int],
+              brushes: explore.Brushes, colors: dict[str, str], more: bool) -> None:
+    st.subheader("Parallel coordinates")
+    note = f" (the first {MAX_RUNS} runs)" if more else ""
+    st.caption(f"One line per run{note}. Drag across an axis to keep the runs in that range "
+               "(brushes on several axes combine); grey lines are the runs left out.")
+    frame = explore.parallel_runs(table, axes, kept)
+    rects = explore.brush_rects(table, axes, brushes)
+    st.altair_chart(parallel_chart(frame, axes, rects, colors), width="stretch", height=380,
+                    on_select="rerun", selection_mode=BRUSH, key=_chart_key())
+    c1, c2 = st.columns([4, 1])
+    if brushes:
+        c1.markdown(f"**{len(kept)} of {table.height} runs kept**: "
+                    f"{md(explore.brush_text(brushes, table))}")
+        c2.button("Clear brushes", key="ex_clear", on_click=_clear)
+    else:
+        c1.markdown(f"**All {table.height} runs** (no brush)")
+
+
+def parallel_chart(frame: pl.DataFrame, axes: list[str], rects: pl.DataFrame,
+                   colors: dict[str, str]) -> Layered:
+    """Runs as polylines over numbered axes (x = the axis's index, so an interval brush can
+    span one axis), each axis labelled with its key; kept runs in their variant's colour,
+    the others grey; the brushes in force as shaded boxes."""
+    n = len(axes)
+    names = json.dumps(list(axes))
+    x = alt.X("order:Q", title=None, scale=alt.Scale(domain=[-0.25, n - 0.4]),
+              axis=alt.Axis(values=list(range(n)), labelExpr=f"{names}[datum.value]",
+                            orient="top", grid=False, labelAngle=0, labelLimit=160,
+                            domain=False, ticks=False))
+    y = alt.Y("pos:Q", axis=None, scale=alt.Scale(domain=[-0.05, 1.05]))
+    shown = frame["variant"].unique().to_list()
+    color = alt.condition("datum.kept", alt.Color("variant:N", scale=palette.scale(
+        colors, shown), legend=LEGEND), alt.value("#d0d0d0"))
+    brush = alt.selection_interval(name=BRUSH, encodings=["x", "y"], clear=False)
+    lines = alt.Chart(frame.to_pandas()).mark_line(strokeWidth=1.6).encode(
+        x=x, y=y, color=color, detail="id:N", order="order:Q",
+        opacity=alt.condition("datum.kept", alt.value(0.9), alt.value(0.35)),
+        tooltip=["run", "variant", "axis", "label"]).add_params(brush)
+    rule_rows = pl.DataFrame({"order": list(range(n)), "axis": list(axes)})
+    rules = alt.Chart(rule_rows.to_pandas()).mark_rule(color="#999").encode(
+        x=x, tooltip=["axis"])
+    written = frame.filter(pl.col("tick").is_not_null()).unique(["axis", "pos", "label"])
+    ticks = alt.Chart(written.to_pandas()).mark_text(
+        align="left", dx=4, fontSize=10, color="#333").encode(x=x, y=y, text="label:N")
+    layers: list[Any] = [rules, lines, ticks]
+    if rects.height:
+        layers.insert(0, alt.Chart(rects.to_pandas()).mark_rect(
+            color="#4c78a8", opacity=0.15).encode(x="x0:Q", x2="x1:Q", y="y0:Q", y2="y1:Q"))
+    return alt.layer(*layers).properties(height=300)
+
+
+# --- metric vs hyperparameter, groups, config diff ---------------------------------------
+def _scatter(shown: pl.DataFrame, x: str, metric: str, group: str | None,
+             colors: dict[str, str]) -> None:
+    st.subheader(f"{metric} vs {x}")
+    pts = shown.filter(pl.col(metric).is_not_null())
+    if pts.is_empty():
+        st.caption(f"No kept run has {metric} yet.")
+        return
+    show_chart(scatter_chart(pts, x, metric, group, colors))
+
+
+def scatter_chart(pts: pl.DataFrame, x: str, metric: str, group: str | None,
+                  colors: dict[str, str]) -> Layered:
+    """One dot per run: ``metric`` against config key ``x`` (a number on a linear or, for a
+    learning rate, log axis; text as categories, dots spread sideways within each); coloured
+    by variant, or by the group key's value when grouping."""
+    frame = pts.with_columns(
+        xval=pl.col(x), run=pl.col("name"),
+        group=(pl.col(group).cast(pl.String).fill_null("–") if group else pl.col("variant")))
+    numeric = frame[x].dtype.is_numeric()
+    if numeric:
+        log = is_log(x) and bool((frame[x].drop_nulls() > 0).all())
+        xenc = alt.X("xval:Q", title=x, scale=alt.Scale(type="log") if log else
+                     alt.Scale(zero=False))
+    else:
+        frame = frame.with_columns(xval=pl.col(x).cast(pl.String).fill_null("–"),
+                                   jitter=(pl.col("id").hash(7) % 1000) / 1000 - 0.5)
+        xenc = alt.X("xval:N", title=x, sort=sorted(set(frame["xval"].to_list())),
+                     axis=alt.Axis(labelAngle=0, labelLimit=200))
+    color = alt.Color("group:N", title=group, legend=LEGEND) if group else \
+        alt.Color("group:N", scale=palette.scale(colors, frame["variant"].unique().to_list()),
+                  legend=LEGEND)
+    enc: dict[str, Any] = {"x": xenc, "y": alt.Y(f"{metric}:Q", title=metric,
+                                                  scale=alt.Scale(zero=False)),
+                           "color": color,
+                           "tooltip": ["run", "variant", alt.Tooltip("xval", title=x),
+                                       alt.Tooltip(f"{metric}:Q", format=".4g")]}
+    if not numeric:
+        enc["xOffset"] = alt.XOffset("jitter:Q", scale=alt.Scale(domain=[-1.5, 1.5]))
+    return alt.Chart(frame.to_pandas()).mark_circle(size=70, opacity=0.85).encode(
+        **enc).properties(height=320)
+
+
+def group_frame(shown: pl.DataFrame, group: str, metric: str) -> pl.DataFrame:
+    """results_db's group statistics of the kept runs, as the strings the page shows."""
+    stats = group_stats(shown, group, metric)
+    numeric = shown[group].dtype.is_numeric()
+    return stats.select(
+        pl.Series(group, [explore.fmt_key(v, group) if numeric else g for v, g in
+                          zip(stats["key"].to_list(), stats["group"].to_list(), strict=True)],
+                  dtype=pl.String),
+        pl.col("runs").cast(pl.String), pl.col("n").cast(pl.String),
+        *[pl.col(c).map_elements(fmt_num, return_dtype=pl.String).fill_null("–")
+          .alias(f"{c} {metric}") for c in ("mean", "std", "min", "max")])
+
+
+def _groups(shown: pl.DataFrame, group: str, metric: str) -> None:
+    st.subheader(f"Grouped by {group}")
+    st.caption(f"The kept runs pooled by their {group}: every other key, LR and seed mixed "
+               "(a description, not a comparison: the Leaderboard compares with the "
+               "baseline at the same LR, with CIs).")
+    st.table(group_frame(shown, group, metric))  # a few rows: a plain table, all visible
+
+
+def _diff(url: str, shown: pl.DataFrame) -> None:
+    st.subheader("Config diff")
+    labels = {r["id"]: f"{r['id']} · {r['name']}" for r in shown.iter_rows(named=True)}
+    ids = list(labels)
+    urlstate.bind("ex_diff", explore.default_pair(shown), options=ids)
+    picked = st.multiselect("Runs to compare", ids, key="ex_diff",
+                            format_func=lambda i: labels.get(i, str(i)))
+    if len(picked) < 2:
+        st.caption("Pick two or more runs: the config keys whose values differ among them.")
+        return
+    configs = {labels[i]: data.run_config(url, i) or {} for i in picked}
+    rows = runs_diff(configs)
+    if not rows:
+        st.caption("These runs have the same config (up to their names).")
+        return
+    frame = pl.DataFrame([{"key": k, **dict(zip(configs, vals, strict=True))}
+                          for k, vals in rows])
+    st.caption(f"{len(rows)} config key(s) differ among these {len(picked)} runs.")
+    st.table(frame)
