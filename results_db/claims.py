@@ -121,15 +121,7 @@ class ClaimMixin:
         """Record liveness; False once the attempt is not the run's current one (lost, taken
         over, cancelled, finished): the caller must stop at its next step boundary."""
         with self._tx() as s:
-            att = s.get(Attempt, attempt_id)
-            if att is None:
-                raise NotFound(f"heartbeat: attempt id {attempt_id} does not exist")
-            run = _lock_run_then_attempt(s, att)
-            current = (att.status == S.RUNNING and run is not None and run.status == S.RUNNING
-                       and _is_latest(s, att))
-            if current:
-                att.heartbeat = utcnow()
-            return current
+            return beat_if_current(s, attempt_id, "heartbeat")
 
     def finish_attempt(self, attempt_id: int, status: str | RunStatus, error: str | None = None,
                        traceback: str | None = None, fault: str | FaultClass | None = None
@@ -261,6 +253,20 @@ def _latest(s: Session, run_id: int) -> Attempt | None:
     return s.scalar(select(Attempt).where(Attempt.run_id == run_id)
                     .order_by(Attempt.number.desc()).limit(1)
                     .execution_options(populate_existing=True))
+
+
+def beat_if_current(s: Session, attempt_id: int, what: str) -> bool:
+    """Inside a writer's transaction: is ``attempt_id`` its run's current attempt? If so its
+    heartbeat is recorded, and the rest of the transaction writes as that attempt."""
+    att = s.get(Attempt, attempt_id)
+    if att is None:
+        raise NotFound(f"{what}: attempt id {attempt_id} does not exist")
+    run = _lock_run_then_attempt(s, att)
+    current = (att.status == S.RUNNING and run is not None and run.status == S.RUNNING
+               and _is_latest(s, att))
+    if current:
+        att.heartbeat = utcnow()
+    return current
 
 
 def _lock_run_then_attempt(s: Session, att: Attempt) -> Run | None:

@@ -12,7 +12,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Engine, select, update
+from sqlalchemy import Connection, Engine, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from contract.metrics import PARAMS_GATES, PARAMS_TOTAL
 from contract.states import DONE_OK, RunStatus, allowed, check_transition, parse_status
 from results_db import rollup
-from results_db.claims import ClaimMixin, NotFound, close_attempts
+from results_db.claims import ClaimMixin, NotFound, beat_if_current, close_attempts
 from results_db.dims import derive_dims
 from results_db.rows import NewRun, RegisterResult, RunRow
 from results_db.schema import Artifact, Run, Summary, Sweep, utcnow
@@ -137,26 +137,11 @@ class WriterMixin(ClaimMixin):
         SQLite: one executemany of an upsert (duplicates inside the batch resolve row by row).
         PostgreSQL: multi-row VALUES upserts, so the batch is de-duplicated first (one
         statement may not touch a row twice)."""
-        try:  # fast path: plain numbers; NaN -> None (NaN != NaN)
-            rows = [(run_id, attempt_id, int(step), name, v if v == v else None)
-                    for step, name, value in points
-                    for v in (float(value),)]  # type: ignore[arg-type]  # None: TypeError
-        except TypeError:  # a None value somewhere: the careful path
-            rows = [(run_id, attempt_id, int(step), name, clean_value(value))
-                    for step, name, value in points]
+        rows = _metric_rows(run_id, attempt_id, points)
         if not rows:
             return 0
         with self.engine.begin() as conn:
-            if conn.dialect.name == "sqlite":
-                conn.exec_driver_sql(_SQLITE_METRIC_UPSERT, rows)
-            else:
-                dedup = list({(r[3], r[2]): r for r in rows}.values())
-                for i in range(0, len(dedup), _PG_CHUNK):
-                    chunk = dedup[i:i + _PG_CHUNK]
-                    sql = _PG_METRIC_UPSERT.format(values=",".join(["(%s,%s,%s,%s,%s)"] *
-                                                                   len(chunk)))
-                    conn.exec_driver_sql(sql, tuple(x for row in chunk for x in row))
-            rollup.update(conn, run_id, rows)  # the curves' rollup, in the same transaction
+            _upsert_metrics(conn, run_id, rows)
         return len(rows)
 
     def log_summaries(self, run_id: int, attempt_id: int | None,
@@ -165,19 +150,24 @@ class WriterMixin(ClaimMixin):
         params columns."""
         if not values:
             return
-        rows = [{"run_id": run_id, "attempt_id": attempt_id, "name": k, "value": clean_value(v)}
-                for k, v in values.items()]
         with self._tx() as s:
-            ins = (sqlite_insert if self.engine.dialect.name == "sqlite" else pg_insert)(Summary)
-            stmt = ins.on_conflict_do_update(
-                index_elements=["run_id", "name"],
-                set_={"value": ins.excluded.value, "attempt_id": ins.excluded.attempt_id})
-            s.execute(stmt, rows)
-            params = {col: int(v) for key, col in
-                      ((PARAMS_TOTAL, "params_total"), (PARAMS_GATES, "params_gates"))
-                      if (v := values.get(key)) is not None and not math.isnan(float(v))}
-            if params:
-                s.execute(update(Run).where(Run.id == run_id).values(**params))
+            _upsert_summaries(s, run_id, attempt_id, values)
+
+    def write_if_current(self, run_id: int, attempt_id: int, points: Iterable[Point],
+                         summaries: Mapping[str, float | None]) -> bool:
+        """A trial's flush in one transaction: its heartbeat, its metric points and its
+        summaries -- or nothing at all, and False, when ``attempt_id`` is no longer the run's
+        current attempt (a heartbeat, a metric and a summary transaction were three round
+        trips per flush; docs/benchmarks.md "Per-run overhead")."""
+        rows = _metric_rows(run_id, attempt_id, points)
+        with self._tx() as s:
+            if not beat_if_current(s, attempt_id, "write_if_current"):
+                return False
+            if rows:
+                _upsert_metrics(s.connection(), run_id, rows)
+            if summaries:
+                _upsert_summaries(s, run_id, attempt_id, summaries)
+        return True
 
     def add_artifact(self, run_id: int, attempt_id: int | None, kind: str,
                      path: str | None = None, data: Any = None) -> int:
@@ -187,6 +177,47 @@ class WriterMixin(ClaimMixin):
             s.add(art)
             s.flush()
             return art.id
+
+
+def _metric_rows(run_id: int, attempt_id: int | None, points: Iterable[Point]
+                 ) -> list[tuple[int, int | None, int, str, float | None]]:
+    try:  # fast path: plain numbers; NaN -> None (NaN != NaN)
+        return [(run_id, attempt_id, int(step), name, v if v == v else None)
+                for step, name, value in points
+                for v in (float(value),)]  # type: ignore[arg-type]  # None: TypeError
+    except TypeError:  # a None value somewhere: the careful path
+        return [(run_id, attempt_id, int(step), name, clean_value(value))
+                for step, name, value in points]
+
+
+def _upsert_metrics(conn: Connection, run_id: int,
+                    rows: list[tuple[int, int | None, int, str, float | None]]) -> None:
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql(_SQLITE_METRIC_UPSERT, rows)
+    else:
+        dedup = list({(r[3], r[2]): r for r in rows}.values())
+        for i in range(0, len(dedup), _PG_CHUNK):
+            chunk = dedup[i:i + _PG_CHUNK]
+            sql = _PG_METRIC_UPSERT.format(values=",".join(["(%s,%s,%s,%s,%s)"] * len(chunk)))
+            conn.exec_driver_sql(sql, tuple(x for row in chunk for x in row))
+    rollup.update(conn, run_id, rows)  # the curves' rollup, in the same transaction
+
+
+def _upsert_summaries(s: Session, run_id: int, attempt_id: int | None,
+                      values: Mapping[str, float | None]) -> None:
+    rows = [{"run_id": run_id, "attempt_id": attempt_id, "name": k, "value": clean_value(v)}
+            for k, v in values.items()]
+    bind = s.get_bind()
+    ins = (sqlite_insert if bind.dialect.name == "sqlite" else pg_insert)(Summary)
+    stmt = ins.on_conflict_do_update(
+        index_elements=["run_id", "name"],
+        set_={"value": ins.excluded.value, "attempt_id": ins.excluded.attempt_id})
+    s.execute(stmt, rows)
+    params = {col: int(v) for key, col in
+              ((PARAMS_TOTAL, "params_total"), (PARAMS_GATES, "params_gates"))
+              if (v := values.get(key)) is not None and not math.isnan(float(v))}
+    if params:
+        s.execute(update(Run).where(Run.id == run_id).values(**params))
 
 
 _SQLITE_METRIC_UPSERT = (

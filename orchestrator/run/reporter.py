@@ -7,7 +7,8 @@ heartbeats the attempt every ``heartbeat_s`` seconds (DeepSpeed's first init can
 minute without a single trainer call) and watches for ``orchestrator cancel``; the next
 ``log``/``heartbeat`` call then raises RunCancelled so the trial ends cleanly.
 
-``db.heartbeat`` answers whether the attempt is still the run's current one. Once it is not
+``db.heartbeat`` (and ``db.write_if_current``, a flush's one transaction) answers whether the
+attempt is still the run's current one. Once it is not
 (its lease ran out and another attempt claimed the run, its driver recorded it dead while it
 stalled, or the reconciler marked it lost), the attempt must stop *without side effects*:
 ``heartbeat()`` returns False, and every later ``flush()`` raises ``Superseded`` -- buffered
@@ -122,11 +123,12 @@ class DBReporter:
             return
 
         def write() -> None:
-            if not self._still_current():  # ask first: a stalled attempt may have woken up
+            # One transaction asks first (a stalled attempt may have woken up), beats and
+            # writes; a cancelled run, no longer current, still takes this attempt's last points.
+            if self.db.write_if_current(self.run_id, self.attempt_id, points, summaries):
                 return
-            if points:
+            if self._cancelled_else_superseded():
                 self.db.log_metrics(self.run_id, self.attempt_id, points)
-            if summaries:
                 self.db.log_summaries(self.run_id, self.attempt_id, summaries)
 
         self._write(f"{len(points)} metric points", write)
@@ -159,8 +161,11 @@ class DBReporter:
     def _still_current(self) -> bool:
         """One heartbeat; False (and superseded) once another attempt holds the run or this
         one was ended. A cancelled run still takes this attempt's last points."""
-        if self.db.heartbeat(self.attempt_id):
-            return True
+        return self.db.heartbeat(self.attempt_id) or self._cancelled_else_superseded()
+
+    def _cancelled_else_superseded(self) -> bool:
+        """The attempt is no longer current: True (and cancelled) when the user cancelled the
+        run, else False (and superseded)."""
         row = self.db.run(self.run_id)
         if row is not None and row.status == RunStatus.CANCELLED:
             self._cancelled.set()

@@ -29,7 +29,6 @@ import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-import results_db
 from contract.states import RunStatus
 from orchestrator.run.cluster import host_label
 from orchestrator.run.dbretry import DBOutage, with_db_retry
@@ -38,6 +37,7 @@ from orchestrator.run.faults import Fault, RetryPolicy, classify, describe
 from orchestrator.run.reporter import DBReporter, RunCancelled
 from orchestrator.run.sigterm import graceful_sigterm
 from orchestrator.run.sweep_stop import stopped
+from orchestrator.run.trial_db import trial_db
 from orchestrator.run.trial_job import TrialJob
 from orchestrator.run.trial_result import TrialResult
 from results_db import DBUnavailable
@@ -59,24 +59,21 @@ def run_trial(job: TrialJob) -> None:
 
 def execute_job(job: TrialJob, trial_id: str | None = None) -> TrialResult:
     """Claim and run one attempt of ``job``; how it ended (status, steps, first step, ...)."""
-    db = results_db.open(job.db_url, migrate=False)
+    db = trial_db(job.db_url)  # kept for the next trial of a reused actor
     try:
-        try:
-            attempt = with_db_retry(lambda: _claim(db, job, trial_id),
-                                    f"run {job.name} (id {job.run_id}): claim", job.db_wait_s)
-        except DBOutage as exc:
-            return _db_gave_up(exc)
-        if isinstance(attempt, str) or (attempt is not None and _give_back(db, job, attempt)):
-            return TrialResult("skipped", steps=0, holder=f"run {job.name} (id {job.run_id}): "
-                               "not started: its driver stopped the sweep")
-        if attempt is None:
-            return skipped(db, job)
-        # trainer.train flushes it before every checkpoint: a killed attempt leaves no hole
-        reporter = DBReporter(db, job.run_id, attempt.id, heartbeat_s=job.heartbeat_s,
-                              flush_s=job.flush_s, db_wait_s=job.db_wait_s)
-        return train_attempt(db, job, attempt.id, reporter)
-    finally:
-        db.close()  # a reused trial actor must not accumulate engines
+        attempt = with_db_retry(lambda: _claim(db, job, trial_id),
+                                f"run {job.name} (id {job.run_id}): claim", job.db_wait_s)
+    except DBOutage as exc:
+        return _db_gave_up(exc)
+    if isinstance(attempt, str) or (attempt is not None and _give_back(db, job, attempt)):
+        return TrialResult("skipped", steps=0, holder=f"run {job.name} (id {job.run_id}): "
+                           "not started: its driver stopped the sweep")
+    if attempt is None:
+        return skipped(db, job)
+    # trainer.train flushes it before every checkpoint: a killed attempt leaves no hole
+    reporter = DBReporter(db, job.run_id, attempt.id, heartbeat_s=job.heartbeat_s,
+                          flush_s=job.flush_s, db_wait_s=job.db_wait_s)
+    return train_attempt(db, job, attempt.id, reporter)
 
 
 def _claim(db: ResultsDB, job: TrialJob, trial_id: str | None) -> AttemptRow | str | None:

@@ -26,6 +26,7 @@ import pytest
 
 import orchestrator.run.reporter
 import orchestrator.run.runner
+import orchestrator.run.trial_db
 import results_db
 from contract.config import RunSpec
 from orchestrator.run.runner import execute_job
@@ -104,6 +105,9 @@ def _rerun_completes(db: results_db.ResultsDB, job: TrialJob, logged: dict[int, 
     """What `orchestrator rerun` does in the trial, without Ray: re-queue, execute_job."""
     db.reconcile()
     db.set_status([job.run_id], "pending", strict=True)
+    # A rerun trains in new trial processes: none of this process's handles, whose pooled
+    # connections still carry the fault's per-connection PRAGMA clamp (tests/support/dbfaults.py).
+    orchestrator.run.trial_db._HANDLES.clear()
     res = execute_job(job)
     assert res.status == "succeeded", res
     # resumed from the last checkpoint, whose points were all written before it existed
@@ -131,7 +135,8 @@ def test_a_full_disk_fails_the_attempt_naming_the_db_and_rerun_completes(
     want = f"results DB {path} could not be written: database or disk is full"
     assert res.error is not None and want in res.error
     run, att = db.run(job.run_id), db.attempts(job.run_id)[-1]
-    assert run.status == "failed" and att.status == "failed"  # the short end still fitted
+    # the short end still fitted; db_unavailable leaves the run lost (resumable)
+    assert run.status == "lost" and att.status == "failed"
     assert att.fault == "db_unavailable" and want in att.error
     steps = _assert_whole_steps(db, job.run_id, logged)
     # free space inside pages takes a few more steps (as on a real disk); then a write failed
