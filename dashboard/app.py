@@ -3,7 +3,8 @@
 Reads the results DB named by $GATESWEEP_DB (default sqlite:///results.db), opened read-only,
 through dashboard/data.py only. Pages live in dashboard/views/ (not `pages/`, which Streamlit
 would turn into its own multipage navigation); the sidebar picks the sweep, then the page.
-The "LR stability" page is offered only for sweeps with an LR axis.
+The "LR stability" page is offered only for sweeps with an LR axis, "Decide" only for sweeps
+with a ``decide:`` block.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dashboard.mdtext import md
 from dashboard.views import (
     ablation,
     curves,
+    decide,
     explore,
     leaderboard,
     overview,
@@ -34,6 +36,7 @@ PAGES = {
     "Curves": curves.render,
     "Probes": probes.render,
     "Explore": explore.render,
+    "Decide": decide.render,
     "Run detail": run_detail.render,
 }
 
@@ -60,8 +63,11 @@ def _pick_sweep(url: str) -> str | None:
 
 
 def _pages(url: str, sweep: str | None) -> list[str]:
+    """The pages the sweep has something for: LR stability needs an LR axis, Decide a
+    ``decide:`` block."""
     lr = sweep is not None and stability.has_lr_axis(url, sweep)
-    return [p for p in PAGES if p != "LR stability" or lr]
+    adaptive = sweep is not None and decide.has_decide(url, sweep)
+    return [p for p in PAGES if (p != "LR stability" or lr) and (p != "Decide" or adaptive)]
 
 
 def main() -> None:

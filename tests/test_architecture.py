@@ -16,8 +16,9 @@
     and no torch. benchmarks/ sits above everything.
 (d) Rooms inside orchestrator/ (orchestrator/__init__.py): sweep < run < cli, by the same rule;
     its top-level modules (``__main__``) sit above the rooms. The dashboard enters the
-    orchestrator only through DASHBOARD_DOORS: the rerun path (its one write) and the frame
-    formatter its downloads share with the CLI.
+    orchestrator only through DASHBOARD_DOORS: the rerun path (its one write), the frame
+    formatter its downloads share with the CLI, and the sweep-file reader (the Decide page
+    reads a stored sweep's ``decide:`` block as `status` does).
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ FLOORS = {"contract": 0, "trainer": 1, "results_db": 1, "orchestrator": 2, "dash
           "benchmarks": 4}
 # Floors of the orchestrator's rooms; a module outside every room (``__main__``) is above them.
 ROOMS = {"orchestrator": {"sweep": 0, "run": 1, "cli": 2}}
-DASHBOARD_DOORS = ("orchestrator.run.rerun", "orchestrator.cli.frame_format")
+DASHBOARD_DOORS = ("orchestrator.run.rerun", "orchestrator.cli.frame_format",
+                   "orchestrator.sweep.spec")
 SQL_OWNER = "results_db"
 FORBIDDEN_IMPORTS = ("sqlalchemy", "alembic", "psycopg", "sqlite3", "results_db.schema",
                      "results_db.migrations", "results_db.sqlread", "results_db.frames")

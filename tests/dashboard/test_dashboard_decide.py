@@ -1,0 +1,134 @@
+"""Issue 32.4 on the dashboard: the Decide page of an adaptive (``decide:``) sweep, under
+AppTest on a real SQLite DB whose seeds were allocated by the run room's own rounds
+(orchestrator.run.adaptive.next_round, registered by the submit path, runs played through the
+writer API) until one row decided and the other had not. The page shows each row's seeds so
+far, its interval narrowing seed by seed, decided/undecided, and the budget spent vs left; it
+is offered only for sweeps with the block. results_db/decide_path.py's readings are checked
+against db.decide_rows at the last look."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+import streamlit as st
+
+import results_db
+from contract.metrics import VAL_PPL
+from orchestrator.run.adaptive import Seeds, next_round
+from orchestrator.run.submit import register
+from orchestrator.sweep.plan import make_plan
+from results_db.decide_path import interval_path
+from tests.support import dashboard_sample as sample
+from tests.support.apppage import chart_datasets, open_page
+from tests.support.synthdb import play
+
+SWEEP = "adapt"
+TEXT = """name: adapt
+base: {model: {preset: tiny}, train: {steps: 40}}
+variants:
+  baseline: {}
+  clear: {model.gates: [{position: G1}]}
+  close: {model.gates: [{position: G2}]}
+decide: {margin: 0.01, first_seeds: 3, max_seeds: 8, budget: {runs: 40}}
+"""
+
+
+@pytest.fixture(scope="module")
+def db_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    tmp = tmp_path_factory.mktemp("decide")
+    path = tmp / "sweep.yaml"
+    path.write_text(TEXT)
+    plan = make_plan(path)
+    decide = plan.spec.decide
+    assert decide is not None
+    url = f"sqlite:///{tmp / 'r.db'}"
+    rng = np.random.default_rng(2)
+    noise = {s: rng.normal(0, 0.2) for s in range(8)}
+
+    def value(variant: str, seed: int) -> float:
+        base = 10.0 + noise[seed]
+        return {"baseline": base, "clear": base * 0.7 + 0.01 * seed,
+                "close": base * (1 + 0.05 * np.sin(7 * seed))}[variant]
+
+    with results_db.open(url) as db:
+        by_fp = {r.fingerprint: r for r in plan.runs}
+        seeds = Seeds.of(plan)
+        for _ in range(5):  # 3 first seeds, then one per open row per round: 'clear' decides
+            for row in register(db, plan, False,
+                                runs=next_round(db, plan, seeds, decide, None)).to_run:
+                run = by_fp[row.fingerprint]
+                play(db, row.id, "succeeded", summaries={VAL_PPL: value(run.variant,
+                                                                         run.seed)})
+        sample.fill(db)  # a sweep without the block
+    return url
+
+
+@pytest.fixture()
+def url(db_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("GATESWEEP_DB", db_url)
+    st.cache_data.clear()
+    return db_url
+
+
+def _rule():  # noqa: ANN202 - the stored sweep's DecideRule
+    from orchestrator.sweep.spec import loads_spec
+
+    decide = loads_spec(TEXT)[0].decide
+    assert decide is not None
+    return decide.rule()
+
+
+def test_decide_page_rows_narrowing_and_budget(url: str) -> None:
+    with results_db.open(url, readonly=True) as db:
+        rows = db.decide_rows(SWEEP, _rule())
+        spent = db.decide_spent(SWEEP)
+    verdicts = dict(zip(rows["variant"], rows["verdict"], strict=True))
+    assert verdicts == {"clear": "better", "close": "undecided"}  # the scenario
+    at = open_page("Decide", SWEEP)
+    table = at.dataframe[0].value.set_index("variant")
+    assert table.loc["clear", "state"] == "decided" and table.loc["clear", "verdict"] == "better"
+    assert table.loc["close", "state"] == "undecided"
+    for r in rows.iter_rows(named=True):
+        assert table.loc[r["variant"], "seeds so far"] == str(len(r["seeds"]))
+        assert table.loc[r["variant"], "interval (%)"] == \
+            f"[{100 * r['low']:+.2f}, {100 * r['high']:+.2f}]"
+    assert any("1 of 2 rows decided" in m.value for m in at.markdown)
+    bars = [p.proto.text for p in at.get("progress")]
+    assert f"runs: {spent.runs:g} of 40 spent, {40 - spent.runs:g} left" in bars
+    # the narrowing: one interval per row and seed count, each no wider than the one before
+    drawn = max(chart_datasets(at, 0), key=len)
+    for _, grp in drawn.groupby("row"):
+        widths = (grp.sort_values("seeds")["high"] - grp.sort_values("seeds")["low"]).tolist()
+        assert len(widths) >= 2 and all(b <= a + 1e-9 for a, b in zip(widths, widths[1:]))
+
+
+def test_decide_is_offered_for_adaptive_sweeps_only(url: str) -> None:
+    at = open_page("Overview", sample.SWEEP)
+    assert "Decide" not in at.sidebar.radio(key="page").options
+    at = open_page("Overview", SWEEP)
+    assert "Decide" in at.sidebar.radio(key="page").options
+
+
+def test_the_path_ends_at_the_current_reading(url: str) -> None:
+    with results_db.open(url, readonly=True) as db:
+        rule = _rule()
+        path = interval_path(db, SWEEP, rule)
+        rows = db.decide_rows(SWEEP, rule)
+    last = path.filter(pl.col("seeds") == path["seeds"].max())
+    for r in rows.iter_rows(named=True):
+        mine = last.filter(pl.col("variant") == r["variant"]).row(0, named=True)
+        assert (mine["n"], mine["verdict"]) == (r["n"], r["verdict"])
+        assert (mine["low"], mine["high"]) == pytest.approx((r["low"], r["high"]))
+    first = path.filter(pl.col("seeds") == path["seeds"].min())
+    assert set(first["n"]) <= {1, 2, 3}  # the first looks: a few paired seeds
+
+
+def test_a_sweep_without_runs_has_no_path(tmp_path: Path) -> None:
+    """A sweep without runs has an empty path (no look yet)."""
+    url = f"sqlite:///{tmp_path / 'e.db'}"
+    with results_db.open(url) as db:
+        db.ensure_sweep(SWEEP, TEXT)
+        assert interval_path(db, SWEEP, _rule()).is_empty()
