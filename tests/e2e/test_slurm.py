@@ -177,11 +177,10 @@ def test_sbatch_spans_the_nodes_and_a_second_sbatch_resumes_after_the_end_signal
             resumed.append(rid)
         _assert_integrity(db, rid)
     assert resumed, "no run was in flight when the allocation ended"
-    # The interrupted runs went on from their last checkpoints (every 10 steps; 0: stopped
-    # before its first), the one in flight when the signal came from step 10 or later.
+    # The interrupted runs went on from their last checkpoints (0: stopped before its first),
+    # the one in flight when the signal came from step 10 (its first checkpoint) or later.
     starts = db.summaries(run_ids=resumed, names=["train/resumed_from_step"])["value"].to_list()
     assert len(starts) == len(resumed) and max(starts) >= 10, starts
-    assert all(s % 10 == 0 for s in starts), starts
     assert len(nodes - {""}) >= 2, nodes  # trained on both Slurm nodes' Ray nodes
 
 

@@ -127,7 +127,7 @@ def _conf(root: Path, nodes: list[str], cpus: int, ports: list[int]) -> str:
         "ReturnToService=2",
         # The nodes say the CPUs we configure (the host has fewer: they share its cores).
         "SlurmdParameters=config_overrides",
-        "KillWait=10",  # SIGTERM -> SIGKILL of a job's steps (default 30 s)
+        "KillWait=5",  # SIGTERM -> SIGKILL of a job's steps (default 30 s): Ray drains 30 s
         "MinJobAge=600",  # a finished job's state and exit code stay readable
         "SlurmctldTimeout=30",
         "SlurmdTimeout=60",
@@ -226,7 +226,7 @@ def stop_slurm(cluster: SlurmCluster) -> None:
         jobs = cluster.run("squeue", "-h", "-o", "%A", timeout=10).split()
         if jobs:
             cluster.run("scancel", *jobs, timeout=10)
-            for job in jobs:  # KillWait (10 s) + a margin
+            for job in jobs:  # KillWait (5 s) + a margin
                 cluster.wait_job_end(int(job), timeout=15)
     except (RuntimeError, subprocess.TimeoutExpired, AssertionError):
         pass  # the controller is gone or stuck: the marker sweep below ends its jobs
