@@ -220,10 +220,10 @@ def test_huge_values_stay_readable(pages_of: Any) -> None:
 
 def test_lr_ladder_with_a_variant_that_always_diverged(pages_of: Any) -> None:
     page = pages_of("lr_all_diverged")["LR stability"]
-    summary = next(f for f in page.tables if "max_stable_lr" in f).set_index("variant")
-    assert summary.loc["baseline", "max_stable_lr"] == "2e-3"  # 4e-3 diverged on every seed
-    assert summary.loc["sdpa", "max_stable_lr"] == "4e-3"
-    assert tuple(summary.loc["hopeless", ["best_lr", "best_value", "max_stable_lr"]]) == \
+    summary = next(f for f in page.tables if "max stable LR" in f).set_index("variant")
+    assert summary.loc["baseline", "max stable LR"] == "2e-3"  # 4e-3 diverged on every seed
+    assert summary.loc["sdpa", "max stable LR"] == "4e-3"
+    assert tuple(summary.loc["hopeless", ["best LR", "best val/loss", "max stable LR"]]) == \
         ("–", "–", "–")
     stab = next(f for f in pages_of("lr_all_diverged")["Ablation tables/stability"].tables
                 if "Diverged" in f).set_index("Variant")
