@@ -36,10 +36,12 @@ pytest_plugins = ["tests.db_fixtures", "tests.cluster_fixtures", "tests.eval_fix
 # modules fill the end and neither worker idles while the other finishes a long one.
 SPLIT_MODULES = ("tests/e2e/test_cluster_faults.py",)
 SPLIT_GROUPS = 2
-LONG_FIRST = ("tests/e2e/test_cluster_faults.py", "tests/e2e/test_eval_e2e.py",
+LONG_FIRST = ("tests/e2e/test_cluster_faults.py", "tests/e2e/test_slurm.py",
+              "tests/e2e/test_dashboard_browser.py", "tests/e2e/test_eval_e2e.py",
               "tests/e2e/test_orchestrator_e2e.py", "tests/e2e/test_cluster.py",
               "tests/e2e/test_cluster_scale.py", "tests/trainer/test_lm_eval.py",
-              "tests/e2e/test_multiworker.py", "tests/trainer/test_train.py",
+              "tests/e2e/test_multiworker.py", "tests/e2e/test_heartbeat_load.py",
+              "tests/e2e/test_db_outage_end.py", "tests/trainer/test_train.py",
               "tests/orchestrator/test_cli.py", "tests/trainer/test_final_eval.py",
               "tests/orchestrator/test_malformed_input.py", "tests/trainer/test_corpus.py",
               "tests/results_db/test_results_db_concurrency.py")
