@@ -2,7 +2,7 @@
 
     python benchmarks/dashboard_render.py [--db sqlite:////tmp/gatesweep-dash-bench.db]
         [--runs 10000] [--points 1000] [--repeats 3] [--curve-runs 100 --curve-steps 100000]
-        [--only-curves]
+        [--only-curves] [--toy]
 
 Fills the DB first when it has fewer runs than asked (tests.support.synth.fill: runs registered
 by the submit path, attempts through the real writer API; 10k runs x 1k points = 10M metric rows
@@ -12,6 +12,7 @@ streamlit's AppTest (script run + every element serialised, no browser):
 for the leaderboard, the ablation tables and the curves page (100 runs, downsampled; and 100
 runs x 100k steps of train/loss from tests.support.synth.fill_curves, sweep ``synth-curves``), and
 the data functions alone. Prints one table; the figures go to docs/benchmarks.md.
+``--toy``: the render budget on the 57-run gates-toy sweep instead (Leaderboard and Curves).
 """
 
 from __future__ import annotations
@@ -166,6 +167,43 @@ def curve_rows(url: str, sweep: str, repeats: int) -> list[tuple[str, float, flo
     return rows
 
 
+# The render budget on the 57-run sweep a fresh clone's `make run` writes (issue 33)
+TOY_BUDGET = {"Leaderboard": 1.5, "Curves": 2.5}
+
+
+def toy(url: str, repeats: int) -> int:
+    """Leaderboard and Curves (its default view: every run, train/loss and val/loss, the Δ
+    curves) cold and warm on gates-toy; prints a table with the load average; exit 1 when a
+    warm page is over its budget."""
+    import results_db
+    from tests.support import report_db
+
+    with results_db.open(url) as db:
+        have = db.runs(sweep=report_db.SWEEP, with_config=False, columns=["id"]).height
+    if not have:
+        report_db.build(url)
+    rows = []
+    for page in TOY_BUDGET:
+        for cold in (True, False):
+            run = page_runner(page, report_db.SWEEP, None, cold)
+            rows.append((page, "cold" if cold else "warm", *timed(run, repeats)))
+    load = os.getloadavg()
+    print(f"\n{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} {platform.node()}, "
+          f"{os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
+          f"gates-toy, 57 runs; median/max of {repeats}")
+    print("| page | cache | median s | max s | budget (warm) | met |")
+    print("| --- | --- | ---: | ---: | --- | --- |")
+    over = False
+    for page, cache, med, worst in rows:
+        budget = TOY_BUDGET[page]
+        ok = cache == "cold" or med <= budget
+        over |= not ok
+        print(f"| {page} | {cache} | {med:.3f} | {worst:.3f} | "
+              f"{'<= ' + format(budget, 'g') + ' s' if cache == 'warm' else '–'} | "
+              f"{'yes' if ok else 'NO'} |")
+    return 1 if over else 0
+
+
 def main() -> int:
     os.environ.setdefault("STREAMLIT_LOGGER_LEVEL", "error")  # bare-mode warnings per run
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -177,8 +215,15 @@ def main() -> int:
                     help="runs of --curve-steps train/loss points (downsampling check)")
     ap.add_argument("--curve-steps", type=int, default=100_000)
     ap.add_argument("--only-curves", action="store_true", help="time only the long curves")
+    ap.add_argument("--toy", action="store_true",
+                    help="the render budget on the 57-run gates-toy sweep instead "
+                    "(tests.support.report_db, written to --db when it has no such sweep): "
+                    f"Leaderboard warm <= {TOY_BUDGET['Leaderboard']} s, Curves warm <= "
+                    f"{TOY_BUDGET['Curves']} s")
     args = ap.parse_args()
     os.environ["GATESWEEP_DB"] = args.db
+    if args.toy:
+        return toy(args.db, args.repeats)
     curves = ensure_curves(args.db, args.curve_runs, args.curve_steps)
     rows = [] if args.only_curves else _table_rows(args)
     rows += curve_rows(args.db, curves, args.repeats)
