@@ -272,7 +272,7 @@ def shot_of(page: Any, colors: Sequence[str] = ()) -> Shot:
 WAIT_FOR = {"Overview": "Live runs", "Leaderboard": "beat the baseline",
             "LR stability": "Max stable LR rule", "Ablation tables": "Different scale",
             "Scaling": "Scaling", "Curves": "training loss", "Probes": "Gate score histograms",
-            "Run detail": "Attempts"}
+            "Run detail": "Attempts", "Explore": "Config diff", "Decide": "Rule"}
 
 
 def main(argv: list[str] | None = None) -> int:
