@@ -52,9 +52,10 @@ def bind(key: str, default: Any, *, options: Sequence[Any] | None = None,
         got = _decode(raw, default)
         if isinstance(default, list) and isinstance(got, list) and options is not None:
             got = [v for v in got if v in options]
-        ok = (options is None or _fits(got, options)) and (check is None or check(got))
-        ok = ok and (type(got) is type(default) or (isinstance(default, float)
-                                                     and isinstance(got, int)))
+        typed = type(got) is type(default) or (isinstance(default, float)
+                                                and type(got) is int)
+        ok = typed and (options is None or _fits(got, options)) and \
+            (check is None or check(got))
         value = got if ok else default
     if key not in st.session_state or raw is not None:
         st.session_state[key] = value

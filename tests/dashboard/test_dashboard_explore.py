@@ -78,3 +78,22 @@ def test_brushes_in_data_units() -> None:
     levels = explore.brush_of(table, "pos", 0.9, 1.0)  # G1, G2, '–' at 0, 0.5, 1
     assert levels == ["–"]
     assert explore.brushed(table, {"pos": ["–", "G2"], "train.lr": [lo, hi]}) == [2, 3]
+
+
+def test_curves_link_values_of_the_wrong_kind_fall_back(db_url: str,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Curves link whose values have the wrong type or range opens the defaults."""
+    monkeypatch.setenv("GATESWEEP_DB", db_url)
+    st.cache_data.clear()
+    at = AppTest.from_file(APP, default_timeout=60)
+    for k, v in {"page": "Curves", "sweep": report_db.SWEEP, "cv_smooth": "[1]",
+                 "cv_from": "-3", "cv_log": "yes", "cv_names": '"val/loss"',
+                 "cv_group": "lr"}.items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.slider(key="cv_smooth").value == 0.6 and at.number_input(key="cv_from").value == 1
+    assert at.toggle(key="cv_log").value is False
+    assert list(at.multiselect(key="cv_names").value) == ["train/loss", "val/loss"]
+    assert at.selectbox(key="cv_group").value == "lr"  # a good value is taken
+    assert any(c.value.startswith("Grouped by lr") for c in at.caption)
