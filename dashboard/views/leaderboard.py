@@ -155,7 +155,9 @@ def _summary(sentence: str, board: pl.DataFrame) -> None:
     one-seed baseline): said here, not drawn on the chart. Names are users' text: escaped,
     never read as markdown."""
     st.markdown(f"**{md(sentence)}**")
-    single = board.filter((pl.col("n") == 1) | (pl.col("verdict") == "n = 1"))
+    # the baseline is the reference the chart draws at 0, not a row without an error bar
+    single = board.filter(~pl.col("is_baseline")
+                          & ((pl.col("n") == 1) | (pl.col("verdict") == "n = 1")))
     if single.height:
         names = ", ".join(md(r) for r in single["row"].head(6).to_list())
         st.warning(f"n = 1: no error bar for {single.height} row(s) "

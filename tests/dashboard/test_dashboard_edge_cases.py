@@ -123,7 +123,7 @@ EXPECT: dict[str, dict[str, tuple[str, ...]]] = {
                                                "value (2 pending)")},
     "no_baseline": {"Leaderboard": ("no baseline",), "Ablation tables": ("no baseline",)},
     "single_variant": {"Leaderboard": ("baseline",)},
-    "single_seed": {"Leaderboard": ("n = 1: no error bar for 3 row(s)",)},
+    "single_seed": {"Leaderboard": ("n = 1: no error bar for 2 row(s)",)},  # not the baseline
     "variant_without_finished_runs": {"Leaderboard": ("No result yet for 1 variant(s)",
                                                       "value (2 failed)")},
     "odd_values": {"Curves": ("training loss",)},
