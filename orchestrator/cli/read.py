@@ -39,6 +39,7 @@ from orchestrator.sweep.spec import loads_spec
 if TYPE_CHECKING:
     import polars as pl
 
+    from orchestrator.sweep.decide import DecideSpec
     from results_db import ResultsDB
 
 RUN_COLS = ("id", "name", "sweep", "variant", "seed", "status", "gate_position",
@@ -95,13 +96,23 @@ def status(sweep: Annotated[str | None, typer.Argument()] = None, db: DbOpt = No
             _decide_status(d, name, text)
 
 
+def stored_decide(d: results_db.ResultsDB, name: str, spec_text: str | None = None
+                  ) -> DecideSpec | None:
+    """The ``decide:`` block of sweep ``name`` as stored with it; None for a fixed-seed sweep
+    (or one stored by an older gatesweep whose file no longer validates)."""
+    if spec_text is None:
+        spec_text = next((t for n, t in d.sweeps().select("name", "spec").iter_rows()
+                          if n == name), "")
+    try:
+        return loads_spec(spec_text or "", f"<sweep {name} as stored>")[0].decide
+    except UserError:
+        return None
+
+
 def _decide_status(d: results_db.ResultsDB, name: str, spec_text: str) -> None:
     """For an adaptive (decide:) sweep: each row's seeds so far, its interval narrowing and
     whether it decided, and the budget spent vs left."""
-    try:
-        decide = loads_spec(spec_text, f"<sweep {name} as stored>")[0].decide
-    except UserError:  # stored by an older gatesweep whose file no longer validates
-        return
+    decide = stored_decide(d, name, spec_text)
     if decide is None:
         return
     rows = d.decide_rows(name, decide.rule())

@@ -22,6 +22,7 @@ from contract.analysis_defaults import (
 )
 from orchestrator.cli.app import DbOpt, app, check_metrics, open_sweep, out, split_csv
 from orchestrator.cli.frame_format import check_format, render
+from orchestrator.cli.read import stored_decide
 from results_db.analysis.columns import shown_columns
 from results_db.analysis.stability import DIVERGED_SEEDS, lr_text
 from results_db.analysis.summary import (
@@ -94,9 +95,15 @@ def leaderboard(sweep: str, db: DbOpt = None, metric: MetricOpt = METRIC,
     if best_vs_best or lr is not None:
         _best_vs_best(d, sweep, metric, min_effect, lr, format)
         return
+    decide = stored_decide(d, sweep)
+    rule = decide.rule() if decide is not None and decide.metric == metric else None
     board = d.leaderboard(sweep, metric, min_effect=min_effect, correction=correction,
-                          family_error=family_error)
-    summary = with_mix(d, sweep, verdict_sentence(board, sweep, metric))
+                          family_error=family_error, decide=rule)
+    # an adaptive sweep's seeds were added after looking: its own anytime-valid rule, not a
+    # fixed-n interval's, says what its rows show (results_db/analysis/sequential.onto_board)
+    said = (d.decide_sentence(sweep, rule) if rule is not None
+            else verdict_sentence(board, sweep, metric))
+    summary = with_mix(d, sweep, said)
     if format in ("csv", "json"):
         render(out, board, format, title=f"{sweep}: {metric}", summary=summary)
         return

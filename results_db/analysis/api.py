@@ -39,7 +39,14 @@ from results_db.analysis.columns import HEAD, STAT_COLUMNS, TAIL
 from results_db.analysis.compare import compare, rank, varying
 from results_db.analysis.effects import main_effects
 from results_db.analysis.scaling import Scaling, scaling
-from results_db.analysis.sequential import DecideRule, Spent, read_rows, sentence, spent
+from results_db.analysis.sequential import (
+    DecideRule,
+    Spent,
+    onto_board,
+    read_rows,
+    sentence,
+    spent,
+)
 from results_db.analysis.stability import EXTRA_METRICS, Stability, analyse
 from results_db.analysis.summary import effects_sentence, verdict_sentence
 from results_db.analysis.table import ablation
@@ -98,8 +105,8 @@ class AnalysisMixin:
 
     def leaderboard(self, sweep: str, metric: str = METRIC, *, min_effect: float = MIN_EFFECT,
                     states: Sequence[str] = RESULT_STATES, ascending: bool | None = None,
-                    correction: str = CORRECTION,
-                    family_error: float = FAMILY_ERROR) -> pl.DataFrame:
+                    correction: str = CORRECTION, family_error: float = FAMILY_ERROR,
+                    decide: DecideRule | None = None) -> pl.DataFrame:
         """One row per (variant, learning rate) seed group, best first: rank, variant, lr,
         the dimension columns that vary, n, mean, std, is_baseline, delta, delta_pct,
         ci_low/high(_pct), ci_method, verdict, seeds_needed, ci_level, p_value, then metric,
@@ -108,11 +115,14 @@ class AnalysisMixin:
         correction, family_error, family (the multiplicity rule: multiplicity.py; default
         each CI at 95 %, no correction). ``ascending`` None: the metric's own direction
         (lower is better but for benchmark scores and accuracies); False ranks and judges
-        higher-is-better."""
+        higher-is-better. ``decide``: the sweep's ``decide:`` rule; on its metric the rows are
+        read by it (sequential.onto_board: anytime-valid, Holm), not by fixed-n t intervals."""
         import polars as pl
 
         higher = higher_is_better(metric) if ascending is None else not ascending
         t = self._compare(sweep, metric, min_effect, states, higher, correction, family_error)
+        if decide is not None and decide.metric == metric:
+            t = onto_board(t, self.decide_rows(sweep, decide, "holm"), decide)
         t = t.with_columns(rank=rank(t, higher))
         cols = [*HEAD, *varying(t), *STAT_COLUMNS, *TAIL]
         return t.select(cols).sort(pl.col("rank"), "variant", "lr", nulls_last=True)

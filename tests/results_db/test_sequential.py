@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 import pytest
 
 import results_db
@@ -108,3 +109,26 @@ def test_the_sentence_names_the_rule_and_the_family(tmp_path: Path) -> None:
     assert "of 2 rows vs the baseline 'baseline' on val/ppl, 1 better, 0 worse" in text
     assert "after Holm over 2 rows, family-wise error <= 5 %" in text
     assert "Bonferroni over 2 rows" in db.decide_sentence("adapt", RULE, "bonferroni")
+
+
+def test_the_leaderboard_of_an_adaptive_sweep_is_read_by_its_own_rule(tmp_path: Path) -> None:
+    """Six seeds, -3 % with spread: the fixed-n 95 % t interval excludes 0 ("better"), the
+    anytime-valid one at 2.5 % does not (the CPU decide run's G1 elementwise read "better" on
+    the plain leaderboard while its interval held 0). With the rule the board's change,
+    interval, verdict and method are the decide row's; without it, today's t interval."""
+    base = [10.0, 10.4, 9.7, 10.2, 9.9, 10.1]
+    gated = [b * f for b, f in zip(base, (0.96, 0.98, 0.95, 0.975, 0.97, 0.99), strict=True)]
+    db = _sweep(tmp_path, {"baseline": base, "gated": gated})
+    plain = db.leaderboard("adapt", VAL_PPL).filter(~pl.col("is_baseline")).row(0, named=True)
+    assert plain["verdict"] == "better" and plain["ci_high_pct"] < 0  # the fixed-n reading
+    board = db.leaderboard("adapt", VAL_PPL, decide=RULE)
+    row = board.filter(~pl.col("is_baseline")).row(0, named=True)
+    ref = db.decide_rows("adapt", RULE, method="holm").row(0, named=True)
+    assert row["ci_method"] == "anytime-valid" and row["delta_pct"] == pytest.approx(
+        ref["mean"] * 100)
+    assert (row["ci_low_pct"], row["ci_high_pct"]) == pytest.approx(
+        (ref["low"] * 100, ref["high"] * 100))
+    assert ref["low"] < 0 < ref["high"] and row["verdict"].startswith("needs >= ")
+    assert board["correction"][0] == "holm" and board["family"][0] == 1
+    base_row = board.filter(pl.col("is_baseline")).row(0, named=True)
+    assert base_row["verdict"] == "baseline" and base_row["ci_method"] != "anytime-valid"
