@@ -22,6 +22,7 @@ from contract.analysis_defaults import (
     STABILITY_TOL,
 )
 from dashboard import ablation, explore
+from results_db.analysis.sequential import DecideRule
 from results_db.analysis.summary import verdict_sentence
 
 LIVE_TTL_S = 3  # status of live runs: refreshed by the pages' fragments
@@ -149,27 +150,34 @@ def sweep_state(url: str, sweep: str | None) -> tuple[int, ...]:
 
 def leaderboard(url: str, sweep: str, metric: str, ascending: bool,
                 states: tuple[str, ...], correction: str = CORRECTION,
-                family_error: float = FAMILY_ERROR) -> pl.DataFrame:
+                family_error: float = FAMILY_ERROR,
+                decide: DecideRule | None = None) -> pl.DataFrame:
     """db.leaderboard: per (variant, lr) group n, mean, std, Δ with its CI (95 % per row, or
-    corrected over the rows: results_db/analysis/multiplicity.py), verdict."""
+    corrected over the rows: results_db/analysis/multiplicity.py), verdict; an adaptive
+    sweep's rows read by its ``decide`` rule (anytime-valid, Holm)."""
     return _leaderboard(url, sweep, metric, ascending, states, correction, family_error,
-                        sweep_state(url, sweep))
+                        decide, sweep_state(url, sweep))
 
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)
 def _leaderboard(url: str, sweep: str, metric: str, ascending: bool,
                  states: tuple[str, ...], correction: str, family_error: float,
-                 version: tuple[int, ...]) -> pl.DataFrame:
+                 decide: DecideRule | None, version: tuple[int, ...]) -> pl.DataFrame:
     return open_db(url).leaderboard(sweep, metric, states=states, ascending=ascending,
-                                    correction=correction, family_error=family_error)
+                                    correction=correction, family_error=family_error,
+                                    decide=decide)
 
 
 def verdict_summary(url: str, sweep: str, metric: str, ascending: bool,
                     states: tuple[str, ...], correction: str = CORRECTION,
-                    family_error: float = FAMILY_ERROR) -> str:
+                    family_error: float = FAMILY_ERROR,
+                    decide: DecideRule | None = None) -> str:
     """db.verdict_summary's sentence for the board the page shows: results_db's own
     verdict_sentence over the (cached) leaderboard, so the page does not rank twice (on 10k
-    runs db.verdict_summary recomputes the whole leaderboard: 1.4 s)."""
+    runs db.verdict_summary recomputes the whole leaderboard: 1.4 s). An adaptive sweep:
+    its decide sentence (anytime-valid, Holm), as the CLI's leaderboard says."""
+    if decide is not None:
+        return open_db(url).decide_sentence(sweep, decide)
     return verdict_sentence(leaderboard(url, sweep, metric, ascending, states, correction,
                                         family_error), sweep, metric)
 

@@ -36,6 +36,7 @@ from dashboard.tables import (
     row_labels,
 )
 from dashboard.views.common import show_chart, show_rows, table_height, watch
+from dashboard.views.decide import decide_spec
 from results_db.analysis.columns import FIRST_STAT
 from results_db.analysis.compare import seed_deltas as run_deltas
 from results_db.analysis.multiplicity import CORRECTIONS
@@ -253,13 +254,15 @@ def render(url: str, sweep: str) -> None:  # app.py: these pages need a sweep
     order = c4.radio("Sort", ["verdict", "rank"], horizontal=True, key="lb_sort")
     correction, family_error = _rule_controls()
     key = tuple(states or RESULT_STATES)
-    board = data.leaderboard(url, sweep, metric, ascending, key, correction, family_error)
+    spec = decide_spec(url, sweep)  # an adaptive sweep: read by its own rule, as the CLI does
+    rule = spec.rule() if spec is not None and spec.metric == metric else None
+    board = data.leaderboard(url, sweep, metric, ascending, key, correction, family_error, rule)
     if board.is_empty() or board["mean"].is_null().all():
         st.info(nothing_to_rank(data.runs(url, sweep), key, metric))
         return
     board = board.with_columns(row_labels(board))  # labels over the whole sweep
     _summary(data.verdict_summary(url, sweep, metric, ascending, key, correction,
-                                  family_error), board)
+                                  family_error, rule), board)
     if mix := data.code_mix(url, sweep):  # never silently: other code or packages compared
         st.warning(md(mix))
     _unranked(url, sweep, board, key)

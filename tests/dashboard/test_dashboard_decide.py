@@ -17,6 +17,7 @@ import streamlit as st
 
 import results_db
 from contract.metrics import VAL_PPL
+from dashboard.mdtext import md
 from orchestrator.run.adaptive import Seeds, next_round
 from orchestrator.run.submit import register
 from orchestrator.sweep.plan import make_plan
@@ -132,3 +133,20 @@ def test_a_sweep_without_runs_has_no_path(tmp_path: Path) -> None:
     with results_db.open(url) as db:
         db.ensure_sweep(SWEEP, TEXT)
         assert interval_path(db, SWEEP, _rule()).is_empty()
+
+
+def test_the_leaderboard_of_an_adaptive_sweep_says_its_own_rule(url: str) -> None:
+    """The Leaderboard of a decide: sweep reads its rows as the CLI does: the decide sentence
+    (anytime-valid, Holm) and each row's verdict from db.decide_rows, not a fixed-n t
+    interval's (which does not hold once seeds were added after looking)."""
+    with results_db.open(url, readonly=True) as db:
+        said = db.decide_sentence(SWEEP, _rule())
+        rows = db.decide_rows(SWEEP, _rule(), method="holm")
+    at = open_page("Leaderboard", SWEEP)
+    assert any(md(said) in m.value for m in at.markdown), [m.value for m in at.markdown]
+    assert "anytime-valid" in said
+    table = at.dataframe[0].value
+    shown = dict(zip(table["variant"], table["verdict"], strict=True))
+    assert shown["clear"] == "better"
+    open_row = rows.filter(pl.col("variant") == "close").row(0, named=True)
+    assert open_row["verdict"] == "undecided" and shown["close"].startswith("needs >= ")
