@@ -13,7 +13,7 @@ import streamlit as st
 
 from contract.ids import parse_id
 from contract.metrics import TRAIN_LOSS, VAL_LOSS
-from contract.states import RunStatus
+from contract.states import DONE_OK, RunStatus
 from dashboard import charts, data, palette, provenance
 from dashboard.configdiff import config_diff
 from dashboard.mdtext import code, md
@@ -78,13 +78,14 @@ def _attempts(attempts: list[AttemptRow]) -> None:
 
 
 def _spawn(url: str, run_id: int, name: str) -> None:
-    """Start `orchestrator rerun ID --db URL` detached (the CLI's own code path); a button
-    callback, so the page that follows already shows the new state."""
+    """Start `orchestrator rerun ID --db URL [--fresh]` detached (the CLI's own code path); a
+    button callback, so the page that follows already shows the new state."""
     st.session_state[f"rd_confirm_{run_id}"] = False
+    fresh = bool(st.session_state.get(f"rd_fresh_{run_id}"))
     try:
         from orchestrator.run.rerun import spawn_rerun  # lazy: the dashboard stays Ray-free
 
-        spawn_rerun(url, run_id)
+        spawn_rerun(url, run_id, fresh=fresh)
     except Exception as exc:  # noqa: BLE001 - shown to the user, who can use the CLI instead
         st.session_state[f"rd_error_{run_id}"] = (
             f"Rerun of run {run_id} ({md(name)}) failed to start: {md(exc)}. "
@@ -113,8 +114,14 @@ def _rerun_controls(url: str, run: RunRow) -> None:
               else f"a {run.status} run is already scheduled")
     if not (allowed and st.session_state.get(confirm)):
         return
-    st.warning(f"Start a new attempt of **{md(run.name)}** (status {run.status})? It resumes "
-               "from the run's last checkpoint and uses compute.")
+    # A finished run's last checkpoint is its final step: resuming it trains nothing, so
+    # starting over is the default there (the CLI's `rerun --fresh`).
+    fresh = st.checkbox("Start from step 0 (delete its checkpoints)", key=f"rd_fresh_{run.id}",
+                        value=run.status in DONE_OK)
+    how = ("starts from step 0: its checkpoints are deleted first" if fresh
+           else "resumes from the run's last checkpoint")
+    st.warning(f"Start a new attempt of **{md(run.name)}** (status {run.status})? It {how} "
+               "and uses compute.")
     c1, c2, _ = st.columns([1, 1, 4])
     c1.button("Yes, rerun", key="rd_rerun_yes", type="primary", on_click=_spawn,
               args=(url, run.id, run.name))

@@ -422,6 +422,37 @@ def test_rerun_button_requeues_the_run_through_the_orchestrator(
     assert at.selectbox(key="rd_run").format_func(failed_id).endswith("· pending")
 
 
+def test_rerun_of_a_finished_run_starts_from_step_0_by_default(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 33.7: a succeeded run's last checkpoint is its final step, so a rerun that
+    resumed it trained nothing. For a finished run the confirmation offers "start from step 0",
+    checked, and the rerun is `--fresh`; a failed run resumes unless the box is ticked."""
+    import orchestrator.run.rerun as rerun
+
+    url = f"sqlite:///{tmp_path / 'rerun.db'}"
+    ids = sample.fill(results_db.open(url))
+    done_id, failed_id = ids["baseline-s0"], ids["value_elementwise-s2"]
+    assert results_db.open(url).run(done_id).status == "succeeded"
+    monkeypatch.setenv("GATESWEEP_DB", url)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(rerun.subprocess, "Popen", _FakePopen)
+    _FakePopen.calls.clear()
+    at = AppTest.from_file(APP, default_timeout=30).run()
+    assert pick_run(goto(at, "Run detail"), "baseline-s0") == done_id
+    at.button(key="rd_rerun").click().run()
+    assert at.checkbox(key=f"rd_fresh_{done_id}").value is True
+    assert any("starts from step 0" in w.value for w in at.warning)
+    at.button(key="rd_rerun_yes").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert _FakePopen.calls[-1][-1] == "--fresh", _FakePopen.calls
+    assert pick_run(at, "value_elementwise-s2") == failed_id
+    at.button(key="rd_rerun").click().run()
+    assert at.checkbox(key=f"rd_fresh_{failed_id}").value is False
+    assert any("resumes from the run's last checkpoint" in w.value for w in at.warning)
+    at.button(key="rd_rerun_yes").click().run()
+    assert "--fresh" not in _FakePopen.calls[-1], _FakePopen.calls
+
+
 def test_rerun_button_disabled_for_live_runs(app: AppTest) -> None:
     at = goto(app, "Run detail")
     pick_run(at, "key_elementwise-s0")  # running

@@ -295,6 +295,9 @@ def test_stalled_worker_stops_without_side_effects_and_is_retried(
         assert proc.wait(timeout=400) == 0, _log(tmp_path)
     finally:
         _kill_group(proc)
+    # the retry is the designed path: one line in the console, not Tune's 48-line traceback
+    # of RetrySuperseded (orchestrator/run/quiet_logs.py; the DB keeps the traceback)
+    assert "Traceback" not in _log(tmp_path), _log(tmp_path)
     db = results_db.open(db_url)
     assert db.run(att.run_id).status == "succeeded"
     assert _faults(db, att.run_id) == [("failed", "worker_died"), ("succeeded", None)]
