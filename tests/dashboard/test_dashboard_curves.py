@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import streamlit as st
 
 import results_db
 from tests.support import dashboard_sample as sample
@@ -40,13 +39,6 @@ def db_url(tmp_path_factory: pytest.TempPathFactory) -> str:
             synthdb.play(db, r.id, points=pts, summaries={"val/ppl": vals[-1]})
         sample.fill_lr(db)
     return url
-
-
-@pytest.fixture()
-def url(db_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv("GATESWEEP_DB", db_url)
-    st.cache_data.clear()
-    return db_url
 
 
 def _val_ppl(at) -> tuple[list, list]:  # noqa: ANN001 - AppTest

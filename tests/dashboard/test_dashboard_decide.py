@@ -13,7 +13,6 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-import streamlit as st
 
 import results_db
 from contract.metrics import VAL_PPL
@@ -65,13 +64,6 @@ def db_url(tmp_path_factory: pytest.TempPathFactory) -> str:
                                                                          run.seed)})
         sample.fill(db)  # a sweep without the block
     return url
-
-
-@pytest.fixture()
-def url(db_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv("GATESWEEP_DB", db_url)
-    st.cache_data.clear()
-    return db_url
 
 
 def _rule():  # noqa: ANN202 - the stored sweep's DecideRule

@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import pytest
-import streamlit as st
 
 from tests.support import dashboard_sample as sample
 from tests.support import report_db
@@ -25,13 +24,6 @@ def db_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     with results_db.open(url) as db:
         sample.fill(db)
     return url
-
-
-@pytest.fixture()
-def url(db_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv("GATESWEEP_DB", db_url)
-    st.cache_data.clear()
-    return db_url
 
 
 def test_lr_stability_summary_headers_and_one_lr_rows(url: str) -> None:
