@@ -48,9 +48,10 @@ run: setup
 PYTEST_WORKERS ?= 2
 PYTEST_PAR := -n $(PYTEST_WORKERS)
 
-# (2) the whole test suite, slow end-to-end tests included.
+# (2) the whole test suite, slow end-to-end tests included; the 30 slowest tests are listed at
+# the end, so the log of every run says where its time went (budget: <= 15 min).
 test: setup system-deps
-	$(PY) -m pytest -m "slow or not slow" -q $(PYTEST_PAR)
+	$(PY) -m pytest -m "slow or not slow" -q $(PYTEST_PAR) --durations=30
 
 # The fast subset, for development.
 test-fast: setup
