@@ -48,7 +48,8 @@ CorrectionOpt = Annotated[str, typer.Option(
     "--correction", help="Multiplicity correction over the rows: none (each CI at 1 - "
                          "family error), bonferroni or holm (family-wise error)")]
 FamilyErrorOpt = Annotated[float, typer.Option(
-    "--family-error", help="Error rate: per row with --correction none, else over all rows")]
+    "--family-error", min=1e-6, max=0.5,
+    help="Error rate: per row with --correction none, else over all rows")]
 
 # Human formats show these; csv/json show every column (dimensions, keys, params too).
 BOARD_COLUMNS = shown_columns()  # results_db's leaderboard schema
@@ -81,8 +82,9 @@ def leaderboard(sweep: str, db: DbOpt = None, metric: MetricOpt = METRIC,
                     "--best-vs-best", help="Each variant at its best LR vs the baseline at its "
                     "own, each LR picked on the other seeds (leave-one-seed-out)")] = False,
                 lr: Annotated[float | None, typer.Option(
-                    "--lr", help="With --best-vs-best: compare both at this declared LR "
-                                 "instead")] = None,
+                    "--lr", min=1e-12, max=1e3,
+                    help="With --best-vs-best: compare both at this declared LR "
+                         "instead")] = None,
                 format: FormatOpt = "table") -> None:
     """Variants ranked by METRIC with n, mean, std, the CI of the change vs the baseline
     (95 % per row, or corrected over the rows: --correction) and a verdict (better / worse /
