@@ -15,8 +15,8 @@
   nobody does, the trial raises so that Tune retries the run as configured (``retries``).
 - A results DB that cannot be used is waited for up to ``job.db_wait_s`` at the claim and at
   every write (orchestrator/run/dbretry.py), so a database restart pauses a trial, not ends it.
-  Past the bound the trial reports ``failed``/``db_unavailable`` to Tune rather than raising: its
-  driver gives up on the same DB and says so in one line, with no trial traceback before it.
+  Past the bound a claim raises (Tune retries or records it), unless the driver has already
+  given up on the same DB: then the trial reports "not started" and prints no traceback.
 - A trial whose driver has stopped the sweep (orchestrator/run/sweep_stop.py) does not claim
   its run, and gives back a claim it won in the meantime (the run stays resumable).
 """
@@ -63,8 +63,10 @@ def execute_job(job: TrialJob, trial_id: str | None = None) -> TrialResult:
     try:
         attempt = with_db_retry(lambda: _claim(db, job, trial_id),
                                 f"run {job.name} (id {job.run_id}): claim", job.db_wait_s)
-    except DBOutage as exc:
-        return _db_gave_up(exc)
+    except DBOutage:
+        if stopped(job.owner) is None:
+            raise  # Tune's FailureConfig and the driver's callback decide (db_connections retry)
+        attempt = "stopped"  # the driver gave up on this DB too: no traceback, the sweep is over
     if isinstance(attempt, str) or (attempt is not None and _give_back(db, job, attempt)):
         return TrialResult("skipped", steps=0, holder=f"run {job.name} (id {job.run_id}): "
                            "not started: its driver stopped the sweep")
@@ -94,13 +96,6 @@ def _give_back(db: ResultsDB, job: TrialJob, attempt: AttemptRow) -> bool:
         attempt.id, RunStatus.FAILED, error="not started: its driver stopped the sweep",
         fault=Fault.DB_UNAVAILABLE))
     return True
-
-
-def _db_gave_up(exc: DBUnavailable) -> TrialResult:
-    """The DB stayed unusable past the bound before this trial held an attempt: nothing to
-    record; Tune gets the outcome as a result (a raised error would print a traceback)."""
-    return TrialResult(RunStatus.FAILED, fault=Fault.DB_UNAVAILABLE.value,
-                       error=str(exc).splitlines()[0])
 
 
 def skipped(db: ResultsDB, job: TrialJob) -> TrialResult:

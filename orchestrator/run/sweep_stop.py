@@ -33,5 +33,8 @@ def stopped(owner: str) -> str | None:
 
     if not owner or not internal_kv._internal_kv_initialized():
         return None
-    got = internal_kv._internal_kv_get(_key(owner), namespace=_NAMESPACE)
+    try:
+        got = internal_kv._internal_kv_get(_key(owner), namespace=_NAMESPACE)
+    except Exception:  # noqa: BLE001 - the GCS cannot answer: nobody said stop
+        return None
     return None if got is None else bytes(got).decode(errors="replace")

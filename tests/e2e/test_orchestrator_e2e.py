@@ -126,10 +126,10 @@ def start_long_submit(tmp_path: Path) -> tuple[str, subprocess.Popen[bytes]]:
     url = f"sqlite:///{tmp_path / 'r.db'}"
     spec = tmp_path / "long.yaml"
     spec.write_text(LONG)
+    log = open(tmp_path / "submit.log", "wb")  # noqa: SIM115 - the process holds it
     proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "submit", str(spec), "--db",
                              url, "--storage", str(tmp_path / "runs")], env=env(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     return url, proc
 
 
@@ -188,7 +188,11 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 def _wait_for_running(url: str, proc: subprocess.Popen[bytes], timeout: float) -> object:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        assert proc.poll() is None, "submit exited before any run started"
+        if proc.poll() is not None:  # its own words say why (CI, 2026-12-03: exit 2)
+            log = Path(url.removeprefix("sqlite:///")).parent / "submit.log"
+            text = log.read_text(errors="replace")[-3000:] if log.exists() else ""
+            raise AssertionError(f"submit exited ({proc.returncode}) before any run started:\n"
+                                 f"{text}")
         if Path(url.removeprefix("sqlite:///")).exists():
             db = results_db.open(url)
             runs = db.runs()
