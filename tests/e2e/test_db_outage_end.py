@@ -40,7 +40,7 @@ def test_an_outage_past_the_bound_that_then_ends_leaves_one_known_state(
     from tests.outage_fixtures import outage
 
     with outage("postgres") as o:
-        spec = _sweep(tmp_path, "f-dbend", ["a", "b", "c", "d"], steps=400)
+        spec = _sweep(tmp_path, "f-dbend", ["a", "b", "c", "d"])
         proc = _submit(ray_two_nodes, spec, o.url, tmp_path, "--max-concurrent", "2",
                        env={"GATESWEEP_DB_WAIT_S": str(WAIT_S)})
         try:
@@ -56,7 +56,9 @@ def test_an_outage_past_the_bound_that_then_ends_leaves_one_known_state(
         assert "Traceback" not in log and "Unhandled error" not in log, log
         last = log.strip().splitlines()[-1]
         assert last.startswith("error: results DB ") and "rerun --sweep f-dbend" in last, log
-        time.sleep(DOWN_S + 5)  # the server is back; a straggler trial would write now
+        # the driver recorded the stop, so the server is back: a straggler trial would claim
+        # within seconds (a claim retries every <= 10 s, and the flag is read at each retry)
+        time.sleep(12)
         db = results_db.open(o.url)
         states = {r["name"]: r["status"] for r in db.runs().iter_rows(named=True)}
         assert "running" not in states.values(), (states, log)  # nothing left without a process
@@ -75,4 +77,4 @@ def test_an_outage_past_the_bound_that_then_ends_leaves_one_known_state(
             _kill_group(again)
         for r in db.runs().iter_rows(named=True):
             assert r["status"] == "succeeded", (r["name"], _log(tmp_path, "2"))
-            _assert_integrity(db, int(r["id"]), steps=400)
+            _assert_integrity(db, int(r["id"]))
