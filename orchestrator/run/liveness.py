@@ -45,10 +45,6 @@ class Liveness(Enum):
     FIRST = "first look"  # nothing to compare with yet
     UNKNOWN = "unknown"  # the process could not be looked at (another host that did not answer)
 
-    @property
-    def dead(self) -> bool:
-        return self in (Liveness.GONE, Liveness.STOPPED, Liveness.HUNG)
-
 
 @dataclass(frozen=True)
 class Sample:

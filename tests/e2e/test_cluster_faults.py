@@ -409,13 +409,18 @@ def test_a_db_outage_past_the_bound_exits_2_in_one_line_and_rerun_finishes(
         assert last.startswith("error: results DB ") and "rerun --sweep f-dbout" in last, log
         o.up()
         time.sleep(6)  # the silent attempt's heartbeat goes stale (1 s interval: 5 s)
-        again = _submit(ray_two_nodes, spec, o.url, tmp_path, "--sweep", "f-dbout",
-                        tag="2", cmd="rerun")
-        try:
-            assert again.wait(timeout=500) == 0, _log(tmp_path, "2")
-        finally:
-            _kill_group(again)
-        db = results_db.open(o.url)
-        for r in db.runs().iter_rows(named=True):
-            assert r["status"] == "succeeded", (r["name"], _log(tmp_path, "2"))
-            _assert_integrity(db, int(r["id"]))
+        rerun_sweep_finishes(ray_two_nodes, spec, o.url, tmp_path, "f-dbout")
+
+
+def rerun_sweep_finishes(cluster: TwoNodes, spec: Path, url: str, tmp: Path, sweep: str,
+                         timeout: float = 500) -> None:
+    """`orchestrator rerun --sweep` exits 0 and every run succeeded, each step once."""
+    again = _submit(cluster, spec, url, tmp, "--sweep", sweep, tag="2", cmd="rerun")
+    try:
+        assert again.wait(timeout=timeout) == 0, _log(tmp, "2")
+    finally:
+        _kill_group(again)
+    db = results_db.open(url)
+    for r in db.runs().iter_rows(named=True):
+        assert r["status"] == "succeeded", (r["name"], _log(tmp, "2"))
+        _assert_integrity(db, int(r["id"]))

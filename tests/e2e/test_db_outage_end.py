@@ -1,8 +1,9 @@
 """A sweep whose DB outage outlasts GATESWEEP_DB_WAIT_S and then ends (issue 36): the sweep
 stops in one known state.
 
-Reproduced before the fix with PostgreSQL stopped 20 s under GATESWEEP_DB_WAIT_S=10: Tune ended
-the sweep at 13 s, yet pending runs' trials still claimed and trained once the server was back,
+Reproduced before the fix with PostgreSQL stopped 20 s (here 16 s) under GATESWEEP_DB_WAIT_S=10:
+Tune ended the sweep at 13 s, yet pending runs' trials still claimed and trained once the server
+was back,
 every run stayed `running` with no process until a rerun marked it `lost`, and the last line
 blamed the stopped server after it was up again.
 """
@@ -18,13 +19,13 @@ import pytest
 
 import results_db
 from tests.e2e.test_cluster_faults import (
-    _assert_integrity,
     _checkpointed_attempt,
     _kill_group,
     _log,
     _submit,
     _sweep,
     _wait,
+    rerun_sweep_finishes,
 )
 
 if TYPE_CHECKING:
@@ -32,7 +33,9 @@ if TYPE_CHECKING:
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
-WAIT_S, DOWN_S = 10, 20
+# Down past the bound (WAIT_S), back before the driver's second wait for it ends (2 x WAIT_S
+# after the outage began, at the earliest): the exit line must then say it answers again.
+WAIT_S, DOWN_S = 10, 16
 
 
 def test_an_outage_past_the_bound_that_then_ends_leaves_one_known_state(
@@ -67,14 +70,6 @@ def test_an_outage_past_the_bound_that_then_ends_leaves_one_known_state(
             for att in db.attempts(int(r["id"])):
                 assert att.started < ended, (r["name"], att)  # nothing started after the end
                 assert att.status != "running", (r["name"], att)
-        if "answers again" in last:  # the DB was back by the exit: say so, do not blame it
-            assert "was unusable" in last and "2 not started" in last, last
-        again = _submit(ray_two_nodes, spec, o.url, tmp_path, "--sweep", "f-dbend",
-                        tag="2", cmd="rerun")
-        try:
-            assert again.wait(timeout=600) == 0, _log(tmp_path, "2")
-        finally:
-            _kill_group(again)
-        for r in db.runs().iter_rows(named=True):
-            assert r["status"] == "succeeded", (r["name"], _log(tmp_path, "2"))
-            _assert_integrity(db, int(r["id"]))
+        # the DB was back before the driver's second wait ran out: it says so, not blames it
+        assert "answers again" in last and "was unusable" in last and "2 not started" in last, last
+        rerun_sweep_finishes(ray_two_nodes, spec, o.url, tmp_path, "f-dbend", timeout=600)
