@@ -16,13 +16,12 @@ import altair as alt
 import polars as pl
 import streamlit as st
 
-from contract.errors import UserError
 from dashboard import data, palette
 from dashboard.charts import LEGEND, Layered
 from dashboard.mdtext import code, md
 from dashboard.tables import fmt_lr
 from dashboard.views.common import show_chart, table_height, watch
-from orchestrator.sweep.spec import loads_spec
+from orchestrator.sweep.spec import stored_decide
 from results_db.analysis.confseq import UNDECIDED
 from results_db.decide_path import interval_path
 
@@ -42,10 +41,7 @@ def decide_spec(url: str, sweep: str) -> DecideSpec | None:
 
 @st.cache_data(show_spinner=False)
 def _parse(text: str) -> DecideSpec | None:
-    try:
-        return loads_spec(text, "<sweep as stored>")[0].decide
-    except UserError:
-        return None
+    return stored_decide(text, "as stored")
 
 
 def has_decide(url: str, sweep: str) -> bool:

@@ -34,7 +34,7 @@ from orchestrator.cli.frame_format import csv_text, json_text, write_stdout
 from orchestrator.cli.outfiles import Writer, write_files
 from orchestrator.cli.outfiles import out_dir as make_dir
 from orchestrator.sweep.decide import progress_line
-from orchestrator.sweep.spec import loads_spec
+from orchestrator.sweep.spec import stored_decide as decide_of
 
 if TYPE_CHECKING:
     import polars as pl
@@ -103,10 +103,7 @@ def stored_decide(d: results_db.ResultsDB, name: str, spec_text: str | None = No
     if spec_text is None:
         spec_text = next((t for n, t in d.sweeps().select("name", "spec").iter_rows()
                           if n == name), "")
-    try:
-        return loads_spec(spec_text or "", f"<sweep {name} as stored>")[0].decide
-    except UserError:
-        return None
+    return decide_of(spec_text or "", name)
 
 
 def _decide_status(d: results_db.ResultsDB, name: str, spec_text: str) -> None:

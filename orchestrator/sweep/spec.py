@@ -33,7 +33,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from contract.config import Resources, Seed, StrictModel
-from contract.errors import SpecError, SpecIssue, pydantic_problems
+from contract.errors import SpecError, SpecIssue, UserError, pydantic_problems
 from contract.yamlsrc import Source, load_file, load_text
 from orchestrator.sweep import gate_shorthand, keys
 from orchestrator.sweep.decide import DecideSpec
@@ -228,3 +228,13 @@ def load_spec(path: str | Path) -> tuple[SweepSpec, Source]:
 def loads_spec(text: str, file: str = "<string>") -> tuple[SweepSpec, Source]:
     src = load_text(text, file)
     return parse_source(src), src
+
+
+def stored_decide(spec_text: str, sweep: str) -> DecideSpec | None:
+    """The ``decide:`` block of a sweep file as the DB stored it; None for a fixed-seed sweep,
+    or for a file an older gatesweep stored that no longer validates (`status`, `leaderboard`
+    and the dashboard all skip those)."""
+    try:
+        return loads_spec(spec_text or "", f"<sweep {sweep} as stored>")[0].decide
+    except UserError:
+        return None
