@@ -70,6 +70,12 @@ def with_db_retry(fn: Callable[[], T], what: str, wait_s: float,
 
 
 
+def cause(text: str) -> str:
+    """The DB's own error in a DBOutage's text, without the waiting that with_db_retry added
+    (" (for N s, the limit is ...) ... gave up"): what an exit line names as the cause."""
+    return text.split(" (for ")[0].rstrip(".")
+
+
 @dataclass
 class OutageState:
     """The driver's view of the DB (plain fields: Tune pickles its stopper and callbacks).

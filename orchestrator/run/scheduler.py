@@ -49,6 +49,7 @@ from orchestrator.run.dbretry import (
     DB_WAIT_ENV,
     DBOutage,
     OutageState,
+    cause,
     db_wait_s,
     with_db_retry,
 )
@@ -238,10 +239,10 @@ def _gave_up(db: ResultsDB, jobs: list[TrialJob], owner: str, outage: OutageStat
         lost, queued = with_db_retry(lambda: _record_stop(db, jobs, owner, outage),
                                      "recording the stopped sweep", outage.wait_s, say=say)
     except DBUnavailable as exc:  # still down: the next submit/rerun reconciles the runs
-        return DBOutage(f"{str(exc).split(' (for ')[0].rstrip('.')}; it stayed unusable for "
+        return DBOutage(f"{cause(str(exc))}; it stayed unusable for "
                         f"more than {outage.wait_s:g} s ({DB_WAIT_ENV}), so the sweep stopped; "
                         f"once the DB is back, {rerun} finishes the unfinished runs")
-    return DBOutage(f"{then.split(' (for ')[0].rstrip('.')}; it was unusable for more than "
+    return DBOutage(f"{cause(then)}; it was unusable for more than "
                     f"{outage.wait_s:g} s ({DB_WAIT_ENV}), so the sweep stopped. It answers "
                     f"again now: {lost} unfinished run(s) recorded lost (resumable), {queued} "
                     f"not started; {rerun} finishes them")
