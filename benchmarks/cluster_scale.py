@@ -186,8 +186,9 @@ def monitor(pid: int, url: str, sweep: str, samples: Samples, stop: threading.Ev
 
     proc = psutil.Process(pid)
     probes: set[int] = set()
-    threading.Thread(target=_probe_loop, args=(url, sweep, samples, stop, probe_every, probes),
-                     daemon=True).start()
+    if probe_every > 0:
+        threading.Thread(target=_probe_loop, args=(url, sweep, samples, stop, probe_every,
+                                                   probes), daemon=True).start()
     reader = None
     while not stop.wait(1.0):
         try:
@@ -388,7 +389,9 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--no-bare", action="store_true", help="skip the bare Ray Tune baseline")
     ap.add_argument("--register", default="1000,5000", help="register-time sizes ('' skips)")
-    ap.add_argument("--probe-every", type=float, default=15.0)
+    ap.add_argument("--probe-every", type=float, default=15.0,
+                    help="seconds between status/leaderboard/Overview probes; 0: none (their "
+                         "CPU is not the sweep's, so a ratio run is taken without them)")
     a = ap.parse_args()
     from tests.support.pgtemp import start_pg_server, stop_pg_server
 

@@ -36,12 +36,20 @@ from results_db.engine import (
     writer_engine,
 )
 from results_db.migrate import current_revision, upgrade_engine
-from results_db.rows import AttemptRow, NewRun, RegisterResult, RunRow
+from results_db.rows import (
+    AttemptRow,
+    AttemptWrite,
+    NewArtifact,
+    NewRun,
+    RegisterResult,
+    RunRow,
+)
 from results_db.sqlread import QueryLimitError, QueryLimits
 from results_db.store import NotFound
 from results_db.vocab import DIMENSIONS, VERDICTS
 
 __all__ = ["DEFAULT_URL", "default_url", "DIMENSIONS", "DONE_OK", "VERDICTS", "AttemptRow",
+           "AttemptWrite", "NewArtifact",
            "DBForeign", "DBNewer", "DBNotFound", "DBOutdated", "DBUnavailable", "DBUnreadable",
            "InvalidTransition",
            "NewRun", "NotFound", "QueryLimitError", "QueryLimits", "ReadOnlyQueryError",

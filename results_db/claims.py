@@ -117,11 +117,12 @@ class ClaimMixin:
             att = _latest(s, run_id)
             return None if att is None else AttemptRow.of(att)
 
-    def heartbeat(self, attempt_id: int) -> bool:
+    def heartbeat(self, attempt_id: int, run_id: int | None = None) -> bool:
         """Record liveness; False once the attempt is not the run's current one (lost, taken
-        over, cancelled, finished): the caller must stop at its next step boundary."""
+        over, cancelled, finished): the caller must stop at its next step boundary.
+        ``run_id`` (the attempt's run, when the caller knows it) saves a read."""
         with self._tx() as s:
-            return beat_if_current(s, attempt_id, "heartbeat")
+            return beat_if_current(s, attempt_id, "heartbeat", run_id)
 
     def finish_attempt(self, attempt_id: int, status: str | RunStatus, error: str | None = None,
                        traceback: str | None = None, fault: str | FaultClass | None = None
@@ -255,18 +256,44 @@ def _latest(s: Session, run_id: int) -> Attempt | None:
                     .execution_options(populate_existing=True))
 
 
-def beat_if_current(s: Session, attempt_id: int, what: str) -> bool:
-    """Inside a writer's transaction: is ``attempt_id`` its run's current attempt? If so its
-    heartbeat is recorded, and the rest of the transaction writes as that attempt."""
-    att = s.get(Attempt, attempt_id)
-    if att is None:
+def beat_if_current(s: Session, attempt_id: int, what: str, run_id: int | None = None) -> bool:
+    """Inside a writer's transaction: is ``attempt_id`` its run's current attempt (running,
+    its run running, no newer attempt)? If so its heartbeat is recorded, and the rest of the
+    transaction writes as that attempt. Two statements when the caller knows ``run_id``: the
+    run's row lock, then one guarded UPDATE of the attempt (its WHERE is re-checked under the
+    attempt's row lock) -- the ORM's get/refresh/max reads were four round trips per flush."""
+    if run_id is None:  # a run id never changes: read without a lock
+        run_id = s.scalar(select(Attempt.run_id).where(Attempt.id == attempt_id))
+        if run_id is None:
+            raise NotFound(f"{what}: attempt id {attempt_id} does not exist")
+    run_status = s.scalar(select(Run.status).where(Run.id == run_id).with_for_update())
+    newest = (select(func.max(Attempt.number)).where(Attempt.run_id == run_id)
+              .scalar_subquery())
+    if run_status == S.RUNNING and _rowcount(s.execute(
+            update(Attempt).where(Attempt.id == attempt_id, Attempt.run_id == run_id,
+                                  Attempt.status == S.RUNNING, Attempt.number == newest)
+            .values(heartbeat=utcnow()).execution_options(synchronize_session=False))) == 1:
+        return True
+    if s.get(Attempt, attempt_id) is None:  # not current: say so, unless it never existed
         raise NotFound(f"{what}: attempt id {attempt_id} does not exist")
-    run = _lock_run_then_attempt(s, att)
-    current = (att.status == S.RUNNING and run is not None and run.status == S.RUNNING
-               and _is_latest(s, att))
-    if current:
-        att.heartbeat = utcnow()
-    return current
+    return False
+
+
+def end_current(s: Session, run_id: int, attempt_id: int, status: RunStatus) -> None:
+    """Inside the transaction in which ``beat_if_current`` answered True (so the run and the
+    attempt are locked, running, the attempt the newest): end the attempt with ``status``
+    and move the run as ``finish_attempt`` would."""
+    if status not in ATTEMPT_END:
+        raise ValueError(f"end_current: status {status.value!r} does not end an attempt; "
+                         f"expected one of {sorted(a.value for a in ATTEMPT_END)}")
+    now = utcnow()
+    s.execute(update(Attempt).where(Attempt.id == attempt_id)
+              .values(status=status, ended=now)
+              .execution_options(synchronize_session=False))
+    s.execute(update(Run).where(Run.id == run_id)
+              .values(status=check_transition(run_id, S.RUNNING, run_status_after(status, None)),
+                      updated=now)
+              .execution_options(synchronize_session=False))
 
 
 def _lock_run_then_attempt(s: Session, att: Attempt) -> Run | None:
@@ -297,4 +324,5 @@ def close_attempts(s: Session, run_id: int, status: RunStatus, why: str) -> None
                    why)
 
 
-__all__ = ["ClaimMixin", "NotFound", "close_attempts", "lease_live"]
+__all__ = ["ClaimMixin", "NotFound", "beat_if_current", "close_attempts", "end_current",
+           "lease_live"]

@@ -63,6 +63,18 @@ def check_document(doc: Mapping[str, Any]) -> dict[str, Any]:
     return row
 
 
+def upsert_provenance(s: Session, run_id: int, attempt_id: int, doc: Mapping[str, Any]) -> None:
+    """In the caller's transaction: attempt ``attempt_id``'s provenance row, replaced when
+    it exists (a retried write)."""
+    values = {"attempt_id": attempt_id, "run_id": run_id, "recorded": utcnow(),
+              **check_document(doc)}
+    ins = (sqlite_insert if s.get_bind().dialect.name == "sqlite" else pg_insert)(
+        Provenance).values(**values)
+    s.execute(ins.on_conflict_do_update(
+        index_elements=["attempt_id"],
+        set_={k: v for k, v in values.items() if k != "attempt_id"}))
+
+
 class ProvenanceMixin:
     engine: Engine
     if TYPE_CHECKING:  # ResultsDB's property (an attribute annotation would clash with it)
@@ -71,14 +83,8 @@ class ProvenanceMixin:
 
     def record_provenance(self, run_id: int, attempt_id: int, doc: Mapping[str, Any]) -> None:
         """Store attempt ``attempt_id``'s provenance (a retried write replaces it)."""
-        row = check_document(doc)
-        values = {"attempt_id": attempt_id, "run_id": run_id, "recorded": utcnow(), **row}
         with Session(self.engine) as s, s.begin():
-            ins = (sqlite_insert if self.engine.dialect.name == "sqlite" else pg_insert)(
-                Provenance).values(**values)
-            s.execute(ins.on_conflict_do_update(
-                index_elements=["attempt_id"],
-                set_={k: v for k, v in values.items() if k != "attempt_id"}))
+            upsert_provenance(s, run_id, attempt_id, doc)
 
     def provenance(self, run_ids: Sequence[int] | None = None, *, sweep: str | None = None,
                    states: Collection[str] | None = None, latest: bool = False) -> pl.DataFrame:

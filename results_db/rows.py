@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from contract.states import RunStatus
 from results_db.schema import DIM_COLUMNS, Attempt, Run
 
 
@@ -85,3 +86,29 @@ class RegisterResult:
     cached: list[RunRow]
     to_run: list[RunRow]
     running: list[RunRow] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class NewArtifact:
+    """An artifact row to write: a file or folder (``path``) and/or JSON ``data``."""
+
+    kind: str
+    path: str | None = None
+    data: Any = None
+
+
+@dataclass(frozen=True)
+class AttemptWrite:
+    """Everything one flush of a trial's reporter writes, in one transaction
+    (``ResultsDB.write_if_current``): metric points (step, name, value), summaries, artifacts,
+    the attempt's provenance document, and -- on the attempt's last flush -- how it ended."""
+
+    points: list[tuple[int, str, float | None]] = field(default_factory=list)
+    summaries: dict[str, float | None] = field(default_factory=dict)
+    artifacts: list[NewArtifact] = field(default_factory=list)
+    provenance: dict[str, Any] | None = None
+    end: RunStatus | None = None  # one of contract.states.ATTEMPT_END, or None
+
+    def __bool__(self) -> bool:
+        return bool(self.points or self.summaries or self.artifacts
+                    or self.provenance is not None or self.end is not None)

@@ -12,7 +12,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Connection, Engine, select, update
+from sqlalchemy import Connection, Engine, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -20,9 +20,16 @@ from sqlalchemy.orm import Session
 from contract.metrics import PARAMS_GATES, PARAMS_TOTAL
 from contract.states import DONE_OK, RunStatus, allowed, check_transition, parse_status
 from results_db import rollup
-from results_db.claims import ClaimMixin, NotFound, beat_if_current, close_attempts
+from results_db.claims import (
+    ClaimMixin,
+    NotFound,
+    beat_if_current,
+    close_attempts,
+    end_current,
+)
 from results_db.dims import derive_dims
-from results_db.rows import NewRun, RegisterResult, RunRow
+from results_db.provenance import upsert_provenance
+from results_db.rows import AttemptWrite, NewRun, RegisterResult, RunRow
 from results_db.schema import Artifact, Run, Summary, Sweep, utcnow
 
 Point = tuple[int, str, float | None]
@@ -153,20 +160,29 @@ class WriterMixin(ClaimMixin):
         with self._tx() as s:
             _upsert_summaries(s, run_id, attempt_id, values)
 
-    def write_if_current(self, run_id: int, attempt_id: int, points: Iterable[Point],
-                         summaries: Mapping[str, float | None]) -> bool:
-        """A trial's flush in one transaction: its heartbeat, its metric points and its
-        summaries -- or nothing at all, and False, when ``attempt_id`` is no longer the run's
-        current attempt (a heartbeat, a metric and a summary transaction were three round
-        trips per flush; docs/benchmarks.md "Per-run overhead")."""
-        rows = _metric_rows(run_id, attempt_id, points)
+    def write_if_current(self, run_id: int, attempt_id: int, write: AttemptWrite) -> bool:
+        """A trial's flush in one transaction: its heartbeat, metric points, summaries,
+        artifacts, provenance and (``write.end``) its end -- or nothing at all, and False,
+        when ``attempt_id`` is no longer the run's current attempt. One transaction where a
+        2-step trial took seven (docs/benchmarks.md "Per-run overhead")."""
+        rows = _metric_rows(run_id, attempt_id, write.points)
+        end = None if write.end is None else parse_status(write.end)
         with self._tx() as s:
-            if not beat_if_current(s, attempt_id, "write_if_current"):
+            if not beat_if_current(s, attempt_id, "write_if_current", run_id):
                 return False
             if rows:
                 _upsert_metrics(s.connection(), run_id, rows)
-            if summaries:
-                _upsert_summaries(s, run_id, attempt_id, summaries)
+            if write.summaries:
+                _upsert_summaries(s, run_id, attempt_id, write.summaries)
+            if write.artifacts:
+                s.execute(insert(Artifact), [
+                    {"run_id": run_id, "attempt_id": attempt_id, "kind": a.kind,
+                     "path": a.path, "data": a.data, "created": utcnow()}
+                    for a in write.artifacts])
+            if write.provenance is not None:
+                upsert_provenance(s, run_id, attempt_id, write.provenance)
+            if end is not None:
+                end_current(s, run_id, attempt_id, end)
         return True
 
     def add_artifact(self, run_id: int, attempt_id: int | None, kind: str,

@@ -2,7 +2,12 @@
 
 Metric points are buffered and written in batches (every ``flush_points`` points or
 ``flush_s`` seconds, and at close) because one SQL transaction per log call would dominate a
-tiny model's step time. Liveness does not depend on the training loop: a daemon thread
+tiny model's step time. Artifacts and the provenance document ride along: they are written by
+the next flush, or by the heartbeat thread within one interval if no flush comes first, and the
+last flush also records how the attempt ended (``close(end=...)``) -- a 2-step trial writes in
+three transactions (claim, flush, end) where it took eight (docs/benchmarks.md).
+
+Liveness does not depend on the training loop: a daemon thread
 heartbeats the attempt every ``heartbeat_s`` seconds (DeepSpeed's first init can take a
 minute without a single trainer call) and watches for ``orchestrator cancel``; the next
 ``log``/``heartbeat`` call then raises RunCancelled so the trial ends cleanly.
@@ -27,18 +32,20 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from contract.provenance import ARTIFACT as PROVENANCE
 from contract.reporter import Reporter
 from contract.states import RunStatus
 from orchestrator.run.dbretry import with_db_retry
+from results_db.rows import AttemptWrite, NewArtifact
 
 if TYPE_CHECKING:
     from results_db import ResultsDB
 
+T = TypeVar("T")
 __all__ = ["DBReporter", "Reporter", "RunCancelled", "Superseded"]
 
 
@@ -58,7 +65,9 @@ class DBReporter:
         self.db_wait_s = db_wait_s
         self.flush_points, self.flush_s = flush_points, flush_s
         self._points: list[tuple[int, str, float]] = []
-        self._summaries: dict[str, float] = {}
+        self._summaries: dict[str, float | None] = {}
+        self._artifacts: list[NewArtifact] = []
+        self._provenance: dict[str, Any] | None = None  # the attempt's, until written
         self._last_flush = time.monotonic()
         self._lock = threading.Lock()
         self._cancelled = threading.Event()
@@ -97,48 +106,55 @@ class DBReporter:
         self.stop_reason = self.stop_reason or reason
 
     def artifact(self, kind: str, payload: str | Path | Mapping[str, Any]) -> None:
+        """Buffered: written by the next flush, or by the heartbeat thread within one
+        interval, in the flush's own "still current?" transaction."""
         self._raise_if_superseded()
-        if kind == PROVENANCE and not isinstance(payload, (str, Path)):
-            # one row per attempt in its own table (results_db/provenance.py), not a blob
-            self._write("provenance", lambda: self.db.record_provenance(
-                self.run_id, self.attempt_id, payload))
-            return
-        if isinstance(payload, (str, Path)):
-            self._write(f"artifact {kind}", lambda: self.db.add_artifact(
-                self.run_id, self.attempt_id, kind, path=str(payload)))
-        else:
-            self._write(f"artifact {kind}", lambda: self.db.add_artifact(
-                self.run_id, self.attempt_id, kind, data=dict(payload)))
+        with self._lock:
+            if kind == PROVENANCE and not isinstance(payload, (str, Path)):
+                # one row per attempt in its own table (results_db/provenance.py), not a blob
+                self._provenance = dict(payload)
+            elif isinstance(payload, (str, Path)):
+                self._artifacts.append(NewArtifact(kind, path=str(payload)))
+            else:
+                self._artifacts.append(NewArtifact(kind, data=dict(payload)))
 
     # --- lifecycle -----------------------------------------------------------------------
-    def flush(self) -> None:
-        """Write the buffered points and summaries; raises Superseded (dropping them) when
-        the attempt is no longer current, DBOutage when the DB stays unwritable."""
+    def flush(self, end: RunStatus | None = None) -> bool:
+        """Write the buffered points, summaries and artifacts -- and ``end``, the attempt's
+        final status, when given -- in one transaction. True when ``end`` was recorded (False:
+        none given, or the run was cancelled meanwhile: the points are kept, the caller ends
+        the attempt). Raises Superseded (dropping them) when the attempt is no longer
+        current, DBOutage when the DB stays unwritable."""
         with self._lock:
-            points, self._points = self._points, []
-            summaries, self._summaries = self._summaries, {}
+            w = AttemptWrite(self._points, self._summaries, self._artifacts, self._provenance,
+                             end)
+            self._points, self._summaries, self._artifacts, self._provenance = [], {}, [], None
             self._last_flush = time.monotonic()
         self._raise_if_superseded()
-        if not points and not summaries:
-            return
+        if not w:
+            return False
 
-        def write() -> None:
+        def write() -> bool:
             # One transaction asks first (a stalled attempt may have woken up), beats and
             # writes; a cancelled run, no longer current, still takes this attempt's last points.
-            if self.db.write_if_current(self.run_id, self.attempt_id, points, summaries):
-                return
+            if self.db.write_if_current(self.run_id, self.attempt_id, w):
+                return end is not None
+            if end is not None and self._ended_as(end):
+                return True  # a retry of a commit whose answer was lost: it is written
             if self._cancelled_else_superseded():
-                self.db.log_metrics(self.run_id, self.attempt_id, points)
-                self.db.log_summaries(self.run_id, self.attempt_id, summaries)
+                self._write_unchecked(w)
+            return False
 
-        self._write(f"{len(points)} metric points", write)
+        ended = self._write(f"{len(w.points)} metric points", write)
         self._raise_if_superseded()
+        return ended
 
-    def close(self) -> None:
-        """Stop heartbeating and write what is buffered (call before finish_attempt)."""
+    def close(self, end: RunStatus | None = None) -> bool:
+        """Stop heartbeating and write what is buffered, with ``end`` (see flush); without
+        it, call finish_attempt after."""
         self._stop.set()
         self._beat.join(timeout=10)
-        self.flush()
+        return self.flush(end)
 
     @property
     def cancelled(self) -> bool:
@@ -159,9 +175,41 @@ class DBReporter:
                              "recorded it dead); it stops without writing")
 
     def _still_current(self) -> bool:
-        """One heartbeat; False (and superseded) once another attempt holds the run or this
-        one was ended. A cancelled run still takes this attempt's last points."""
-        return self.db.heartbeat(self.attempt_id) or self._cancelled_else_superseded()
+        """One heartbeat, carrying the buffered artifacts if any; False (and superseded)
+        once another attempt holds the run or this one was ended. A cancelled run still
+        takes this attempt's last points and artifacts."""
+        with self._lock:
+            w = AttemptWrite(artifacts=self._artifacts, provenance=self._provenance)
+            self._artifacts, self._provenance = [], None
+        if not w:
+            return (self.db.heartbeat(self.attempt_id, self.run_id)
+                    or self._cancelled_else_superseded())
+        try:
+            if self.db.write_if_current(self.run_id, self.attempt_id, w):
+                return True
+        except Exception:
+            with self._lock:  # the next flush or beat writes them
+                self._artifacts[:0] = w.artifacts
+                self._provenance = self._provenance or w.provenance
+            raise
+        if self._cancelled_else_superseded():
+            self._write_unchecked(w)
+            return True
+        return False
+
+    def _write_unchecked(self, w: AttemptWrite) -> None:
+        """A cancelled run's last writes (it is no longer current, but they are this
+        attempt's own): points, summaries, artifacts, provenance -- not the end."""
+        self.db.log_metrics(self.run_id, self.attempt_id, w.points)
+        self.db.log_summaries(self.run_id, self.attempt_id, w.summaries)
+        for a in w.artifacts:
+            self.db.add_artifact(self.run_id, self.attempt_id, a.kind, path=a.path, data=a.data)
+        if w.provenance is not None:
+            self.db.record_provenance(self.run_id, self.attempt_id, w.provenance)
+
+    def _ended_as(self, end: RunStatus) -> bool:
+        att = self.db.current_attempt(self.run_id)
+        return att is not None and att.id == self.attempt_id and att.status == end
 
     def _cancelled_else_superseded(self) -> bool:
         """The attempt is no longer current: True (and cancelled) when the user cancelled the
@@ -173,8 +221,8 @@ class DBReporter:
         self._superseded.set()
         return False
 
-    def _write(self, what: str, fn: Any) -> None:
-        with_db_retry(fn, f"run {self.run_id}: writing {what}", self.db_wait_s)
+    def _write(self, what: str, fn: Callable[[], T]) -> T:
+        return with_db_retry(fn, f"run {self.run_id}: writing {what}", self.db_wait_s)
 
     def _beat_loop(self, interval: float) -> None:
         while not self._stop.wait(interval):

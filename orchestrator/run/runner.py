@@ -115,11 +115,13 @@ def train_attempt(db: ResultsDB, job: TrialJob, attempt_id: int, reporter: DBRep
 
     try:
         job.checkpoint_dir.mkdir(parents=True, exist_ok=True)
-        db.add_artifact(job.run_id, attempt_id, "checkpoint_dir", path=str(job.checkpoint_dir))
+        reporter.artifact("checkpoint_dir", str(job.checkpoint_dir))  # with the first write
         with graceful_sigterm(reporter.request_stop):  # SIGTERM -> checkpoint, Preempted
             res = train(job.spec, reporter, job.checkpoint_dir)
-        reporter.close()  # the last points and the summary: a write that fails fails the attempt
-        _retry_db(job, "record the end", lambda: db.finish_attempt(attempt_id, res.status))
+        # The last points, the summary and the end in one transaction: a write that fails
+        # fails the attempt. Not ended (the run was cancelled meanwhile): end it here.
+        if not reporter.close(end=RunStatus(res.status)):
+            _retry_db(job, "record the end", lambda: db.finish_attempt(attempt_id, res.status))
     except RunCancelled:
         close_quietly(reporter)
         return _cancelled(db, attempt_id, reporter)
