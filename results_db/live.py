@@ -70,6 +70,14 @@ class LiveMixin:
             rows.append(_derive(r, a, pt, tp.get("value"), first.get(a.get("attempt_id")), now))
         return pl.DataFrame(rows, schema=_schema())
 
+    def run_statuses(self, run_ids: Sequence[int]) -> dict[int, str]:
+        """{run id: status} of ``run_ids`` (those that exist): one light read, for a poller
+        that asks ``live_runs`` only about the runs whose status changed."""
+        if not run_ids:
+            return {}
+        q = select(Run.id, Run.status).where(Run.id.in_([int(i) for i in run_ids]))
+        return {int(r["id"]): str(r["status"]) for r in self._rows(q)}
+
     def _rows(self, q: Any) -> list[dict[str, Any]]:
         with self.reader.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(q)]

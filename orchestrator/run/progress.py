@@ -62,18 +62,24 @@ class Progress:
             except Exception:  # noqa: BLE001 - progress is cosmetic; never kill the sweep
                 continue
 
-    def snapshot(self) -> list[dict[str, Any]]:
-        """One dict per run: id, name, status, step, loss, heartbeat age (db.live_runs)."""
-        live = self.db.live_runs(run_ids=self.ids, statuses=None)
+    def snapshot(self, ids: list[int] | None = None) -> list[dict[str, Any]]:
+        """One dict per run (of ``ids``, default all): id, name, status, step, loss,
+        heartbeat age (db.live_runs)."""
+        live = self.db.live_runs(run_ids=self.ids if ids is None else ids, statuses=None)
         return [{"id": r["run_id"], "name": r["name"], "status": r["status"], "step": r["step"],
                  "loss": r["last_loss"], "age": r["heartbeat_age_s"]}
                 for r in live.iter_rows(named=True)]
 
     def _tick(self) -> None:
-        rows = self.snapshot()
         if self._live is not None:
-            self._live.update(self._table(rows))
+            self._live.update(self._table(self.snapshot()))
             return
+        # Lines say only what changed: ask for the statuses (one light read), then the live
+        # rows of the changed runs alone -- live_runs of a whole 1,000-run sweep every tick
+        # was a few per cent of the sweep's CPU (docs/benchmarks.md "Per-run overhead").
+        changed = [i for i, st in self.db.run_statuses(self.ids).items()
+                   if st != self._seen.get(i, S.PENDING)]
+        rows = self.snapshot(changed) if changed else []
         elapsed = time.monotonic() - self.t0
         for r in rows:
             before = self._seen.get(r["id"], S.PENDING)  # queued runs are not news
