@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import pickle
 import platform
+import resource
 import subprocess
 import sys
 import tempfile
@@ -101,6 +103,13 @@ def start_cluster(nodes: int, cpus: int) -> Cluster:
     return cluster
 
 
+def worker_log_bytes(cluster: Cluster) -> int:
+    """Bytes the cluster's worker processes have written to their stdout/stderr logs (Ray's
+    log monitor reads every one of them)."""
+    return sum(f.stat().st_size for f in Path(cluster.temp_dir).glob("session_*/logs/worker-*")
+               if f.is_file())
+
+
 def stop_cluster(cluster: Cluster) -> None:
     import shutil
 
@@ -136,10 +145,12 @@ def bare_main(address: str, sweep_file: str, storage: str, concurrent: int) -> N
         prepare_trial_env()
         from trainer.train import train
 
+        t0 = time.time()
         rep = MemoryReporter()
         ckpt = Path(storage) / "bare" / config["name"]
         res = train(pickle.loads(specs[config["name"]]), rep, ckpt)
-        tune.report({"status": res.status, "points": len({(s, k) for s, k, _ in _pts(rep)})})
+        tune.report({"status": res.status, "points": len({(s, k) for s, k, _ in _pts(rep)}),
+                     "t0": t0, "t1": time.time()})
 
     t0 = time.perf_counter()
     grid = tune.Tuner(
@@ -151,13 +162,77 @@ def bare_main(address: str, sweep_file: str, storage: str, concurrent: int) -> N
     fit_s = time.perf_counter() - t0
     points = {r.config["name"]: int((r.metrics or {}).get("points", -1)) for r in grid}
     ok = sum((r.metrics or {}).get("status") == "succeeded" for r in grid)
-    print("BARE " + json.dumps({"fit_s": fit_s, "succeeded": ok, "points": points}))
+    ts = [(r.metrics or {}) for r in grid]
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    print("BARE " + json.dumps({
+        "fit_s": fit_s, "succeeded": ok, "points": points,
+        "first_start_wall": min(m.get("t0", math.inf) for m in ts),
+        "last_end_wall": max(m.get("t1", 0.0) for m in ts),
+        "driver_cpu_s": usage.ru_utime + usage.ru_stime}))
     ray.shutdown()
 
 
 def _pts(rep: Any) -> list[tuple[int, str, float]]:
     """MemoryReporter's points as (step, name, value)."""
     return [(int(s), str(k), float(v)) for s, k, v in rep.points]
+
+
+# --- where the CPU goes, by kind of process (both phases) -------------------------------
+def _kind(cmd: list[str], driver: int, pid: int) -> str:
+    line = " ".join(cmd)
+    if pid == driver:
+        return "driver"
+    if "postgres" in (cmd[0] if cmd else ""):
+        return "PostgreSQL"
+    for key, kind in (("raylet", "raylets"), ("gcs_server", "GCS"), ("ray::", "trial workers"),
+                      ("default_worker.py", "trial workers")):
+        if key in line:
+            return kind
+    if "ray" in line:  # Ray's agents and monitors: python .../ray/<path>.py
+        script = next((Path(c).stem for c in cmd if c.endswith(".py")), Path(cmd[0]).name)
+        return f"Ray: {script}"
+    return f"other ({Path(cmd[0]).name if cmd else 'kernel'})"
+
+
+class CpuByKind:
+    """CPU seconds used during a phase, summed by kind of process (psutil, sampled every
+    second: a process's last sample counts, one that started during the phase from zero)."""
+
+    def __init__(self, driver: int) -> None:
+        import psutil
+
+        self.driver, self._stop = driver, threading.Event()
+        self.first: dict[int, float] = {}
+        self.last: dict[int, tuple[str, float]] = {}
+        for p in psutil.process_iter(["cmdline", "cpu_times"]):
+            if p.info["cpu_times"] is not None:
+                self.first[p.pid] = p.info["cpu_times"].user + p.info["cpu_times"].system
+        self._t = threading.Thread(target=self._loop, daemon=True)
+        self._t.start()
+
+    def _sample(self) -> None:
+        import psutil
+
+        for p in psutil.process_iter(["cmdline", "cpu_times"]):
+            ct = p.info["cpu_times"]
+            if ct is not None and p.pid != os.getpid():
+                # the first kind seen sticks: an exiting worker's cmdline reads empty
+                kind = self.last[p.pid][0] if p.pid in self.last else \
+                    _kind(p.info["cmdline"] or [], self.driver, p.pid)
+                self.last[p.pid] = (kind, ct.user + ct.system)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(1.0):
+            self._sample()
+
+    def stop(self) -> dict[str, float]:
+        self._stop.set()
+        self._t.join()
+        self._sample()
+        out: dict[str, float] = {}
+        for pid, (kind, cpu) in self.last.items():
+            out[kind] = out.get(kind, 0.0) + cpu - self.first.get(pid, 0.0)
+        return out
 
 
 # --- the monitor during submit -----------------------------------------------------------------
@@ -269,14 +344,22 @@ def overview_main(url: str) -> None:
 def run_bare(cluster: Cluster, sweep_file: Path, storage: Path, nodes: int) -> dict[str, Any]:
     import json
 
-    t = time.perf_counter()
-    out = subprocess.run([sys.executable, __file__, "--bare", cluster.address, str(sweep_file),
-                          str(storage), str(nodes)], env=env(), capture_output=True, text=True,
-                         cwd=ROOT, timeout=7200)
-    line = next((ln for ln in out.stdout.splitlines() if ln.startswith("BARE ")), None)
-    if out.returncode or line is None:
-        raise RuntimeError(f"bare Tune failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
-    return {**json.loads(line[5:]), "wall_s": time.perf_counter() - t}
+    t, t_wall = time.perf_counter(), time.time()
+    proc = subprocess.Popen([sys.executable, __file__, "--bare", cluster.address,
+                             str(sweep_file), str(storage), str(nodes)], env=env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    cpu, logs = CpuByKind(proc.pid), worker_log_bytes(cluster)
+    stdout, stderr = proc.communicate(timeout=7200)
+    wall = time.perf_counter() - t
+    by_kind = cpu.stop()
+    by_kind["worker log KB (not CPU)"] = (worker_log_bytes(cluster) - logs) / 1024
+    line = next((ln for ln in stdout.splitlines() if ln.startswith("BARE ")), None)
+    if proc.returncode or line is None:
+        raise RuntimeError(f"bare Tune failed:\n{stdout[-3000:]}\n{stderr[-3000:]}")
+    got = json.loads(line[5:])
+    return {**got, "wall_s": wall, "cpu_by_kind": by_kind,
+            "first_start_s": got["first_start_wall"] - t_wall,
+            "last_end_s": got["last_end_wall"] - t_wall}
 
 
 def run_submit(cluster: Cluster, sweep_file: Path, sweep: str, storage: Path, url: str,
@@ -292,6 +375,7 @@ def run_submit(cluster: Cluster, sweep_file: Path, sweep: str, storage: Path, ur
     mon = threading.Thread(target=monitor, args=(proc.pid, url, sweep, samples, stop, t0,
                                                  probe_every), daemon=True)
     mon.start()
+    by_kind, logs = CpuByKind(proc.pid), worker_log_bytes(cluster)
     ps = psutil.Process(proc.pid)
     cpu = 0.0
     lines = []
@@ -305,11 +389,14 @@ def run_submit(cluster: Cluster, sweep_file: Path, sweep: str, storage: Path, ur
             pass
     rc = proc.wait()
     wall = time.perf_counter() - t0
+    cpu_by_kind = by_kind.stop()
+    cpu_by_kind["worker log KB (not CPU)"] = (worker_log_bytes(cluster) - logs) / 1024
     stop.set()
     mon.join(60)
     if os.environ.get("GATESWEEP_SCALE_LOG"):  # the driver's whole output, for diagnosis
         Path(os.environ["GATESWEEP_SCALE_LOG"]).write_text("".join(lines))
     return {"rc": rc, "wall_s": wall, "cpu_s": cpu, "tail": "".join(lines[-15:]),
+            "cpu_by_kind": cpu_by_kind,
             "t0_wall": time.time() - wall}, samples
 
 
@@ -461,6 +548,10 @@ def report(a: Any, bare: dict | None, sub: dict, s: Samples, integ: dict, reg: l
              ("first attempt start / last attempt end",
               f"{integ.get('first_start_s', -1):.1f} / {integ.get('last_end_s', -1):.1f} s "
               "after submit started"),
+             ("bare: driver CPU; first trial start / last end",
+              "not run" if not bare else
+              f"{bare['driver_cpu_s']:.1f} s = {1000 * bare['driver_cpu_s'] / n:.0f} ms per "
+              f"run; {bare['first_start_s']:.1f} / {bare['last_end_s']:.1f} s after start"),
              ("median attempt (claim to end)", f"{integ.get('attempt_median_s', -1):.2f} s"),
              ("peak PG connections (all)", str(max(s.conns_total, default=0))),
              ("peak: driver / all trials / one trial",
@@ -479,6 +570,15 @@ def report(a: Any, bare: dict | None, sub: dict, s: Samples, integ: dict, reg: l
     print(f"\n{time.strftime('%Y-%m-%d %H:%M %Z')}, load {load()}")
     for k, v in rows:
         print(f"{k:<{w}}  {v}")
+    logs = "worker log KB (not CPU)"
+    kinds = sorted((set(sub["cpu_by_kind"]) | set(bare["cpu_by_kind"] if bare else ())) - {logs})
+    print(f"\nCPU by kind of process, ms per run{'':<12}{'bare':>8}{'submit':>8}{'extra':>8}")
+    for k in [*kinds, "all", logs]:
+        def total(d: dict[str, float]) -> float:
+            return sum(v for key, v in d.items() if key != logs) if k == "all" else d.get(k, 0.0)
+        b = total(bare["cpu_by_kind"]) if bare else 0.0
+        u = total(sub["cpu_by_kind"])
+        print(f"  {k:<42}{1e3 * b / n:>8.1f}{1e3 * u / n:>8.1f}{1e3 * (u - b) / n:>8.1f}")
     for e in s.probe_errors[:3]:
         print("probe error:", e)
 

@@ -36,7 +36,7 @@ from contract.states import RunStatus
 from orchestrator.run.cluster import check_parallelism, host_label, live_nodes, scaling_kwargs
 from orchestrator.run.env import prepare_trial_env
 from orchestrator.run.faults import Fault, RetryPolicy, classify, describe
-from orchestrator.run.trial_job import TrialJob
+from orchestrator.run.trial_job import TrialJob, run_id_of
 from orchestrator.run.trial_result import TrialResult, TrialStatus
 
 if TYPE_CHECKING:
@@ -51,9 +51,10 @@ class _Abort(RuntimeError):
 
 
 def dispatch_trial(config: dict[str, Any], jobs: Mapping[int, TrialJob]) -> None:
-    """The Tune function trainable for every run (config = {"run_id": id}, ``jobs`` through
-    tune.with_parameters): in-process for one worker (runner.py), a TorchTrainer for several."""
-    job = jobs[int(config["run_id"])]
+    """The Tune function trainable for every run (config: trial_job.trial_config, ``jobs``
+    through tune.with_parameters): in-process for one worker (runner.py), a TorchTrainer for
+    several."""
+    job = jobs[run_id_of(config)]
     if not job.is_multiworker:
         from orchestrator.run.runner import run_trial
 

@@ -61,8 +61,7 @@ def execute_job(job: TrialJob, trial_id: str | None = None) -> TrialResult:
     """Claim and run one attempt of ``job``; how it ended (status, steps, first step, ...)."""
     db = trial_db(job.db_url)  # kept for the next trial of a reused actor
     try:
-        attempt = with_db_retry(lambda: _claim(db, job, trial_id),
-                                f"run {job.name} (id {job.run_id}): claim", job.db_wait_s)
+        attempt = _claim(db, job, trial_id)
     except DBOutage:
         if stopped(job.owner) is None:
             raise  # Tune's FailureConfig and the driver's callback decide (db_connections retry)
@@ -79,12 +78,21 @@ def execute_job(job: TrialJob, trial_id: str | None = None) -> TrialResult:
 
 
 def _claim(db: ResultsDB, job: TrialJob, trial_id: str | None) -> AttemptRow | str | None:
-    """The claim (None: another holder), unless the driver has stopped the sweep: then why
-    (asked again at every retry of a claim that waits for the DB)."""
-    if (why := stopped(job.owner)) is not None:
-        return why
-    return db.claim_run(job.run_id, job.owner, host_label(), trial_id=trial_id,
-                        heartbeat_s=job.heartbeat_s)
+    """The claim (None: another holder), waiting for the DB up to ``job.db_wait_s``, unless
+    the driver has stopped the sweep: then why. The flag is asked before every retry (a
+    driver stops its sweep only once the DB failed it too); a first try that wins is checked
+    after it (_give_back)."""
+    tried = False
+
+    def claim() -> AttemptRow | str | None:
+        nonlocal tried
+        if tried and (why := stopped(job.owner)) is not None:
+            return why
+        tried = True
+        return db.claim_run(job.run_id, job.owner, host_label(), trial_id=trial_id,
+                            heartbeat_s=job.heartbeat_s)
+
+    return with_db_retry(claim, f"run {job.name} (id {job.run_id}): claim", job.db_wait_s)
 
 
 def _give_back(db: ResultsDB, job: TrialJob, attempt: AttemptRow) -> bool:

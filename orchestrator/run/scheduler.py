@@ -58,7 +58,15 @@ from orchestrator.run.faults import Fault
 from orchestrator.run.leases import LeaseKeeper
 from orchestrator.run.multiworker import dispatch_trial
 from orchestrator.run.quiet_logs import one_line_trial_errors
-from orchestrator.run.trial_job import PackedJobs, TrialJob, driver_owner, heartbeat_interval
+from orchestrator.run.trial_job import (
+    RUN_KEY,
+    PackedJobs,
+    TrialJob,
+    driver_owner,
+    heartbeat_interval,
+    run_id_of,
+    trial_config,
+)
 from orchestrator.run.trial_result import TrialResult
 from orchestrator.run.trial_sync import DBSyncCallback, OutageStopper
 from results_db import DBUnavailable
@@ -265,35 +273,34 @@ def _record_stop(db: ResultsDB, jobs: list[TrialJob], owner: str, outage: Outage
     return lost, queued
 
 
-def trial_hooks(jobs: list[TrialJob]
-                ) -> tuple[Callable[[dict[str, Any]], Any], Callable[[Trial], str]]:
-    """(resources hook, trial name creator) for the Tuner.
+def trial_name(trial: Trial) -> str:
+    """Tune's name and folder of a trial: its run's name, from the trial's config. Module
+    level on purpose: Tune cloudpickles the name creators into every trial's saved state, and
+    a closure over the sweep's names made that ~36 KB per trial (at 1,000 runs, tens of MB
+    per experiment-state save)."""
+    return str(trial.config[RUN_KEY]["name"])
 
-    Tune cloudpickles the name creators into every trial it creates and unpickles the
-    trainable, resources hook included, for every trial: hooks closing over the TrialJobs
-    cost O(runs) per trial, O(runs^2) per sweep -- at 1,000 runs the driver spent 76 % of its
-    time creating trials (py-spy) and kept ~2 of 8 slots busy. These close over small plain
-    maps instead: run id -> name, and run id -> index of one of the sweep's few distinct
-    placements (a multi-worker coordinator's is {CPU: 0.01}: orchestrator.run.cluster)."""
+
+def trial_space(jobs: list[TrialJob]
+                ) -> tuple[list[dict[str, Any]], Callable[[dict[str, Any]], Any]]:
+    """(each trial's config, the resources hook) for the Tuner. Tune unpickles the trainable,
+    resources hook included, for every trial: the hook closes over the sweep's few distinct
+    placements only (a multi-worker coordinator's is {CPU: 0.01}: orchestrator.run.cluster),
+    and each trial's config names its own (trial_job.trial_config)."""
     from ray.tune import PlacementGroupFactory
 
-
-    names = {j.run_id: j.name for j in jobs}
     shapes: list[list[dict[str, float]]] = []
-    shape_of: dict[int, int] = {}
+    configs = []
     for job in jobs:
         bundles = trial_bundles(job.spec.resources)
         if bundles not in shapes:
             shapes.append(bundles)
-        shape_of[job.run_id] = shapes.index(bundles)
+        configs.append(trial_config(job, shapes.index(bundles)))
 
     def resources(config: dict[str, Any]) -> PlacementGroupFactory:
-        return PlacementGroupFactory(shapes[shape_of[config["run_id"]]])
+        return PlacementGroupFactory(shapes[config[RUN_KEY]["shape"]])
 
-    def trial_name(trial: Trial) -> str:
-        return names[trial.config["run_id"]]
-
-    return resources, trial_name
+    return configs, resources
 
 
 def _interrupted(db: ResultsDB, ids: list[int]) -> NoReturn:
@@ -309,7 +316,7 @@ def _fit(jobs: list[TrialJob], opts: Options, outage: OutageState | None = None
 
 
     by_id = {j.run_id: j for j in jobs}
-    resources, trial_name = trial_hooks(jobs)
+    configs, resources = trial_space(jobs)
 
     # The typed jobs travel once through Ray's object store (with_parameters), each pickled
     # on its own (PackedJobs: a trial unpickles only its job); Tune's own config holds only
@@ -317,7 +324,7 @@ def _fit(jobs: list[TrialJob], opts: Options, outage: OutageState | None = None
     packed = PackedJobs(by_id)
     tuner = tune.Tuner(
         tune.with_resources(tune.with_parameters(dispatch_trial, jobs=packed), resources),
-        param_space={"run_id": tune.grid_search(list(by_id))},
+        param_space={RUN_KEY: tune.grid_search(configs)},
         tune_config=tune.TuneConfig(
             max_concurrent_trials=concurrency(jobs, opts.max_concurrent),
             reuse_actors=opts.reuse_actors,
@@ -334,7 +341,7 @@ def _fit(jobs: list[TrialJob], opts: Options, outage: OutageState | None = None
     for res in (grid[i] for i in range(len(grid))):  # ResultGrid: __getitem__, no __iter__
         result = TrialResult.from_report(res.metrics)
         if result is not None and result.status == "skipped":
-            rid = int((res.config or {})["run_id"])
+            rid = run_id_of(res.config or {})
             skipped[rid] = result.holder or ""
             opts.say(f"{skipped[rid]}: not started here")
     return skipped

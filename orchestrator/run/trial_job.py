@@ -109,3 +109,19 @@ class PackedJobs(Mapping[int, TrialJob]):
 
     def __len__(self) -> int:
         return len(self._packed)
+
+
+# --- a trial's Tune config: the one layout every reader uses ---------------------------------
+RUN_KEY = "run"  # config = {"run": {"id": run id, "name": run name, "shape": placement index}}
+
+
+def trial_config(job: TrialJob, shape: int) -> dict[str, Any]:
+    """What Tune's config holds for ``job``'s trial: its run's id and name (Tune's trial name
+    and folder) and the index of its placement among the sweep's few distinct ones."""
+    return {"id": job.run_id, "name": job.name, "shape": shape}
+
+
+def run_id_of(config: Mapping[str, Any]) -> int:
+    """The run id in a trial's Tune config."""
+    return int(config[RUN_KEY]["id"])
+

@@ -21,6 +21,7 @@ from orchestrator.run.dbretry import DBOutage, OutageState, db_wait_s, with_db_r
 from orchestrator.run.faults import Fault, RetryPolicy, classify, describe
 from orchestrator.run.leases import node_fault
 from orchestrator.run.sweep_stop import mark_stopped
+from orchestrator.run.trial_job import run_id_of
 
 if TYPE_CHECKING:
     from ray.tune.experiment import Trial
@@ -92,7 +93,7 @@ class DBSyncCallback(Callback):
             self.outage.give_up(exc)
 
     def _record(self, trial: Trial, retried: bool) -> None:
-        run_id = int(trial.config["run_id"])
+        run_id = run_id_of(trial.config)
         if self._db is None:
             self._db = results_db.open(self.db_url, migrate=False)
         db = self._db

@@ -23,7 +23,8 @@ def db_and_runs(tmp_path: Path) -> tuple[str, list[int]]:
 
 
 def fake_trial(run_id: int, error_file: Path | None) -> SimpleNamespace:
-    return SimpleNamespace(config={"run_id": run_id}, trial_id=f"t{run_id}",
+    return SimpleNamespace(config={"run": {"id": run_id, "name": f"r{run_id}", "shape": 0}},
+                           trial_id=f"t{run_id}",
                            error_file=None if error_file is None else str(error_file))
 
 
@@ -194,15 +195,17 @@ def test_the_callback_and_stopper_survive_tunes_pickling(db_and_runs: tuple) -> 
     assert pickle.loads(pickle.dumps(OutageStopper(state))).stop_all() is False
 
 
-def test_trial_hooks_pickle_small_whatever_the_number_of_runs(tmp_path: Path) -> None:
-    """Tune pickles the name creator into every trial it creates and unpickles the resources
-    hook per trial: they must not carry the jobs (1,000 runs: O(runs^2) in the driver, which
-    kept 2 of 8 slots busy; issue 23). Placements are looked up by run id."""
+def test_trial_hooks_pickle_the_same_whatever_the_number_of_runs(tmp_path: Path) -> None:
+    """Tune pickles the name creators into every trial's saved state and unpickles the
+    resources hook per trial: neither may grow with the sweep. Carrying the jobs was O(runs^2)
+    in the driver (1,000 runs kept 2 of 8 slots busy; issue 23); a closure over the runs'
+    names still put ~36 KB into every trial's state. Each trial's config names its run and
+    placement instead."""
     import cloudpickle
 
     from contract.config import RunSpec
-    from orchestrator.run.scheduler import trial_hooks
-    from orchestrator.run.trial_job import TrialJob
+    from orchestrator.run.scheduler import trial_name, trial_space
+    from orchestrator.run.trial_job import TrialJob, run_id_of
 
     def jobs(n: int) -> list[TrialJob]:
         out = []
@@ -213,11 +216,11 @@ def test_trial_hooks_pickle_small_whatever_the_number_of_runs(tmp_path: Path) ->
             out.append(TrialJob.of(i, f"r{i}", spec, tmp_path / f"r{i}", "sqlite:///x.db"))
         return out
 
-    small, large = trial_hooks(jobs(10)), trial_hooks(jobs(1000))
-    resources, name = large
-    assert name(SimpleNamespace(config={"run_id": 7})) == "r7"
-    assert resources({"run_id": 7}).bundles == [{"CPU": 1.0}]
-    assert resources({"run_id": 8}).bundles == [{"CPU": 2.0, "GPU": 1.0}]
-    for hook_small, hook_large in zip(small, large, strict=True):
-        per_run = (len(cloudpickle.dumps(hook_large)) - len(cloudpickle.dumps(hook_small))) / 990
-        assert per_run < 40, per_run  # bytes per run: an id and a name, never a RunSpec (~2 KB)
+    (configs_small, res_small), (configs, resources) = trial_space(jobs(10)), \
+        trial_space(jobs(1000))
+    by_id = {c["id"]: {"run": c} for c in configs}
+    assert trial_name(SimpleNamespace(config=by_id[7])) == "r7" and run_id_of(by_id[7]) == 7
+    assert resources(by_id[7]).bundles == [{"CPU": 1.0}]
+    assert resources(by_id[8]).bundles == [{"CPU": 2.0, "GPU": 1.0}]
+    assert len(cloudpickle.dumps(resources)) == len(cloudpickle.dumps(res_small))
+    assert len(cloudpickle.dumps(trial_name)) < 200  # by reference: a module-level function
