@@ -352,7 +352,7 @@ def run_bare(cluster: Cluster, sweep_file: Path, storage: Path, nodes: int) -> d
     stdout, stderr = proc.communicate(timeout=7200)
     wall = time.perf_counter() - t
     by_kind = cpu.stop()
-    by_kind["worker log KB (not CPU)"] = (worker_log_bytes(cluster) - logs) / 1024
+    by_kind["worker log bytes (not CPU)"] = (worker_log_bytes(cluster) - logs) / 1e3
     line = next((ln for ln in stdout.splitlines() if ln.startswith("BARE ")), None)
     if proc.returncode or line is None:
         raise RuntimeError(f"bare Tune failed:\n{stdout[-3000:]}\n{stderr[-3000:]}")
@@ -390,7 +390,7 @@ def run_submit(cluster: Cluster, sweep_file: Path, sweep: str, storage: Path, ur
     rc = proc.wait()
     wall = time.perf_counter() - t0
     cpu_by_kind = by_kind.stop()
-    cpu_by_kind["worker log KB (not CPU)"] = (worker_log_bytes(cluster) - logs) / 1024
+    cpu_by_kind["worker log bytes (not CPU)"] = (worker_log_bytes(cluster) - logs) / 1e3
     stop.set()
     mon.join(60)
     if os.environ.get("GATESWEEP_SCALE_LOG"):  # the driver's whole output, for diagnosis
@@ -570,7 +570,7 @@ def report(a: Any, bare: dict | None, sub: dict, s: Samples, integ: dict, reg: l
     print(f"\n{time.strftime('%Y-%m-%d %H:%M %Z')}, load {load()}")
     for k, v in rows:
         print(f"{k:<{w}}  {v}")
-    logs = "worker log KB (not CPU)"
+    logs = "worker log bytes (not CPU)"  # stored / 1e3: the column shows bytes per run
     kinds = sorted((set(sub["cpu_by_kind"]) | set(bare["cpu_by_kind"] if bare else ())) - {logs})
     print(f"\nCPU by kind of process, ms per run{'':<12}{'bare':>8}{'submit':>8}{'extra':>8}")
     for k in [*kinds, "all", logs]:
