@@ -22,10 +22,11 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, Result, func, select, update
+from sqlalchemy import CursorResult, Result, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from contract.states import (
@@ -76,13 +77,19 @@ class ClaimMixin:
                 run.owner, run.updated = owner, now
             # defensive: nothing else may stay running beside the new attempt
             _close_running(s, run_id, S.LOST, FaultClass.SUPERSEDED, "superseded by a claim")
-            n = s.scalar(select(func.max(Attempt.number)).where(Attempt.run_id == run_id)) or 0
-            att = Attempt(run_id=run_id, number=n + 1, status=S.RUNNING, started=now,
-                          heartbeat=now, host=host, pid=os.getpid() if pid is None else pid,
-                          trial_id=trial_id, owner=owner, heartbeat_s=heartbeat_s)
-            s.add(att)
-            s.flush()
-            return AttemptRow.of(att)
+            row = AttemptRow(id=0, run_id=run_id, number=0, status=S.RUNNING, started=now,
+                             ended=None, heartbeat=now, host=host,
+                             pid=os.getpid() if pid is None else pid, trial_id=trial_id,
+                             error=None, traceback=None, owner=owner, heartbeat_s=heartbeat_s)
+            # number n+1 in the INSERT itself: one round trip, not a max() read and an ORM flush
+            number = (select(func.coalesce(func.max(Attempt.number), 0) + 1)
+                      .where(Attempt.run_id == run_id).scalar_subquery())
+            values = {k: getattr(row, k) for k in ("run_id", "status", "started", "heartbeat",
+                                                   "host", "pid", "trial_id", "owner",
+                                                   "heartbeat_s")}
+            att_id, n = s.execute(insert(Attempt).values(number=number, **values)
+                                  .returning(Attempt.id, Attempt.number)).one()
+            return replace(row, id=att_id, number=n)
 
     def start_attempt(self, run_id: int, host: str, trial_id: str | None = None,
                       pid: int | None = None, owner: str = "") -> AttemptRow:

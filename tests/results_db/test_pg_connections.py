@@ -24,7 +24,7 @@ import results_db
 from contract.config import RunSpec
 from orchestrator.run.faults import Fault, RetryPolicy, classify
 from orchestrator.run.runner import execute_job
-from orchestrator.run.trial_job import TrialJob
+from orchestrator.run.trial_job import RUN_KEY, TrialJob, trial_config
 from orchestrator.run.trial_sync import DBSyncCallback
 from results_db.dberrors import DBConnectionsExhausted, DBUnavailable
 from results_db.engine import PG_POOL_SIZE
@@ -114,8 +114,9 @@ def test_exhausted_connections_fail_the_attempt_by_name_and_a_rerun_finishes(
         err = tmp_path / "error.txt"  # what Tune's error file holds: the trial's traceback
         err.write_text(f"Traceback (most recent call last):\n{type(exc).__module__}."
                        f"{type(exc).__name__}: {exc}\n")
-    callback.on_trial_error(0, [], SimpleNamespace(config={"run_id": run_id}, trial_id="t1",
-                                                   error_file=str(err)))
+    trial = SimpleNamespace(config={RUN_KEY: trial_config(job, 0)}, trial_id="t1",
+                            error_file=str(err))
+    callback.on_trial_error(0, [], trial)
     owner = results_db.open(owner_url)
     att = owner.attempts(run_id)[-1]
     assert (att.status, att.fault) == ("failed", "db_connections")
