@@ -140,11 +140,13 @@ def report(a: Any, bare: list[dict[str, float]], ours: list[dict[str, float]]) -
     load = Path("/proc/loadavg").read_text().split()[:3]
     print(f"\n{time.strftime('%Y-%m-%d %H:%M %Z')}, {platform.node()}, {os.cpu_count()} CPUs, "
           f"load {load}; {len(ours)} trials of tiny x {a.steps} steps, {a.db}")
-    print(f"{'median per trial':<28}{'bare train':>12}{'execute_job':>13}{'extra':>10}")
+    print(f"{'per trial':<28}{'bare train':>12}{'execute_job':>13}{'extra':>10}")
     for key in ("wall_ms", "cpu_ms", "server_ms", "tx", "stmts"):
-        b = statistics.median(r[key] for r in bare)
-        o = statistics.median(r[key] for r in ours)
-        print(f"{key:<28}{b:>12.1f}{o:>13.1f}{o - b:>10.1f}")
+        # the server's CPU counts in clock ticks (10 ms): its mean, the rest's median
+        avg = statistics.fmean if key == "server_ms" else statistics.median
+        b, o = avg(r[key] for r in bare), avg(r[key] for r in ours)
+        label = f"{key} ({'mean' if key == 'server_ms' else 'median'})"
+        print(f"{label:<28}{b:>12.1f}{o:>13.1f}{o - b:>10.1f}")
 
 
 if __name__ == "__main__":

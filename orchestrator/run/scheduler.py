@@ -216,9 +216,8 @@ def execute(jobs: list[TrialJob], opts: Options) -> dict[int, str]:
         outage.give_up(exc)
     if not outage.expired:
         try:
-            return with_db_retry(lambda: {i: row.status for i in ids
-                                          if (row := db.run(i)) is not None},
-                                 "reading the final states", wait_s)
+            return with_db_retry(lambda: db.run_statuses(ids), "reading the final states",
+                                 wait_s)
         except DBOutage as exc:
             outage.give_up(exc)
     raise _gave_up(db, jobs, opts.owner, outage, opts.say)
