@@ -161,3 +161,75 @@ class _Outage:
                                                "database or disk is full")
             return real(*args, **kwargs)
         return call
+
+
+def test_the_last_flush_writes_points_artifacts_provenance_and_the_end_in_one_transaction(
+        started: tuple) -> None:
+    """A 2-step trial wrote in 8 transactions (claim, 3 artifacts, 2 flushes, the final
+    checkpoint's row, the end); artifacts now ride on the next flush and close(end=...) ends
+    the attempt in the same transaction as its last points."""
+    from sqlalchemy import event
+
+    from contract.states import RunStatus
+
+    db, run_id, att = started
+    rep = DBReporter(db, run_id, att, flush_s=3600, heartbeat_s=3600)
+    rep.artifact("data", {"sha256": "ab"})
+    rep.artifact("checkpoint", "/x/ckpt")
+    assert db.artifacts(run_id).height == 0  # buffered until the flush
+    rep.log(1, {"train/loss": 3.0})
+    rep.summary({"val/ppl": 9.5})
+    txs: list[object] = []
+
+    def begin(conn: object) -> None:
+        txs.append(conn)
+
+    event.listen(db.engine, "begin", begin)
+    try:
+        assert rep.close(end=RunStatus.SUCCEEDED) is True
+    finally:
+        event.remove(db.engine, "begin", begin)
+    assert len(txs) == 1
+    (a,) = db.attempts(run_id)
+    assert (a.status, db.run(run_id).status) == ("succeeded", "succeeded")
+    assert n_points(db, run_id) == 1
+    assert sorted(db.artifacts(run_id)["kind"].to_list()) == ["checkpoint", "data"]
+    assert db.summaries(run_ids=[run_id])["name"].to_list() == ["val/ppl"]
+
+
+def test_an_artifact_is_written_by_the_heartbeat_thread_within_one_interval(
+        started: tuple) -> None:
+    """No flush comes (a long first step, a slow DeepSpeed start): the heartbeat thread
+    writes the buffered artifacts and provenance within one interval, so an attempt killed
+    then still has them."""
+    from contract.provenance import ARTIFACT as PROVENANCE
+    from tests.support.report_db import provenance
+
+    db, run_id, att = started
+    rep = DBReporter(db, run_id, att, flush_s=3600, heartbeat_s=0.1)
+    rep.artifact("checkpoint_dir", "/x/run")
+    rep.artifact(PROVENANCE, provenance())
+    deadline = time.monotonic() + 5
+    while db.artifacts(run_id).height == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert db.artifacts(run_id)["kind"].to_list() == ["checkpoint_dir"]
+    assert db.provenance([run_id])["attempt_id"].to_list() == [att]
+    rep.close()
+    assert db.artifacts(run_id).height == 1  # written once
+
+
+def test_a_run_cancelled_before_the_last_flush_keeps_its_points_but_is_not_ended(
+        started: tuple) -> None:
+    """close(end=...) on a run the user cancelled meanwhile: the attempt's last points are
+    still written (they are its own), the end is not (False: the caller ends the attempt),
+    and the run stays cancelled."""
+    from contract.states import RunStatus
+
+    db, run_id, att = started
+    rep = DBReporter(db, run_id, att, flush_s=3600, heartbeat_s=3600)
+    rep.log(1, {"train/loss": 3.0})
+    rep.artifact("checkpoint", "/x/ckpt")
+    db.set_status([run_id], "cancelled")
+    assert rep.close(end=RunStatus.SUCCEEDED) is False
+    assert n_points(db, run_id) == 1 and db.artifacts(run_id).height == 1
+    assert db.run(run_id).status == "cancelled"
