@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+CHECKPOINT = "checkpoint"  # the artifact kind of a saved checkpoint (its path), after each save
+
 
 @runtime_checkable
 class Reporter(Protocol):

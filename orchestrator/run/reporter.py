@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from contract.provenance import ARTIFACT as PROVENANCE
-from contract.reporter import Reporter
+from contract.reporter import CHECKPOINT, Reporter
 from contract.states import RunStatus
 from orchestrator.run.dbretry import with_db_retry
 from results_db.rows import AttemptWrite, NewArtifact
@@ -97,8 +97,19 @@ class DBReporter:
 
     def heartbeat(self) -> bool:
         """False once the attempt is no longer the run's current one: the caller must stop.
-        (The thread does the writing; the trainer's call is where the news surfaces.)"""
+        (The thread does the writing; the trainer's call is where the news surfaces.) A
+        checkpoint's row buffered since the last call is written now, one transaction per
+        checkpoint: the checkpoint exists, and an attempt that stalls or dies right after it
+        must not lose its record (the trainer makes no call after its last save: that row
+        goes with the attempt's end)."""
         self._raise_if_cancelled()
+        with self._lock:
+            pending = any(a.kind == CHECKPOINT for a in self._artifacts)
+        if pending:
+            try:
+                self.flush()
+            except Superseded:
+                return False
         return not (self._superseded.is_set() or self.stop_reason)
 
     def request_stop(self, reason: str) -> None:

@@ -209,8 +209,9 @@ def test_an_artifact_is_written_by_the_heartbeat_thread_within_one_interval(
     rep = DBReporter(db, run_id, att, flush_s=3600, heartbeat_s=0.1)
     rep.artifact("checkpoint_dir", "/x/run")
     rep.artifact(PROVENANCE, provenance())
-    deadline = time.monotonic() + 5
-    while db.artifacts(run_id).height == 0 and time.monotonic() < deadline:
+    deadline = time.monotonic() + 5  # a beat may come between the two calls: wait for both
+    while (db.artifacts(run_id).height == 0 or db.provenance([run_id]).height == 0) and \
+            time.monotonic() < deadline:
         time.sleep(0.05)
     assert db.artifacts(run_id)["kind"].to_list() == ["checkpoint_dir"]
     assert db.provenance([run_id])["attempt_id"].to_list() == [att]
@@ -233,3 +234,21 @@ def test_a_run_cancelled_before_the_last_flush_keeps_its_points_but_is_not_ended
     assert rep.close(end=RunStatus.SUCCEEDED) is False
     assert n_points(db, run_id) == 1 and db.artifacts(run_id).height == 1
     assert db.run(run_id).status == "cancelled"
+
+
+def test_a_checkpoints_row_is_written_at_the_trainers_next_liveness_call(
+        started: tuple) -> None:
+    """The trainer saves, records the checkpoint, then calls heartbeat(): the row is in the
+    DB when that call returns, so an attempt stopped or killed right after its save keeps
+    the record of the checkpoint its retry resumes from."""
+    from contract.reporter import CHECKPOINT
+
+    db, run_id, att = started
+    rep = DBReporter(db, run_id, att, flush_s=3600, heartbeat_s=3600)
+    rep.artifact(CHECKPOINT, "/x/ckpt/global_step8")
+    assert db.artifacts(run_id).height == 0
+    assert rep.heartbeat() is True
+    assert db.artifacts(run_id)["path"].to_list() == ["/x/ckpt/global_step8"]
+    assert rep.heartbeat() is True  # nothing pending: no write
+    rep.close()
+    assert db.artifacts(run_id).height == 1

@@ -216,8 +216,8 @@ def test_trial_hooks_pickle_the_same_whatever_the_number_of_runs(tmp_path: Path)
             out.append(TrialJob.of(i, f"r{i}", spec, tmp_path / f"r{i}", "sqlite:///x.db"))
         return out
 
-    (configs_small, res_small), (configs, resources) = trial_space(jobs(10)), \
-        trial_space(jobs(1000))
+    res_small = trial_space(jobs(10))[1]
+    configs, resources = trial_space(jobs(1000))
     by_id = {c["id"]: {"run": c} for c in configs}
     assert trial_name(SimpleNamespace(config=by_id[7])) == "r7" and run_id_of(by_id[7]) == 7
     assert resources(by_id[7]).bundles == [{"CPU": 1.0}]

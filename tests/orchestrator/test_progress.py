@@ -35,7 +35,8 @@ def test_a_tick_prints_each_status_change_once_with_its_step_and_loss(sqlite_url
     prog._tick()
     prog._tick()  # nothing changed since: no line
     lines = [ln.split("] ", 1)[1] for ln in out.getvalue().splitlines()]
-    assert lines == [f"{regs[0].row.name}: running", f"{regs[0].row.name}: succeeded step 2 loss 4.25",
-                     f"{regs[1].row.name}: failed"], lines
+    r0, r1 = regs[0].row.name, regs[1].row.name
+    assert lines == [f"{r0}: running", f"{r0}: succeeded step 2 loss 4.25",
+                     f"{r1}: failed"], lines
     assert db.run_statuses(ids) == {ids[0]: "succeeded", ids[1]: "failed", ids[2]: "pending"}
     assert db.run_statuses([]) == {}
