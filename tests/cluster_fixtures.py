@@ -1,7 +1,8 @@
 """Pytest plugin: Ray clusters for the scale-out tests, cleaned up to the last process.
 
 - ``ray_local`` (module): ``ray.init`` of a 2-CPU local cluster in its own short temp dir, with
-  the trial environment (DS_ACCELERATOR, TORCH_EXTENSIONS_DIR, ...) in the runtime env.
+  the trial environment (DS_ACCELERATOR, TORCH_EXTENSIONS_DIR, ...) in the runtime env; yields
+  its GCS address.
 - ``ray_two_nodes`` (session): two Ray nodes started with the real CLI, ``ray start --head``
   and ``ray start --address`` on their own ports and temp dir, 1 CPU each plus a custom
   resource per node (``node_a`` / ``node_b``); yields a ``TwoNodes`` with the GCS address.
@@ -62,7 +63,8 @@ def _env() -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def ray_local() -> Iterator[None]:
+def ray_local() -> Iterator[str]:
+    """The local cluster's GCS address: a ``submit --address`` of the same module joins it."""
     import ray
 
     from orchestrator.run.env import driver_defaults, worker_env_vars
@@ -72,7 +74,7 @@ def ray_local() -> Iterator[None]:
     ray.init(num_cpus=2, include_dashboard=False, _temp_dir=tmp, log_to_driver=False,
              runtime_env={"env_vars": worker_env_vars()}, configure_logging=False)
     try:
-        yield
+        yield str(ray.get_runtime_context().gcs_address)
     finally:
         ray.shutdown()
         _kill_processes_naming(tmp)

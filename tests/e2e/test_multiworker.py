@@ -45,7 +45,11 @@ def _register(url: str, spec: dict[str, Any]) -> int:
 
 
 def _job(run_id: int, name: str, spec: dict[str, Any], url: str, ckpt: Path) -> TrialJob:
-    return TrialJob.of(run_id, name, spec, ckpt, url, owner="test driver")
+    """A 1 s heartbeat and flush, as every e2e driver here sets (GATESWEEP_HEARTBEAT_S /
+    _FLUSH_S): the first points and a cancel reach the DB / rank 0 within a second, not the
+    default five."""
+    return TrialJob.of(run_id, name, spec, ckpt, url, owner="test driver", heartbeat_s=1.0,
+                       flush_s=1.0)
 
 
 def _loss_by_step(db: Any, run_id: int) -> dict[int, float]:
@@ -54,11 +58,14 @@ def _loss_by_step(db: Any, run_id: int) -> dict[int, float]:
 
 
 @pytest.mark.slow
-def test_killed_worker_resumes_from_checkpoint_without_metric_holes(ray_local: None,
+def test_killed_worker_resumes_from_checkpoint_without_metric_holes(ray_local: str,
                                                                     tmp_path: Path) -> None:
     """SIGKILL rank 1 after the first checkpoint: Train restarts the group (max_failures=1),
     attempt 2 resumes from the checkpoint, and every step's point exists exactly once."""
-    steps = 300
+    # The kill lands within a checkpoint or two of step 10 (the poll sees each checkpoint as
+    # it is recorded); 100 steps leave ~80 in flight. With 300, the resumed attempt spent ~8 s
+    # more writing 20 more checkpoints.
+    steps = 100
     url = f"sqlite:///{tmp_path / 'r.db'}"
     spec = _spec(steps=steps, checkpoint_every=10, warmup=5)
     run_id = _register(url, spec)
@@ -92,7 +99,7 @@ def test_killed_worker_resumes_from_checkpoint_without_metric_holes(ray_local: N
 
 
 @pytest.mark.slow
-def test_code_error_is_not_retried(ray_local: None, tmp_path: Path) -> None:
+def test_code_error_is_not_retried(ray_local: str, tmp_path: Path) -> None:
     """A missing data file fails the same way on every rank: one attempt, `failed`, tagged
     `[code_error; not retried]`, although the policy allows 2 retries for transient faults."""
     url = f"sqlite:///{tmp_path / 'r.db'}"
@@ -113,7 +120,7 @@ def test_code_error_is_not_retried(ray_local: None, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_cancel_stops_every_rank(ray_local: None, tmp_path: Path) -> None:
+def test_cancel_stops_every_rank(ray_local: str, tmp_path: Path) -> None:
     """`orchestrator cancel` reaches rank 0 through its heartbeat; the group is torn down (the
     other rank may sit in a collective) and the restarted group's go/no-go stops at once."""
     url = f"sqlite:///{tmp_path / 'r.db'}"
@@ -169,13 +176,15 @@ resources: {cpus: 0.5, workers: 2}
 
 
 @pytest.mark.slow
-def test_submit_runs_multiworker_and_single_worker_runs_side_by_side(tmp_path: Path) -> None:
+def test_submit_runs_multiworker_and_single_worker_runs_side_by_side(ray_local: str,
+                                                                      tmp_path: Path) -> None:
     """`orchestrator submit`: the 2-worker run goes through Ray Train (a `workers` artifact
     with ranks 0 and 1 in two processes), the 1-worker run stays in its trial process; both
     succeed. And they train alike: 2 workers x batch 4 (ZeRO-2, gloo) == 1 worker x batch 4 x
     grad_accum 2 draw the same samples (trainer/data.py indexes them by
     (step*accum+micro)*world+rank) for the same mean gradient, so the loss curves agree up to
-    float summation order."""
+    float summation order. The submit joins the module's local cluster (`--address`): a
+    submit that starts its own local Ray is tests/e2e/test_orchestrator_e2e.py's subject."""
     import subprocess
     import sys
 
@@ -185,8 +194,8 @@ def test_submit_runs_multiworker_and_single_worker_runs_side_by_side(tmp_path: P
     env = {**os.environ, "GATESWEEP_HEARTBEAT_S": "1", "GATESWEEP_FLUSH_S": "1"}
     env.pop("RAY_ADDRESS", None)
     res = subprocess.run([sys.executable, "-m", "orchestrator", "submit", str(spec), "--db", url,
-                          "--storage", str(tmp_path / "runs")], env=env, capture_output=True,
-                         text=True, timeout=400)
+                          "--storage", str(tmp_path / "runs"), "--address", ray_local], env=env,
+                         capture_output=True, text=True, timeout=400)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     db = results_db.open(url)
     two, one = db.run("two_workers-s0"), db.run("one_worker-s0")
