@@ -216,9 +216,11 @@ class CpuByKind:
         for p in psutil.process_iter(["cmdline", "cpu_times"]):
             ct = p.info["cpu_times"]
             if ct is not None and p.pid != os.getpid():
-                # the first kind seen sticks: an exiting worker's cmdline reads empty
-                kind = self.last[p.pid][0] if p.pid in self.last else \
-                    _kind(p.info["cmdline"] or [], self.driver, p.pid)
+                # a worker starts as a fork of its raylet and exits with an empty cmdline:
+                # the newest kind read from a non-empty cmdline counts
+                cmd = p.info["cmdline"] or []
+                kind = _kind(cmd, self.driver, p.pid) if cmd or p.pid not in self.last \
+                    else self.last[p.pid][0]
                 self.last[p.pid] = (kind, ct.user + ct.system)
 
     def _loop(self) -> None:
