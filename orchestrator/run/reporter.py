@@ -64,7 +64,7 @@ class DBReporter:
         self.db, self.run_id, self.attempt_id = db, run_id, attempt_id
         self.db_wait_s = db_wait_s
         self.flush_points, self.flush_s = flush_points, flush_s
-        self._points: list[tuple[int, str, float]] = []
+        self._points: list[tuple[int, str, float | None]] = []
         self._summaries: dict[str, float | None] = {}
         self._artifacts: list[NewArtifact] = []
         self._provenance: dict[str, Any] | None = None  # the attempt's, until written
