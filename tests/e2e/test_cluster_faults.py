@@ -122,6 +122,21 @@ def _prompt(att: Any, since: datetime, bound_s: float = 20.0) -> None:
         att.ended, since)
 
 
+def _all_takeable(url: str, sweep: str) -> bool:
+    """`rerun --sweep` would take every unfinished run of ``sweep`` now: none is left as live
+    (a silent attempt within its staleness, or a queued run under a lease not yet run out).
+    Reconciles, as `rerun --sweep` does first."""
+    from orchestrator.run.rerun import sweep_rerun_plan
+
+    db = results_db.open(url, migrate=False)
+    try:
+        done = {int(r["id"]) for r in db.runs(with_config=False).iter_rows(named=True)
+                if r["status"] == "succeeded"}
+        return all(rid in done for rid, _ in sweep_rerun_plan(db, sweep).left)
+    finally:
+        db.close()
+
+
 def _kill_group(proc: subprocess.Popen[str]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -129,13 +144,24 @@ def _kill_group(proc: subprocess.Popen[str]) -> None:
         pass
 
 
+# One DB backend for the worker kill / SIGTERM and the node loss (ONE_BACKEND): the fault is a
+# process that dies, which no DB code sees. What follows it in the DB -- the attempt recorded
+# failed, the retry's claim over it, the resumed attempt's upserts, every step once -- is the
+# same writer API on both backends, and runs on PostgreSQL in the stall case (recorded dead,
+# retried, resumed) and both outage cases here, besides results_db's own two-backend tests
+# of claims and takeovers (tests/results_db/test_claims.py). Each case on the second backend
+# cost 25-70 s of the suite. The stall, the dead driver (leases), the concurrent submits
+# (claim races) and the outages stay on both: their DB paths differ by backend (row locks vs
+# SQLite's one write lock; a stopped server vs a full disk).
 @pytest.mark.parametrize("sig, fault", [(signal.SIGKILL, "worker_died"),
                                         (signal.SIGTERM, "preempted")], ids=["kill9", "sigterm"])
 def test_killed_or_terminated_worker_is_recorded_then_resumed(
-        ray_two_nodes: TwoNodes, db_url: str, tmp_path: Path, sig: signal.Signals,
+        ray_two_nodes: TwoNodes, sqlite_url: str, tmp_path: Path, sig: signal.Signals,
         fault: str) -> None:
     """kill -9 of the trial's worker: failed/worker_died; SIGTERM: a graceful stop with a
-    checkpoint, failed/preempted. Either way Tune retries and the run resumes to succeeded."""
+    checkpoint, failed/preempted. Either way Tune retries and the run resumes to succeeded.
+    SQLite, the one-machine default (ONE_BACKEND above)."""
+    db_url = sqlite_url
     name = f"f-{fault}"
     proc = _submit(ray_two_nodes, _sweep(tmp_path, name, ["base"]), db_url, tmp_path)
     try:
@@ -176,7 +202,9 @@ def test_kill9_driver_then_resubmit_resumes_everything(ray_two_nodes: TwoNodes, 
         proc.wait(timeout=30)
     finally:
         _kill_group(proc)
-    time.sleep(6)  # past the 5 s staleness of a 1 s heartbeat
+    # until the killed driver's attempt is past its staleness (5 s at 1 s beats) and its lease
+    # ran out: polled, not a fixed 6 s
+    _wait("every run to be takeable", lambda: _all_takeable(db_url, "f-driver"), None, 60)
     db = results_db.open(db_url)
     plan = sweep_rerun_plan(db, "f-driver")
     assert sorted(plan.take) == sorted(int(i) for i in db.runs()["id"].to_list()), plan.left
@@ -198,10 +226,14 @@ def test_kill9_driver_then_resubmit_resumes_everything(ray_two_nodes: TwoNodes, 
     assert resumed["value"][0] >= 10
 
 
+@pytest.mark.postgres
 def test_node_loss_is_recorded_node_lost_and_retried(ray_two_nodes_fresh: TwoNodes,
-                                                     db_url: str, tmp_path: Path) -> None:
+                                                     pg_url: str, tmp_path: Path) -> None:
     """Two runs, one per node; the non-head node's raylet (and its workers) is killed. That
-    run's attempt ends failed/node_lost; Tune retries it on the surviving node."""
+    run's attempt ends failed/node_lost; Tune retries it on the surviving node. PostgreSQL,
+    the backend of a multi-node cluster (SQLite only where every node is one machine,
+    docs/cluster.md); one backend: ONE_BACKEND above."""
+    db_url = pg_url
     import ray
 
     from tests.cluster_fixtures import kill_node
@@ -408,7 +440,8 @@ def test_a_db_outage_past_the_bound_exits_2_in_one_line_and_rerun_finishes(
         last = log.strip().splitlines()[-1]
         assert last.startswith("error: results DB ") and "rerun --sweep f-dbout" in last, log
         o.up()
-        time.sleep(6)  # the silent attempt's heartbeat goes stale (1 s interval: 5 s)
+        # the silent attempt's heartbeat goes stale (1 s interval: 5 s): polled, not a fixed 6 s
+        _wait("every run to be takeable", lambda: _all_takeable(o.url, "f-dbout"), None, 60)
         rerun_sweep_finishes(ray_two_nodes, spec, o.url, tmp_path, "f-dbout")
 
 
