@@ -270,13 +270,22 @@ def test_node_loss_is_recorded_node_lost_and_retried(ray_two_nodes_fresh: TwoNod
         _assert_integrity(db, int(rid))
 
 
-@pytest.mark.parametrize("trial_ids", ["distinct", "colliding"])
-def test_concurrent_submits_never_train_a_run_twice(ray_two_nodes: TwoNodes, db_url: str,
-                                                    tmp_path: Path, trial_ids: str) -> None:
+# The claim race is the DB's (SQLite's one write lock vs PostgreSQL's row locks): both backends.
+# Distinct and colliding trial ids run the same code (a claim is decided by its driver's owner
+# id, results_db/claims.py); colliding ids are the harder input -- a claim keyed on the trial
+# id would fail only there -- so PostgreSQL runs that one and SQLite both.
+@pytest.mark.parametrize("backend, trial_ids", [
+    ("sqlite", "distinct"), ("sqlite", "colliding"),
+    pytest.param("postgres", "colliding", marks=pytest.mark.postgres)])
+def test_concurrent_submits_never_train_a_run_twice(ray_two_nodes: TwoNodes,
+                                                    request: pytest.FixtureRequest,
+                                                    tmp_path: Path, backend: str,
+                                                    trial_ids: str) -> None:
     """Two `submit`s of one sweep at the same moment split its runs: every run has exactly
     one attempt (claimed by one driver), both exit 0 and both summaries say 4 succeeded --
     also when both drivers' Tune trials get the same ids (forced through Ray's own
     _TEST_TUNE_TRIAL_UUID: Tune's ids collided once in 5 unforced tries, issue 20)."""
+    db_url = request.getfixturevalue("sqlite_url" if backend == "sqlite" else "pg_url")
     spec = _sweep(tmp_path, "f-dup", ["a", "b", "c", "d"], retries=0, steps=20, seq=32)
     results_db.open(db_url).close()  # one schema migration, not two racing ones
     env = {"_TEST_TUNE_TRIAL_UUID": "c0ffe"} if trial_ids == "colliding" else {}
