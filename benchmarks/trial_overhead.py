@@ -38,24 +38,6 @@ seeds: {seeds}
 """
 
 
-class Counter:
-    """Transactions and statements on every engine of this process (a listener per class)."""
-
-    def __init__(self) -> None:
-        from sqlalchemy import event
-        from sqlalchemy.engine import Engine
-
-        self.tx = self.stmts = 0
-        event.listen(Engine, "begin", self._begin)
-        event.listen(Engine, "before_cursor_execute", self._stmt)
-
-    def _begin(self, *_: Any) -> None:
-        self.tx += 1
-
-    def _stmt(self, *_: Any) -> None:
-        self.stmts += 1
-
-
 def server_cpu(pg_root: Path | None) -> float:
     """CPU seconds of the PostgreSQL server's processes (0 for SQLite)."""
     if pg_root is None:
@@ -73,7 +55,7 @@ def server_cpu(pg_root: Path | None) -> float:
     return total
 
 
-def measure(fn: Any, counter: Counter, pg_root: Path | None) -> dict[str, float]:
+def measure(fn: Any, counter: Any, pg_root: Path | None) -> dict[str, float]:
     tx, st, srv = counter.tx, counter.stmts, server_cpu(pg_root)
     c, w = time.process_time(), time.perf_counter()
     fn()
@@ -116,7 +98,9 @@ def main() -> None:
         with results_db.open(url) as db:
             rows = register(db, plan, force=False).to_run
         jobs = jobs_for(rows, plan, tmp / "storage", url)
-        counter = Counter()
+        from results_db.counters import SQLCounter
+
+        counter = SQLCounter()
         # the first of each: imports, DeepSpeed's op build, the engine's first compilations
         train(jobs[0].spec, MemoryReporter(), tmp / "warm")
         execute_job(jobs[0])
