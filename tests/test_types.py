@@ -11,14 +11,20 @@ from pathlib import Path
 
 import pytest
 
+from trainer.tokenizer import cache_root
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("contract", "trainer", "results_db", "orchestrator", "dashboard")
 
 
 def test_mypy_finds_no_errors() -> None:
     pytest.importorskip("mypy", reason="mypy is in the dev extra (pip install -e '.[dev]')")
-    # The config's own `files` list is the product packages; the cache makes a re-run fast.
-    res = subprocess.run([sys.executable, "-m", "mypy", "--config-file", "pyproject.toml"],
+    # The config's own `files` list is the product packages. The cache lives in the project's
+    # cache dir, not the checkout, as DeepSpeed's compiled ops do: a fresh clone checks in ~1 s
+    # instead of ~45 s (40 CPU-s on 2 cores). mypy keys each module's entry on its source hash
+    # and the options, so what changed is checked again and the verdict is a full check's.
+    res = subprocess.run([sys.executable, "-m", "mypy", "--config-file", "pyproject.toml",
+                          "--cache-dir", str(cache_root() / "mypy")],
                          cwd=ROOT, capture_output=True, text=True, timeout=600)
     errors = [line for line in res.stdout.splitlines() if ": error:" in line]
     assert res.returncode == 0 and not errors, (
