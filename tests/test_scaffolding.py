@@ -134,3 +134,33 @@ def test_add_finished_run_is_one_new_run_of_its_sweep(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="registered already"):  # an equal config: same run
         add_finished_run(db, sid, "other", 1, gate_config([{"position": "G2"}], seed=1))
     db.close()
+
+
+def test_cliproc_runs_the_cli_as_python_m_does(tmp_path: Path) -> None:
+    """tests/support/cliproc.py forks the CLI from a server that imported it: the exit code,
+    stdout and stderr are those of a fresh `python -m orchestrator` (a success, a user error,
+    a usage error), and a call past its timeout is killed with TimeoutExpired."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.support import cliproc
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nbase: {model: {preset: nope}}\n")
+    env = {**os.environ, "COLUMNS": "200"}
+    for args in (["validate", str(ROOT / "sweeps" / "smoke.yaml")], ["validate", str(bad)],
+                 ["nosuchcmd"]):
+        fresh = subprocess.run([sys.executable, "-m", "orchestrator", *args], env=env,
+                               capture_output=True, text=True, timeout=120)
+        forked = cliproc.run(*args, timeout=120, env=env)
+        assert (forked.returncode, forked.stdout, forked.stderr) == (
+            fresh.returncode, fresh.stdout, fresh.stderr), args
+    import results_db
+
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    results_db.open(url).close()
+    endless = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
+               "SELECT count(*) FROM c")
+    with pytest.raises(subprocess.TimeoutExpired):  # a query that never ends: killed
+        cliproc.run("query", endless, "--db", url, timeout=3)
