@@ -9,9 +9,9 @@ trains the same ``tiny`` RunSpecs twice, alternating run by run so that load dri
 2. gatesweep: ``orchestrator.run.runner.execute_job`` against the results DB (claim, reporter
    with its heartbeat thread, flushes, artifacts, the end), one DB handle per process as a
    reused trial actor has (orchestrator/run/trial_db.py).
-Per trial it counts transactions (SQLAlchemy ``begin``), statements (``before_cursor_execute``,
-the pool's pre-ping included) and the CPU of this process and of the PostgreSQL server's
-backends. Prints medians side by side and the extra per trial.
+Per trial it counts transactions and statements (results_db.counters; the pool's pings run on
+the raw connection and are not counted) and the CPU of this process and of the PostgreSQL
+server's processes. Prints the figures side by side and the extra per trial.
 """
 
 from __future__ import annotations

@@ -195,7 +195,7 @@ def test_the_callback_and_stopper_survive_tunes_pickling(db_and_runs: tuple) -> 
     assert pickle.loads(pickle.dumps(OutageStopper(state))).stop_all() is False
 
 
-def test_trial_hooks_pickle_the_same_whatever_the_number_of_runs(tmp_path: Path) -> None:
+def test_tune_hooks_pickle_the_same_whatever_the_number_of_runs(tmp_path: Path) -> None:
     """Tune pickles the name creators into every trial's saved state and unpickles the
     resources hook per trial: neither may grow with the sweep. Carrying the jobs was O(runs^2)
     in the driver (1,000 runs kept 2 of 8 slots busy; issue 23); a closure over the runs'
