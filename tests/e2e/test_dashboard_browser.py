@@ -395,6 +395,11 @@ def _hist_sweep(url: str) -> None:
 
 # per chart: its axes (orientation by label spread, the largest label) and its legends
 # (title, and per entry the symbol's size and dash)
+# at least n charts and every one drawn: Streamlit mounts the chart elements before Vega draws
+# their svgs, so waiting on some axes can still find a chart without one
+_ALL_CHARTS_DRAWN = """n => { const cs = Array.from(document.querySelectorAll('[data-testid=stVegaLiteChart]'));
+  return cs.length >= n && cs.every(c => c.querySelector('svg g.role-axis')); }"""
+
 _AXES_LEGENDS_JS = """() => Array.from(document.querySelectorAll('[data-testid=stVegaLiteChart]'))
   .map(el => {
     const svg = el.querySelector('svg');
@@ -434,6 +439,7 @@ def test_probes_histograms_have_their_own_axes_and_lr_legend_shows_dashes(served
         p.wait_for_function("() => document.querySelectorAll("
                             "'[data-testid=stVegaLiteChart] svg g.mark-area').length > 0",
                             timeout=40_000)
+        p.wait_for_function(_ALL_CHARTS_DRAWN, arg=1, timeout=40_000)
         charts = p.evaluate(_AXES_LEGENDS_JS)
         xs = [a["max"] for a in charts[-1]["axes"] if a["horiz"]]
         assert len(xs) == len(HIST_EDGES), charts[-1]["axes"]  # one x axis per panel
@@ -470,10 +476,9 @@ def test_scaling_charts_first_whole_legends_and_si_axes(served, tmp_path: Path) 
         p.goto(screenshot.page_url(base, "Scaling", report_db.SWEEP),
                wait_until="domcontentloaded")
         p.get_by_text("Δ vs tokens").first.wait_for(timeout=60_000)
-        p.wait_for_function("() => document.querySelectorAll("
-                            "'[data-testid=stVegaLiteChart] svg g.role-axis').length >= 4",
-                            timeout=40_000)
+        p.wait_for_function(_ALL_CHARTS_DRAWN, arg=2, timeout=40_000)
         charts = p.evaluate(_AXES_LEGENDS_JS)
+        assert all(charts), charts
         first_chart = p.locator("[data-testid=stVegaLiteChart]").first.bounding_box()
         sentences = p.locator("[data-testid=stExpander]").first.bounding_box()
     finally:
