@@ -64,7 +64,7 @@ class ClaimMixin:
         live attempt holds it or it is not claimable (succeeded, cancelled, ...)."""
         with self._tx() as s:
             now = utcnow()
-            won = _rowcount(s.execute(
+            won = _rowcount(s.connection().execute(
                 update(Run).where(Run.id == run_id, Run.status.in_(list(CLAIMABLE)))
                 .values(status=S.RUNNING, owner=owner, updated=now)
                 .execution_options(synchronize_session=False))) == 1
@@ -87,7 +87,7 @@ class ClaimMixin:
             values = {k: getattr(row, k) for k in ("run_id", "status", "started", "heartbeat",
                                                    "host", "pid", "trial_id", "owner",
                                                    "heartbeat_s")}
-            att_id, n = s.execute(insert(Attempt).values(number=number, **values)
+            att_id, n = s.connection().execute(insert(Attempt).values(number=number, **values)
                                   .returning(Attempt.id, Attempt.number)).one()
             return replace(row, id=att_id, number=n)
 
@@ -263,43 +263,50 @@ def _latest(s: Session, run_id: int) -> Attempt | None:
                     .execution_options(populate_existing=True))
 
 
-def beat_if_current(s: Session, attempt_id: int, what: str, run_id: int | None = None) -> bool:
+def beat_if_current(s: Session, attempt_id: int, what: str, run_id: int | None = None,
+                    end: RunStatus | None = None) -> bool:
     """Inside a writer's transaction: is ``attempt_id`` its run's current attempt (running,
-    its run running, no newer attempt)? If so its heartbeat is recorded, and the rest of the
-    transaction writes as that attempt. Two statements when the caller knows ``run_id``: the
-    run's row lock, then one guarded UPDATE of the attempt (its WHERE is re-checked under the
-    attempt's row lock) -- the ORM's get/refresh/max reads were four round trips per flush."""
+    its run running, no newer attempt)? If so its heartbeat is recorded -- and, given
+    ``end``, its end too: call ``end_run`` before the transaction commits -- and the rest of
+    the transaction writes as that attempt. Two statements when the caller knows ``run_id``:
+    the run's row lock, then one guarded UPDATE of the attempt (its WHERE is re-checked under
+    the attempt's row lock) -- the ORM's get/refresh/max reads were four round trips per
+    flush, and the end its own UPDATE."""
+    if end is not None and end not in ATTEMPT_END:
+        raise ValueError(f"{what}: status {end.value!r} does not end an attempt; "
+                         f"expected one of {sorted(a.value for a in ATTEMPT_END)}")
     if run_id is None:  # a run id never changes: read without a lock
         run_id = s.scalar(select(Attempt.run_id).where(Attempt.id == attempt_id))
         if run_id is None:
             raise NotFound(f"{what}: attempt id {attempt_id} does not exist")
-    run_status = s.scalar(select(Run.status).where(Run.id == run_id).with_for_update())
+    # Core execution (s.connection()): the ORM's DML and select machinery costs more per
+    # statement in Python than the round trip (a trial's flush runs these every time)
+    c = s.connection()
+    run_status = c.execute(select(Run.status).where(Run.id == run_id).with_for_update()).scalar()
     newest = (select(func.max(Attempt.number)).where(Attempt.run_id == run_id)
               .scalar_subquery())
-    if run_status == S.RUNNING and _rowcount(s.execute(
+    now = utcnow()
+    values: dict[str, Any] = {"heartbeat": now}
+    if end is not None:
+        values.update(status=end, ended=now)
+    if run_status == S.RUNNING and _rowcount(c.execute(
             update(Attempt).where(Attempt.id == attempt_id, Attempt.run_id == run_id,
                                   Attempt.status == S.RUNNING, Attempt.number == newest)
-            .values(heartbeat=utcnow()).execution_options(synchronize_session=False))) == 1:
+            .values(**values).execution_options(synchronize_session=False))) == 1:
         return True
     if s.get(Attempt, attempt_id) is None:  # not current: say so, unless it never existed
         raise NotFound(f"{what}: attempt id {attempt_id} does not exist")
     return False
 
 
-def end_current(s: Session, run_id: int, attempt_id: int, status: RunStatus) -> None:
-    """Inside the transaction in which ``beat_if_current`` answered True (so the run and the
-    attempt are locked, running, the attempt the newest): end the attempt with ``status``
-    and move the run as ``finish_attempt`` would."""
-    if status not in ATTEMPT_END:
-        raise ValueError(f"end_current: status {status.value!r} does not end an attempt; "
-                         f"expected one of {sorted(a.value for a in ATTEMPT_END)}")
-    now = utcnow()
-    s.execute(update(Attempt).where(Attempt.id == attempt_id)
-              .values(status=status, ended=now)
-              .execution_options(synchronize_session=False))
-    s.execute(update(Run).where(Run.id == run_id)
-              .values(status=check_transition(run_id, S.RUNNING, run_status_after(status, None)),
-                      updated=now)
+def end_run(s: Session, run_id: int, end: RunStatus, **columns: Any) -> None:
+    """The run's half of an end that ``beat_if_current(..., end=end)`` recorded on its
+    attempt in this transaction: the run moves as ``finish_attempt`` would move it, and
+    ``columns`` (e.g. the params counts of the attempt's last summaries) ride on the same
+    UPDATE."""
+    s.connection().execute(update(Run).where(Run.id == run_id)
+              .values(status=check_transition(run_id, S.RUNNING, run_status_after(end, None)),
+                      updated=utcnow(), **columns)
               .execution_options(synchronize_session=False))
 
 
@@ -318,7 +325,7 @@ def _is_latest(s: Session, att: Attempt) -> bool:
 
 def _close_running(s: Session, run_id: int, status: RunStatus, fault: FaultClass | None,
                    why: str) -> None:
-    s.execute(update(Attempt)
+    s.connection().execute(update(Attempt)
               .where(Attempt.run_id == run_id, Attempt.status == S.RUNNING)
               .values(status=status, ended=utcnow(), error=why,
                       fault=None if fault is None else fault.value)
@@ -331,5 +338,5 @@ def close_attempts(s: Session, run_id: int, status: RunStatus, why: str) -> None
                    why)
 
 
-__all__ = ["ClaimMixin", "NotFound", "beat_if_current", "close_attempts", "end_current",
+__all__ = ["ClaimMixin", "NotFound", "beat_if_current", "close_attempts", "end_run",
            "lease_live"]

@@ -70,9 +70,9 @@ def upsert_provenance(s: Session, run_id: int, attempt_id: int, doc: Mapping[str
               **check_document(doc)}
     ins = (sqlite_insert if s.get_bind().dialect.name == "sqlite" else pg_insert)(
         Provenance).values(**values)
-    s.execute(ins.on_conflict_do_update(
+    s.connection().execute(ins.on_conflict_do_update(
         index_elements=["attempt_id"],
-        set_={k: v for k, v in values.items() if k != "attempt_id"}))
+        set_={k: ins.excluded[k] for k in values if k != "attempt_id"}))  # bound once
 
 
 class ProvenanceMixin:

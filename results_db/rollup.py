@@ -20,6 +20,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from results_db.multirow import execute_rows
+
 BLOCK = 256
 TABLE = "metric_rollup"
 COLUMNS: tuple[str, ...] = ("n", "first_step", "min_step", "min_value", "max_step",
@@ -124,13 +126,13 @@ def update(conn: Any, run_id: int, rows: Sequence[tuple[Any, Any, int, str, floa
         else:
             new = _reread(conn, run_id, name, block)
         out.append((run_id, name, block, *(getattr(new, c) for c in COLUMNS)))
-    p = _ph(conn)
-    cols = ("run_id", "name", "bucket", *COLUMNS)
-    sets = ", ".join(f"{c} = excluded.{c}" for c in COLUMNS)
-    conn.exec_driver_sql(
-        f"INSERT INTO {TABLE} ({', '.join(cols)}) VALUES ({', '.join([p] * len(cols))}) "
-        f"ON CONFLICT (run_id, name, bucket) DO UPDATE SET {sets}", out)
+    execute_rows(conn, _UPSERT, out)  # one statement, not one per series
     return len(out)
+
+
+_UPSERT = (f"INSERT INTO {TABLE} (run_id, name, bucket, {', '.join(COLUMNS)}) VALUES {{values}} "
+           f"ON CONFLICT (run_id, name, bucket) DO UPDATE SET "
+           f"{', '.join(f'{c} = excluded.{c}' for c in COLUMNS)}")
 
 
 def has_rollup(conn: Any) -> bool:

@@ -25,16 +25,16 @@ from results_db.claims import (
     NotFound,
     beat_if_current,
     close_attempts,
-    end_current,
+    end_run,
 )
 from results_db.dims import derive_dims
+from results_db.multirow import execute_rows
 from results_db.provenance import upsert_provenance
 from results_db.rows import AttemptWrite, NewRun, RegisterResult, RunRow
-from results_db.schema import Artifact, Run, Summary, Sweep, utcnow
+from results_db.schema import Artifact, Run, Sweep, utcnow
 
 Point = tuple[int, str, float | None]
 __all__ = ["NotFound", "WriterMixin", "clean_value"]
-_PG_CHUNK = 1000  # rows per multi-VALUES statement on PostgreSQL (5 params each, < 65535)
 
 
 def clean_value(value: Any) -> float | None:
@@ -168,21 +168,22 @@ class WriterMixin(ClaimMixin):
         rows = _metric_rows(run_id, attempt_id, write.points)
         end = None if write.end is None else parse_status(write.end)
         with self._tx() as s:
-            if not beat_if_current(s, attempt_id, "write_if_current", run_id):
+            if not beat_if_current(s, attempt_id, "write_if_current", run_id, end=end):
                 return False
             if rows:
                 _upsert_metrics(s.connection(), run_id, rows)
-            if write.summaries:
-                _upsert_summaries(s, run_id, attempt_id, write.summaries)
-            if write.artifacts:
-                s.execute(insert(Artifact), [
+            params = _upsert_summaries(s, run_id, attempt_id, write.summaries,
+                                       update_run=end is None)
+            if write.artifacts:  # one multi-row INSERT (an executemany is one per row)
+                now = utcnow()
+                s.connection().execute(insert(Artifact).values([
                     {"run_id": run_id, "attempt_id": attempt_id, "kind": a.kind,
-                     "path": a.path, "data": a.data, "created": utcnow()}
-                    for a in write.artifacts])
+                     "path": a.path, "data": a.data, "created": now}
+                    for a in write.artifacts]))
             if write.provenance is not None:
                 upsert_provenance(s, run_id, attempt_id, write.provenance)
             if end is not None:
-                end_current(s, run_id, attempt_id, end)
+                end_run(s, run_id, end, **params)
         return True
 
     def add_artifact(self, run_id: int, attempt_id: int | None, kind: str,
@@ -211,31 +212,33 @@ def _upsert_metrics(conn: Connection, run_id: int,
     if conn.dialect.name == "sqlite":
         conn.exec_driver_sql(_SQLITE_METRIC_UPSERT, rows)
     else:
-        dedup = list({(r[3], r[2]): r for r in rows}.values())
-        for i in range(0, len(dedup), _PG_CHUNK):
-            chunk = dedup[i:i + _PG_CHUNK]
-            sql = _PG_METRIC_UPSERT.format(values=",".join(["(%s,%s,%s,%s,%s)"] * len(chunk)))
-            conn.exec_driver_sql(sql, tuple(x for row in chunk for x in row))
+        # one statement may not update a row twice: the batch's last value per key wins
+        execute_rows(conn, _PG_METRIC_UPSERT, list({(r[3], r[2]): r for r in rows}.values()))
     rollup.update(conn, run_id, rows)  # the curves' rollup, in the same transaction
 
 
 def _upsert_summaries(s: Session, run_id: int, attempt_id: int | None,
-                      values: Mapping[str, float | None]) -> None:
-    rows = [{"run_id": run_id, "attempt_id": attempt_id, "name": k, "value": clean_value(v)}
-            for k, v in values.items()]
-    bind = s.get_bind()
-    ins = (sqlite_insert if bind.dialect.name == "sqlite" else pg_insert)(Summary)
-    stmt = ins.on_conflict_do_update(
-        index_elements=["run_id", "name"],
-        set_={"value": ins.excluded.value, "attempt_id": ins.excluded.attempt_id})
-    s.execute(stmt, rows)
+                      values: Mapping[str, float | None], *, update_run: bool = True
+                      ) -> dict[str, int]:
+    """Upsert the summaries in one multi-row statement; returns the run's params columns
+    they fill (``params/total``/``params/gates``), written here unless ``update_run`` is
+    False (the caller's own UPDATE of the run carries them)."""
+    if not values:
+        return {}
+    execute_rows(s.connection(), _SUMMARY_UPSERT,
+                 [(run_id, attempt_id, k, clean_value(v)) for k, v in values.items()])
     params = {col: int(v) for key, col in
               ((PARAMS_TOTAL, "params_total"), (PARAMS_GATES, "params_gates"))
               if (v := values.get(key)) is not None and not math.isnan(float(v))}
-    if params:
-        s.execute(update(Run).where(Run.id == run_id).values(**params))
+    if params and update_run:
+        s.connection().execute(update(Run).where(Run.id == run_id).values(**params))
+    return params
 
 
+_SUMMARY_UPSERT = (
+    "INSERT INTO summaries (run_id, attempt_id, name, value) VALUES {values} "
+    "ON CONFLICT (run_id, name) DO UPDATE SET value = excluded.value, "
+    "attempt_id = excluded.attempt_id")
 _SQLITE_METRIC_UPSERT = (
     "INSERT INTO metrics (run_id, attempt_id, step, name, value) VALUES (?, ?, ?, ?, ?) "
     "ON CONFLICT (run_id, name, step) DO UPDATE SET value = excluded.value, "
