@@ -1,7 +1,7 @@
 """A simulated many-node cluster on one machine: hundreds of short real runs, one PostgreSQL.
 
     python benchmarks/cluster_scale.py --nodes 8 --runs 200 [--steps 2] [--no-bare]
-        [--register 1000,5000] [--probe-every 15]
+        [--register 1000,5000] [--probe-every 15] [--fresh-cluster] [--submit-first]
 
 What it starts (and stops, to the last process): a private PostgreSQL (tests.support.pgtemp) and
 ``--nodes`` Ray nodes with ``ray start`` (``--cpus-per-node`` CPUs and one *fake* GPU each --
@@ -9,7 +9,9 @@ Ray schedules GPUs it is told about, torch finds no CUDA and trains on the CPU -
 ``node_i`` resource), so trials request ``{CPU: 1, GPU: 1}`` as they would on a GPU cluster.
 The sweep: ``--runs`` runs of the ``tiny`` preset, ``--steps`` steps each, every point logged.
 
-What it measures, in this order:
+What it measures, in this order (``--submit-first`` swaps 1 and 2; ``--fresh-cluster`` gives
+each its own new cluster: on a shared one the second phase inherits the first one's dead
+workers, whose log files every node's log monitor keeps polling):
 1. bare Ray Tune on the same cluster: the same RunSpecs through ``trainer.train`` with an
    in-memory reporter, same concurrency, actors reused (the floor: no DB, no claims);
 2. the real ``orchestrator submit FILE --address ... --db postgresql+psycopg://...``, while a
@@ -481,6 +483,12 @@ def main() -> None:
     ap.add_argument("--probe-every", type=float, default=15.0,
                     help="seconds between status/leaderboard/Overview probes; 0: none (their "
                          "CPU is not the sweep's, so a ratio run is taken without them)")
+    ap.add_argument("--fresh-cluster", action="store_true",
+                    help="a new Ray cluster for each phase: the second phase otherwise "
+                         "inherits the first one's dead workers (their log files, which Ray's "
+                         "log monitors keep polling, and their GCS records)")
+    ap.add_argument("--submit-first", action="store_true",
+                    help="run the submit before bare Tune (to see the order's effect)")
     a = ap.parse_args()
     from tests.support.pgtemp import start_pg_server, stop_pg_server
 
@@ -489,27 +497,50 @@ def main() -> None:
           f"{os.cpu_count()} CPUs; load {load()}", flush=True)
     tmp = Path(tempfile.mkdtemp(prefix="gs-scale-"))
     pg = start_pg_server()
-    cluster = None
+    cluster: Cluster | None = None
     try:
         pg.admin("CREATE DATABASE scale")
         url = pg.url("scale")
         sweep = f"scale{a.runs}"
         sweep_file = tmp / f"{sweep}.yaml"
         sweep_file.write_text(sweep_text(sweep, a.runs, a.steps))
-        t = time.perf_counter()
-        cluster = start_cluster(a.nodes, a.cpus_per_node)
-        print(f"{a.nodes} Ray nodes up in {time.perf_counter() - t:.0f} s; load {load()}",
-              flush=True)
-        bare = None if a.no_bare else run_bare(cluster, sweep_file, tmp / "bare", a.nodes)
-        if bare:
-            print(f"bare Tune: {bare['wall_s']:.1f} s wall (fit {bare['fit_s']:.1f} s), "
-                  f"{bare['succeeded']} succeeded; load {load()}", flush=True)
-        sub, s = run_submit(cluster, sweep_file, sweep, tmp / "storage", url, a.probe_every)
-        print(sub["tail"], flush=True)
+        def phase(fresh: bool) -> Cluster:
+            nonlocal cluster
+            if cluster is not None and not fresh:
+                return cluster
+            if cluster is not None:
+                stop_cluster(cluster)
+            t = time.perf_counter()
+            cluster = start_cluster(a.nodes, a.cpus_per_node)
+            print(f"{a.nodes} Ray nodes up in {time.perf_counter() - t:.0f} s; load {load()}",
+                  flush=True)
+            return cluster
+
+        def the_bare() -> dict[str, Any] | None:
+            if a.no_bare:
+                return None
+            got = run_bare(phase(a.fresh_cluster), sweep_file, tmp / "bare", a.nodes)
+            print(f"bare Tune: {got['wall_s']:.1f} s wall (fit {got['fit_s']:.1f} s), "
+                  f"{got['succeeded']} succeeded; load {load()}", flush=True)
+            return got
+
+        def the_submit() -> tuple[dict[str, Any], Samples]:
+            got = run_submit(phase(a.fresh_cluster), sweep_file, sweep, tmp / "storage", url,
+                             a.probe_every)
+            print(got[0]["tail"], flush=True)
+            return got
+
+        if a.submit_first:
+            sub, s = the_submit()
+            bare = the_bare()
+        else:
+            bare = the_bare()
+            sub, s = the_submit()
         expected = bare["points"] if bare else {}
         integ = integrity(url, sweep, expected)
         integ.update(timeline(url, sweep, sub["t0_wall"]))
-        stop_cluster(cluster)
+        if cluster is not None:
+            stop_cluster(cluster)
         cluster = None
         sizes = [int(x) for x in a.register.split(",") if x.strip()]
         for n in sizes:
@@ -534,7 +565,10 @@ def _stat(xs: list[float]) -> str:
 
 def report(a: Any, bare: dict | None, sub: dict, s: Samples, integ: dict, reg: list) -> None:
     n = a.runs
+    order = "submit, then bare" if a.submit_first else "bare, then submit"
     rows = [("nodes x CPUs (+1 fake GPU each)", f"{a.nodes} x {a.cpus_per_node}"),
+            ("phases", f"{order}; {'a new' if a.fresh_cluster else 'the same'} cluster "
+                       "for each"),
             ("runs x steps", f"{integ['runs']} x {a.steps}"),
             ("submit exit code / succeeded", f"{sub['rc']} / {integ['succeeded']}"),
             ("submit wall", f"{sub['wall_s']:.1f} s = {sub['wall_s'] / n:.3f} s per run, "
