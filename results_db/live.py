@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, and_, func, select
+from sqlalchemy import Engine, and_, func, or_, select
 
 from contract.metrics import TRAIN_LOSS, TRAIN_TOKENS_PER_S
 from contract.states import (
@@ -70,13 +70,22 @@ class LiveMixin:
             rows.append(_derive(r, a, pt, tp.get("value"), first.get(a.get("attempt_id")), now))
         return pl.DataFrame(rows, schema=_schema())
 
-    def run_statuses(self, run_ids: Sequence[int]) -> dict[int, str]:
+    def run_statuses(self, run_ids: Sequence[int], *, except_status: str | None = None,
+                     keep: Iterable[int] = ()) -> dict[int, str]:
         """{run id: status} of ``run_ids`` (those that exist): one light read, for a poller
-        that asks ``live_runs`` only about the runs whose status changed."""
+        that asks ``live_runs`` only about the runs whose status changed. ``except_status``
+        leaves out the runs in that status (filtered by the server: a sweep's queue of
+        pending runs is most of it) unless their id is in ``keep``."""
         if not run_ids:
             return {}
         q = select(Run.id, Run.status).where(Run.id.in_([int(i) for i in run_ids]))
-        return {int(r["id"]): str(r["status"]) for r in self._rows(q)}
+        if except_status is not None:
+            st = parse_status(except_status).value
+            kept = [int(i) for i in keep]
+            q = q.where(Run.status != st if not kept else
+                        or_(Run.status != st, Run.id.in_(kept)))
+        with self.reader.connect() as conn:  # tuples: this runs every 2 s over the sweep
+            return {int(i): str(st) for i, st in conn.execute(q)}
 
     def _rows(self, q: Any) -> list[dict[str, Any]]:
         with self.reader.connect() as conn:

@@ -17,11 +17,13 @@ from rich.text import Text
 
 from contract.metrics import TRAIN_LOSS
 from contract.states import RunStatus as S
-from contract.states import status_group
+from contract.states import DONE_OK, status_group
 
 if TYPE_CHECKING:
     from results_db import ResultsDB
 
+# a run this driver will not move again: it leaves the status poll once seen so
+SETTLED = DONE_OK | {S.CANCELLED}
 STYLE = {S.PENDING: "dim", S.RUNNING: "cyan", S.SUCCEEDED: "green", S.FAILED: "red",
          S.DIVERGED: "yellow", S.CANCELLED: "magenta", S.LOST: "red"}
 
@@ -77,7 +79,13 @@ class Progress:
         # Lines say only what changed: ask for the statuses (one light read), then the live
         # rows of the changed runs alone -- live_runs of a whole 1,000-run sweep every tick
         # was a few per cent of the sweep's CPU (docs/benchmarks.md "Per-run overhead").
-        changed = [i for i, st in self.db.run_statuses(self.ids).items()
+        # Only the runs that can still change: a run seen settled (succeeded, diverged,
+        # cancelled) leaves the poll, and the server leaves out the queue's pending runs
+        # unless one was seen otherwise (a re-queued run is news too).
+        open_ids = [i for i in self.ids if self._seen.get(i) not in SETTLED]
+        seen = [i for i in open_ids if self._seen.get(i, S.PENDING) != S.PENDING]
+        changed = [i for i, st in self.db.run_statuses(open_ids, except_status=S.PENDING,
+                                                       keep=seen).items()
                    if st != self._seen.get(i, S.PENDING)]
         rows = self.snapshot(changed) if changed else []
         elapsed = time.monotonic() - self.t0
