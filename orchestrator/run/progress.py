@@ -16,8 +16,8 @@ from rich.table import Table
 from rich.text import Text
 
 from contract.metrics import TRAIN_LOSS
-from contract.states import RunStatus as S
 from contract.states import DONE_OK, status_group
+from contract.states import RunStatus as S
 
 if TYPE_CHECKING:
     from results_db import ResultsDB
