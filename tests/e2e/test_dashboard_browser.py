@@ -397,7 +397,8 @@ def _hist_sweep(url: str) -> None:
 # (title, and per entry the symbol's size and dash)
 # at least n charts and every one drawn: Streamlit mounts the chart elements before Vega draws
 # their svgs, so waiting on some axes can still find a chart without one
-_ALL_CHARTS_DRAWN = """n => { const cs = Array.from(document.querySelectorAll('[data-testid=stVegaLiteChart]'));
+_ALL_CHARTS_DRAWN = """n => {
+  const cs = Array.from(document.querySelectorAll('[data-testid=stVegaLiteChart]'));
   return cs.length >= n && cs.every(c => c.querySelector('svg g.role-axis')); }"""
 
 _AXES_LEGENDS_JS = """() => Array.from(document.querySelectorAll('[data-testid=stVegaLiteChart]'))
