@@ -87,8 +87,9 @@ class ClaimMixin:
             values = {k: getattr(row, k) for k in ("run_id", "status", "started", "heartbeat",
                                                    "host", "pid", "trial_id", "owner",
                                                    "heartbeat_s")}
-            att_id, n = s.connection().execute(insert(Attempt).values(number=number, **values)
-                                  .returning(Attempt.id, Attempt.number)).one()
+            att_id, n = s.connection().execute(
+                insert(Attempt).values(number=number, **values)
+                .returning(Attempt.id, Attempt.number)).one()
             return replace(row, id=att_id, number=n)
 
     def start_attempt(self, run_id: int, host: str, trial_id: str | None = None,
@@ -304,10 +305,10 @@ def end_run(s: Session, run_id: int, end: RunStatus, **columns: Any) -> None:
     attempt in this transaction: the run moves as ``finish_attempt`` would move it, and
     ``columns`` (e.g. the params counts of the attempt's last summaries) ride on the same
     UPDATE."""
+    to = check_transition(run_id, S.RUNNING, run_status_after(end, None))
     s.connection().execute(update(Run).where(Run.id == run_id)
-              .values(status=check_transition(run_id, S.RUNNING, run_status_after(end, None)),
-                      updated=utcnow(), **columns)
-              .execution_options(synchronize_session=False))
+                           .values(status=to, updated=utcnow(), **columns)
+                           .execution_options(synchronize_session=False))
 
 
 def _lock_run_then_attempt(s: Session, att: Attempt) -> Run | None:
@@ -326,10 +327,10 @@ def _is_latest(s: Session, att: Attempt) -> bool:
 def _close_running(s: Session, run_id: int, status: RunStatus, fault: FaultClass | None,
                    why: str) -> None:
     s.connection().execute(update(Attempt)
-              .where(Attempt.run_id == run_id, Attempt.status == S.RUNNING)
-              .values(status=status, ended=utcnow(), error=why,
-                      fault=None if fault is None else fault.value)
-              .execution_options(synchronize_session=False))
+                           .where(Attempt.run_id == run_id, Attempt.status == S.RUNNING)
+                           .values(status=status, ended=utcnow(), error=why,
+                                   fault=None if fault is None else fault.value)
+                           .execution_options(synchronize_session=False))
 
 
 def close_attempts(s: Session, run_id: int, status: RunStatus, why: str) -> None:
