@@ -2,6 +2,13 @@
 
 An implementation that buffers may also define ``flush()``; the trainer calls it (when present)
 before every checkpoint, so no point logged before a checkpoint can be lost by a crash after it.
+One exception, opted into by a reporter whose ``points_ride_on_end`` is True: the *final*
+checkpoint (at ``train.steps``) is saved without that flush, and the reporter writes the
+points buffered then together with that checkpoint's record and the run's end, in one write
+(the orchestrator's DB reporter: one transaction fewer per run). Its points are then durable
+only once that record is: whoever resumes such a run must not resume from a final checkpoint
+that has no record (orchestrator/run/runner.py discards it, and the resumed attempt retrains
+the steps after the checkpoint before it).
 
 The trainer knows nothing of Ray or SQL. The orchestrator passes a DB-backed reporter
 (orchestrator/run/reporter.py); tests pass ``MemoryReporter``. Only rank 0 reports.

@@ -140,6 +140,15 @@ def _publish(root: Path, staging: Path, tag: str, meta: dict[str, Any]) -> Path:
     return final
 
 
+def discard(path: str | Path) -> None:
+    """Remove one complete checkpoint: its marker first, so a crash midway leaves an
+    incomplete directory (never loaded, like a staging one) rather than a damaged one."""
+    p = Path(path)
+    (p / META).unlink(missing_ok=True)
+    _fsync_dir(p)
+    shutil.rmtree(p, ignore_errors=True)
+
+
 def prune(checkpoint_dir: str | Path, keep: int = 2) -> None:
     """Delete all but the newest ``keep`` complete checkpoints and any stale staging dirs."""
     root = Path(checkpoint_dir)

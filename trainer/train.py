@@ -97,6 +97,11 @@ class _RankZeroReporter:
         if self.active and flush is not None:
             flush()
 
+    @property
+    def points_ride_on_end(self) -> bool:
+        """The final checkpoint's points go with its record and the end (contract/reporter.py)."""
+        return self.active and bool(getattr(self.inner, "points_ride_on_end", False))
+
 
 def seed_everything(seed: int) -> None:
     random.seed(seed)
@@ -187,11 +192,13 @@ class _Run:
     def wall_s(self) -> float:
         return self.prior_wall_s + time.perf_counter() - self.t0
 
-    def _save(self, beat: bool = True) -> Path:
+    def _save(self, beat: bool = True, final: bool = False) -> Path:
         # Points up to this step must be durable before the checkpoint exists: a resumed attempt
-        # starts after it and never logs them again.
+        # starts after it and never logs them again. The final one's may ride on the end
+        # instead, when the reporter says so (its resumer never starts from an unrecorded one).
         assert not self.stats, "read the pending step stats before a checkpoint"
-        self.rep.flush()
+        if not (final and self.rep.points_ride_on_end):
+            self.rep.flush()
         path = checkpoint.save(self.engine, self.ckpt_dir, self.step, self._client_state(),
                                fingerprint=self.spec.fingerprint())
         self.rep.artifact(CHECKPOINT, str(path))
@@ -351,8 +358,8 @@ class _Run:
         if latest is None or latest[0] != self.step:
             # Last, after the summary and its liveness check (a cancel surfaces there): no
             # call follows, so a buffering reporter writes this checkpoint's row with its
-            # last write, the attempt's end (one transaction fewer per run).
-            self._save(beat=False)
+            # last write, the attempt's end -- and, if it opted in, the last points too.
+            self._save(beat=False, final=True)
         return result
 
     def _final_evals(self) -> dict[str, float]:

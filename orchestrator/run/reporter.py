@@ -4,8 +4,9 @@ Metric points are buffered and written in batches (every ``flush_points`` points
 ``flush_s`` seconds, and at close) because one SQL transaction per log call would dominate a
 tiny model's step time. Artifacts and the provenance document ride along: they are written by
 the next flush, or by the heartbeat thread within one interval if no flush comes first, and the
-last flush also records how the attempt ended (``close(end=...)``) -- a 2-step trial writes in
-three transactions (claim, flush, end) where it took eight (docs/benchmarks.md).
+last flush also records how the attempt ended (``close(end=...)``). With ``points_ride_on_end``
+the points of the final checkpoint go there too -- a 2-step trial writes in two transactions
+(claim, end) where it took eight (docs/benchmarks.md).
 
 Liveness does not depend on the training loop: a daemon thread
 heartbeats the attempt every ``heartbeat_s`` seconds (DeepSpeed's first init can take a
@@ -60,8 +61,13 @@ class Superseded(Exception):
 class DBReporter:
     def __init__(self, db: ResultsDB, run_id: int, attempt_id: int, *, flush_points: int = 500,
                  flush_s: float = 5.0, heartbeat_s: float = 5.0,
-                 db_wait_s: float = 0.0) -> None:
+                 db_wait_s: float = 0.0, points_ride_on_end: bool = False) -> None:
         self.db, self.run_id, self.attempt_id = db, run_id, attempt_id
+        # True: the trainer saves its final checkpoint without flushing first, and close(end)
+        # writes those points with the checkpoint's row and the end (contract/reporter.py).
+        # Only for a caller that discards an unrecorded final checkpoint before it resumes
+        # (runner.drop_unrecorded_final).
+        self.points_ride_on_end = points_ride_on_end
         self.db_wait_s = db_wait_s
         self.flush_points, self.flush_s = flush_points, flush_s
         self._points: list[tuple[int, str, float | None]] = []

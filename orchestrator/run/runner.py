@@ -27,8 +27,10 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from contract.reporter import CHECKPOINT
 from contract.states import RunStatus
 from orchestrator.run.cluster import host_label
 from orchestrator.run.dbretry import DBOutage, with_db_retry
@@ -71,9 +73,11 @@ def execute_job(job: TrialJob, trial_id: str | None = None) -> TrialResult:
                            "not started: its driver stopped the sweep")
     if attempt is None:
         return skipped(db, job)
-    # trainer.train flushes it before every checkpoint: a killed attempt leaves no hole
+    # trainer.train flushes it before every checkpoint but the final one, whose points ride on
+    # the end (drop_unrecorded_final keeps a resume from skipping them): no hole either way
     reporter = DBReporter(db, job.run_id, attempt.id, heartbeat_s=job.heartbeat_s,
-                          flush_s=job.flush_s, db_wait_s=job.db_wait_s)
+                          flush_s=job.flush_s, db_wait_s=job.db_wait_s,
+                          points_ride_on_end=True)
     return train_attempt(db, job, attempt.id, reporter)
 
 
@@ -123,6 +127,8 @@ def train_attempt(db: ResultsDB, job: TrialJob, attempt_id: int, reporter: DBRep
 
     try:
         job.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+        if reporter.points_ride_on_end:
+            drop_unrecorded_final(db, job)
         reporter.artifact("checkpoint_dir", str(job.checkpoint_dir))  # with the first write
         with graceful_sigterm(reporter.request_stop):  # SIGTERM -> checkpoint, Preempted
             res = train(job.spec, reporter, job.checkpoint_dir)
@@ -142,6 +148,28 @@ def train_attempt(db: ResultsDB, job: TrialJob, attempt_id: int, reporter: DBRep
     return TrialResult(res.status, steps=res.steps,
                        first_step=-1 if reporter.first_step is None else reporter.first_step,
                        pid=os.getpid())
+
+
+def drop_unrecorded_final(db: ResultsDB, job: TrialJob) -> None:
+    """A final checkpoint (at ``train.steps``) the DB has no row of: its attempt died before
+    its end was written, and the points of its last steps rode on that end (DBReporter's
+    ``points_ride_on_end``). Resuming from it would leave those steps unlogged, so it is
+    discarded: this attempt resumes from the checkpoint before it and logs them again
+    (metric writes are upserts). A recorded one is kept (a finished run is re-evaluated)."""
+    from trainer import checkpoint
+
+    latest = checkpoint.latest_checkpoint(job.checkpoint_dir)
+    if latest is None or latest[0] < job.spec.train.steps:
+        return
+    arts = _retry_db(job, "read the checkpoint rows", lambda: db.artifacts(job.run_id))
+    recorded = {Path(p).resolve() for k, p in zip(arts["kind"], arts["path"], strict=True)
+                if k == CHECKPOINT and p}
+    if latest[1].resolve() in recorded:
+        return
+    print(f"run {job.name} (id {job.run_id}): checkpoint {latest[1].name} has no row in the "
+          "results DB (its attempt ended before recording it, with its last points): "
+          "discarded, resuming from the one before it", file=sys.stderr, flush=True)
+    checkpoint.discard(latest[1])
 
 
 def close_quietly(reporter: DBReporter) -> None:
