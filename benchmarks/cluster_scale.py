@@ -2,6 +2,7 @@
 
     python benchmarks/cluster_scale.py --nodes 8 --runs 200 [--steps 2] [--no-bare]
         [--register 1000,5000] [--probe-every 15] [--fresh-cluster] [--submit-first]
+        [--both-orders]
 
 What it starts (and stops, to the last process): a private PostgreSQL (tests.support.pgtemp) and
 ``--nodes`` Ray nodes with ``ray start`` (``--cpus-per-node`` CPUs and one *fake* GPU each --
@@ -21,6 +22,9 @@ workers, whose log files every node's log monitor keeps polling):
    a cold render, in a fresh process);
 3. integrity: every run's (metric, step) points against the bare run's count (lost, duplicated);
 4. register time (plan + ``submit.register`` + ``jobs_for``, no Ray) for ``--register`` sizes.
+``--both-orders`` does 1-3 twice, bare Tune first and then the submit first (each submit into a
+DB of its own), and prints the ratio of each side's mean wall: on this machine whichever phase
+runs second is faster, so one order alone moves the ratio by up to +-0.1.
 Prints one table (with date, machine and load); the figures go to docs/benchmarks.md.
 """
 
@@ -489,6 +493,9 @@ def main() -> None:
                          "log monitors keep polling, and their GCS records)")
     ap.add_argument("--submit-first", action="store_true",
                     help="run the submit before bare Tune (to see the order's effect)")
+    ap.add_argument("--both-orders", action="store_true",
+                    help="two rounds, bare Tune first then the submit first (the submit into "
+                         "a second DB), and the ratio of the order-balanced means")
     a = ap.parse_args()
     from tests.support.pgtemp import start_pg_server, stop_pg_server
 
@@ -497,13 +504,38 @@ def main() -> None:
           f"{os.cpu_count()} CPUs; load {load()}", flush=True)
     tmp = Path(tempfile.mkdtemp(prefix="gs-scale-"))
     pg = start_pg_server()
+    try:
+        orders = [False, True] if a.both_orders else [a.submit_first]
+        rounds = []
+        for i, submit_first in enumerate(orders):
+            a.submit_first = submit_first
+            bare, sub, s, integ = one_round(a, pg, tmp / f"round{i}", f"scale{i}")
+            sizes = [int(x) for x in a.register.split(",") if x.strip()] if i == 0 else []
+            for n in sizes:
+                pg.admin(f"CREATE DATABASE reg{n}")
+            reg = register_times(pg.url, sizes, a.steps, tmp)
+            report(a, bare, sub, s, integ, reg)
+            rounds.append((bare, sub))
+        if len(rounds) == 2 and all(b for b, _ in rounds):
+            both(rounds)
+    finally:
+        stop_pg_server(pg)
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def one_round(a: Any, pg: Any, tmp: Path, db: str
+              ) -> tuple[dict[str, Any] | None, dict[str, Any], Samples, dict[str, Any]]:
+    """Bare Tune and the submit, in ``a.submit_first``'s order, the submit into its own DB."""
+    tmp.mkdir(parents=True)
+    pg.admin(f"CREATE DATABASE {db}")
+    url = pg.url(db)
+    sweep = f"scale{a.runs}"
+    sweep_file = tmp / f"{sweep}.yaml"
+    sweep_file.write_text(sweep_text(sweep, a.runs, a.steps))
     cluster: Cluster | None = None
     try:
-        pg.admin("CREATE DATABASE scale")
-        url = pg.url("scale")
-        sweep = f"scale{a.runs}"
-        sweep_file = tmp / f"{sweep}.yaml"
-        sweep_file.write_text(sweep_text(sweep, a.runs, a.steps))
         def phase(fresh: bool) -> Cluster:
             nonlocal cluster
             if cluster is not None and not fresh:
@@ -536,24 +568,25 @@ def main() -> None:
         else:
             bare = the_bare()
             sub, s = the_submit()
-        expected = bare["points"] if bare else {}
-        integ = integrity(url, sweep, expected)
-        integ.update(timeline(url, sweep, sub["t0_wall"]))
-        if cluster is not None:
-            stop_cluster(cluster)
-        cluster = None
-        sizes = [int(x) for x in a.register.split(",") if x.strip()]
-        for n in sizes:
-            pg.admin(f"CREATE DATABASE reg{n}")
-        reg = register_times(pg.url, sizes, a.steps, tmp)
-        report(a, bare, sub, s, integ, reg)
     finally:
         if cluster is not None:
             stop_cluster(cluster)
-        stop_pg_server(pg)
-        import shutil
+    expected = bare["points"] if bare else {}
+    integ = integrity(url, sweep, expected)
+    integ.update(timeline(url, sweep, sub["t0_wall"]))
+    return bare, sub, s, integ
 
-        shutil.rmtree(tmp, ignore_errors=True)
+
+def both(rounds: list[tuple[Any, Any]]) -> None:
+    """The order-balanced figures: each side's mean wall over its first and second places
+    (whichever phase runs second is faster on this machine; the mean cancels that)."""
+    bare = [b["wall_s"] for b, _ in rounds]
+    sub = [u["wall_s"] for _, u in rounds]
+    mb, ms = sum(bare) / 2, sum(sub) / 2
+    print(f"\nboth orders: bare Tune {bare[0]:.1f} (first) / {bare[1]:.1f} (second) s, "
+          f"submit {sub[0]:.1f} (second) / {sub[1]:.1f} (first) s; means {mb:.1f} / {ms:.1f} s; "
+          f"ratio of the means {ms / mb:.2f}x (per order: {sub[0] / bare[0]:.2f}x, "
+          f"{sub[1] / bare[1]:.2f}x)")
 
 
 def _stat(xs: list[float]) -> str:
