@@ -20,8 +20,11 @@ stalled, or the reconciler marked it lost), the attempt must stop *without side 
 ``heartbeat()`` returns False, and every later ``flush()`` raises ``Superseded`` -- buffered
 points are dropped, never written over the current attempt's, and since the trainer flushes
 before it saves a checkpoint, no checkpoint past this attempt's last written step is made (the
-next attempt resumes from one whose points are all in the DB: no gap). Each flush asks the DB
-first (one heartbeat), so an attempt that wakes from a stall cannot write before it learns.
+next attempt resumes from one whose points are all in the DB: no gap). The final checkpoint,
+saved without that flush under ``points_ride_on_end``, is the one exception: its row goes with
+the end, which a superseded attempt never writes, and the next attempt discards a final
+checkpoint without a row (runner.drop_unrecorded_final). Each flush asks the DB first (one
+heartbeat), so an attempt that wakes from a stall cannot write before it learns.
 
 A results DB that cannot be written (disk full, server restarting) is waited for, up to
 ``db_wait_s`` (orchestrator/run/dbretry.py): the flush blocks, so training pauses instead of

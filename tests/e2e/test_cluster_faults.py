@@ -356,12 +356,16 @@ def test_stalled_worker_stops_without_side_effects_and_is_retried(
 
 def _stop_inside_a_write(db_url: str, pid: int, timeout: float = 60) -> None:
     """SIGSTOP ``pid`` at a moment it holds the SQLite write lock: stop, look, and let it go
-    on when it held none (its transactions take milliseconds, about one a second)."""
+    on when it held none (its transactions take milliseconds, about one a second). The look
+    waits until every thread of it has stopped: kill() returns before the signal lands, and a
+    thread inside its unlock syscall finishes it first (CI, 2026-12-06: the lock was seen
+    held, then released, and the trial stayed stopped with no lock for the watch to see)."""
     db = results_db.open(db_url, migrate=False)
     deadline = time.monotonic() + timeout
     try:
         while time.monotonic() < deadline:
             os.kill(pid, signal.SIGSTOP)
+            _wait_stopped(pid)
             if db.write_lock_holder() == pid:
                 return
             os.kill(pid, signal.SIGCONT)
@@ -369,6 +373,22 @@ def _stop_inside_a_write(db_url: str, pid: int, timeout: float = 60) -> None:
     finally:
         db.close()
     raise AssertionError(f"pid {pid} never held the write lock within {timeout:g} s")
+
+
+def _wait_stopped(pid: int, timeout: float = 10) -> None:
+    """Until every thread of ``pid`` is stopped (/proc/PID/task/*/stat: T) or exiting."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        states = []
+        for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+            try:  # the state follows the command name's closing parenthesis
+                states.append(stat.read_text().rsplit(")", 1)[1].split()[0])
+            except (OSError, IndexError):
+                continue
+        if states and all(st in "tTZX" for st in states):  # stopped, or exiting
+            return
+        time.sleep(0.001)
+    raise AssertionError(f"pid {pid}: not every thread stopped within {timeout:g} s")
 
 
 def test_a_worker_stalled_inside_a_sqlite_write_is_killed_and_retried(
