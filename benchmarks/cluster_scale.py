@@ -508,13 +508,12 @@ def main() -> None:
         orders = [False, True] if a.both_orders else [a.submit_first]
         rounds = []
         for i, submit_first in enumerate(orders):
-            a.submit_first = submit_first
-            bare, sub, s, integ = one_round(a, pg, tmp / f"round{i}", f"scale{i}")
+            bare, sub, s, integ = one_round(a, pg, tmp / f"round{i}", f"scale{i}", submit_first)
             sizes = [int(x) for x in a.register.split(",") if x.strip()] if i == 0 else []
             for n in sizes:
                 pg.admin(f"CREATE DATABASE reg{n}")
             reg = register_times(pg.url, sizes, a.steps, tmp)
-            report(a, bare, sub, s, integ, reg)
+            report(a, bare, sub, s, integ, reg, submit_first)
             rounds.append((bare, sub))
         if len(rounds) == 2 and all(b for b, _ in rounds):
             both(rounds)
@@ -525,9 +524,9 @@ def main() -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def one_round(a: Any, pg: Any, tmp: Path, db: str
+def one_round(a: Any, pg: Any, tmp: Path, db: str, submit_first: bool
               ) -> tuple[dict[str, Any] | None, dict[str, Any], Samples, dict[str, Any]]:
-    """Bare Tune and the submit, in ``a.submit_first``'s order, the submit into its own DB."""
+    """Bare Tune and the submit (first when ``submit_first``), the submit into DB ``db``."""
     tmp.mkdir(parents=True)
     pg.admin(f"CREATE DATABASE {db}")
     url = pg.url(db)
@@ -562,7 +561,7 @@ def one_round(a: Any, pg: Any, tmp: Path, db: str
             print(got[0]["tail"], flush=True)
             return got
 
-        if a.submit_first:
+        if submit_first:
             sub, s = the_submit()
             bare = the_bare()
         else:
@@ -596,9 +595,10 @@ def _stat(xs: list[float]) -> str:
     return f"median {xs[len(xs) // 2]:.2f} s, max {xs[-1]:.2f} s (n={len(xs)})"
 
 
-def report(a: Any, bare: dict | None, sub: dict, s: Samples, integ: dict, reg: list) -> None:
+def report(a: Any, bare: dict | None, sub: dict, s: Samples, integ: dict, reg: list,
+           submit_first: bool) -> None:
     n = a.runs
-    order = "submit, then bare" if a.submit_first else "bare, then submit"
+    order = "submit, then bare" if submit_first else "bare, then submit"
     rows = [("nodes x CPUs (+1 fake GPU each)", f"{a.nodes} x {a.cpus_per_node}"),
             ("phases", f"{order}; {'a new' if a.fresh_cluster else 'the same'} cluster "
                        "for each"),

@@ -248,6 +248,15 @@ class ReaderMixin:
         return frame(self.reader, select(*cols).where(Attempt.run_id == run_id)
                      .order_by(Attempt.number))
 
+    def artifact_paths(self, run_id: int, kind: str) -> list[str | None]:
+        """The paths of run ``run_id``'s artifacts of ``kind`` (its checkpoints, its
+        checkpoint dir), oldest first: one column, not ``artifacts``' JSON documents."""
+        from sqlalchemy.orm import Session
+
+        with Session(self.reader) as s:
+            return list(s.scalars(select(Artifact.path).where(
+                Artifact.run_id == run_id, Artifact.kind == kind).order_by(Artifact.id)))
+
     def artifacts(self, run_id: int) -> pl.DataFrame:
         return frame(self.reader, select(Artifact.id, Artifact.run_id, Artifact.attempt_id,
                                          Artifact.kind, Artifact.path, Artifact.data,

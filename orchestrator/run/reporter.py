@@ -66,10 +66,8 @@ class DBReporter:
                  flush_s: float = 5.0, heartbeat_s: float = 5.0,
                  db_wait_s: float = 0.0, points_ride_on_end: bool = False) -> None:
         self.db, self.run_id, self.attempt_id = db, run_id, attempt_id
-        # True: the trainer saves its final checkpoint without flushing first, and close(end)
-        # writes those points with the checkpoint's row and the end (contract/reporter.py).
-        # Only for a caller that discards an unrecorded final checkpoint before it resumes
-        # (runner.drop_unrecorded_final).
+        # contract/reporter.py; only for a caller that discards an unrecorded final checkpoint
+        # before it resumes (runner.drop_unrecorded_final)
         self.points_ride_on_end = points_ride_on_end
         self.db_wait_s = db_wait_s
         self.flush_points, self.flush_s = flush_points, flush_s

@@ -74,9 +74,7 @@ def recorded_checkpoint_dir(db: ResultsDB, run_id: int, sweep: str, name: str) -
     can write a shared results DB could name any directory, and the rerun's trainer writes and
     prunes there. Accepted only as ``<storage>/<sweep>/<name>/checkpoints`` of this very run
     (resolved, no symlink or ``..`` detour); anything else is one line (UserError)."""
-    arts = db.artifacts(run_id)
-    paths = arts.filter(arts["kind"] == "checkpoint_dir")["path"].to_list() if arts.height \
-        else []
+    paths = db.artifact_paths(run_id, "checkpoint_dir")
     if not paths or not paths[-1]:
         return None
     return _fits_layout(Path(paths[-1]), sweep, name, f"run {name} (id {run_id})")

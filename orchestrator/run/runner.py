@@ -161,10 +161,9 @@ def drop_unrecorded_final(db: ResultsDB, job: TrialJob) -> None:
     latest = checkpoint.latest_checkpoint(job.checkpoint_dir)
     if latest is None or latest[0] < job.spec.train.steps:
         return
-    arts = _retry_db(job, "read the checkpoint rows", lambda: db.artifacts(job.run_id))
-    recorded = {Path(p).resolve() for k, p in zip(arts["kind"], arts["path"], strict=True)
-                if k == CHECKPOINT and p}
-    if latest[1].resolve() in recorded:
+    paths = _retry_db(job, "read the checkpoint rows",
+                      lambda: db.artifact_paths(job.run_id, CHECKPOINT))
+    if latest[1].resolve() in {Path(p).resolve() for p in paths if p}:
         return
     print(f"run {job.name} (id {job.run_id}): checkpoint {latest[1].name} has no row in the "
           "results DB (its attempt ended before recording it, with its last points): "

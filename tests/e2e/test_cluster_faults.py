@@ -29,6 +29,7 @@ import pytest
 
 import results_db
 from tests.cluster_fixtures import CLUSTER_SWEEP
+from tests.support.procstate import wait_stopped
 
 if TYPE_CHECKING:
     from tests.cluster_fixtures import TwoNodes
@@ -365,7 +366,7 @@ def _stop_inside_a_write(db_url: str, pid: int, timeout: float = 60) -> None:
     try:
         while time.monotonic() < deadline:
             os.kill(pid, signal.SIGSTOP)
-            _wait_stopped(pid)
+            wait_stopped(pid)
             if db.write_lock_holder() == pid:
                 return
             os.kill(pid, signal.SIGCONT)
@@ -373,22 +374,6 @@ def _stop_inside_a_write(db_url: str, pid: int, timeout: float = 60) -> None:
     finally:
         db.close()
     raise AssertionError(f"pid {pid} never held the write lock within {timeout:g} s")
-
-
-def _wait_stopped(pid: int, timeout: float = 10) -> None:
-    """Until every thread of ``pid`` is stopped (/proc/PID/task/*/stat: T) or exiting."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        states = []
-        for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
-            try:  # the state follows the command name's closing parenthesis
-                states.append(stat.read_text().rsplit(")", 1)[1].split()[0])
-            except (OSError, IndexError):
-                continue
-        if states and all(st in "tTZX" for st in states):  # stopped, or exiting
-            return
-        time.sleep(0.001)
-    raise AssertionError(f"pid {pid}: not every thread stopped within {timeout:g} s")
 
 
 def test_a_worker_stalled_inside_a_sqlite_write_is_killed_and_retried(

@@ -20,6 +20,7 @@ from contract.config import RunSpec
 from orchestrator.run.reporter import DBReporter
 from orchestrator.run.runner import execute_job
 from orchestrator.run.trial_job import TrialJob
+from tests.support.onejob import loss_steps, registered_job
 from trainer import checkpoint
 from trainer.train import train
 
@@ -30,22 +31,10 @@ OWNER = "submit test on host h"
 
 
 def _setup(tmp_path: Path, **train: int) -> tuple[results_db.ResultsDB, TrialJob]:
-    url = f"sqlite:///{tmp_path / 'results.db'}"
-    db = results_db.open(url)
     spec = RunSpec(name="r", sweep="fin", model={"preset": "tiny"}, train={**TRAIN, **train})
-    sid = db.ensure_sweep("fin")
-    run = db.register_runs(sid, [results_db.NewRun(
-        name="r", fingerprint=spec.fingerprint(), variant="baseline", seed=0,
-        config=spec.model_dump(mode="json"))]).to_run[0]
     # points are written only at checkpoints and at the end: the buffer is what matters
-    job = TrialJob.of(run.id, "r", spec, tmp_path / "ckpt", url, flush_s=3600,
-                      heartbeat_s=60, owner=OWNER, db_wait_s=0)
-    return db, job
-
-
-def _loss_steps(db: results_db.ResultsDB, run_id: int) -> list[int]:
-    m = db.metrics(run_ids=[run_id], names=["train/loss"])
-    return sorted(int(s) for s in m["step"].to_list())
+    return registered_job(tmp_path, spec, flush_s=3600, heartbeat_s=60, owner=OWNER,
+                          db_wait_s=0)
 
 
 def _killed_after_the_final_save(db: results_db.ResultsDB, job: TrialJob) -> None:
@@ -60,7 +49,7 @@ def _killed_after_the_final_save(db: results_db.ResultsDB, job: TrialJob) -> Non
     assert res.status == "succeeded"
     # the hole the next attempt must fill: the points after the last checkpoint before the
     # final one rode on the end that never came, and the final checkpoint has no row
-    assert _loss_steps(db, job.run_id) == list(range(1, STEPS - EVERY + 1))
+    assert loss_steps(db, job.run_id) == list(range(1, STEPS - EVERY + 1))
     assert [s for s, _ in checkpoint.complete_checkpoints(job.checkpoint_dir)] == \
         [STEPS - EVERY, STEPS]
 
@@ -73,7 +62,7 @@ def test_a_death_after_the_final_save_is_resumed_with_no_gap(tmp_path: Path) -> 
 
     assert result.status == "succeeded"
     assert result.first_step == STEPS - EVERY + 1  # resumed from step 8, not from the final 12
-    assert _loss_steps(db, job.run_id) == list(range(1, STEPS + 1))  # every step, once
+    assert loss_steps(db, job.run_id) == list(range(1, STEPS + 1))  # every step, once
     first, second = db.attempts(job.run_id)
     assert (first.status, first.fault) == ("failed", "worker_died")
     assert second.status == "succeeded"
@@ -95,7 +84,7 @@ def test_without_the_guard_the_resume_skips_the_last_steps(
     monkeypatch.setattr(orchestrator.run.runner, "drop_unrecorded_final", lambda db, job: None)
 
     assert execute_job(job).status == "succeeded"
-    assert _loss_steps(db, job.run_id) == list(range(1, STEPS - EVERY + 1))
+    assert loss_steps(db, job.run_id) == list(range(1, STEPS - EVERY + 1))
 
 
 def test_a_recorded_final_checkpoint_is_kept(tmp_path: Path) -> None:
@@ -117,6 +106,6 @@ def test_a_short_trial_writes_in_two_transactions(tmp_path: Path) -> None:
     finally:
         counter.close()
     assert counter.tx == 2
-    assert _loss_steps(db, job.run_id) == [1, 2]
+    assert loss_steps(db, job.run_id) == [1, 2]
     arts = db.artifacts(job.run_id)
     assert str(job.checkpoint_dir / checkpoint.tag_for(2)) in arts["path"].to_list()

@@ -17,12 +17,12 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
 import results_db
 from orchestrator.run.leases import LeaseKeeper
+from tests.support.procstate import all_stopped
 from tests.support.synthdb import one_run
 
 pytestmark = pytest.mark.postgres
@@ -46,10 +46,6 @@ except Exception as exc:
 """
 
 
-def _stopped(pid: int) -> bool:
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
-
-
 def test_a_trial_frozen_holding_its_row_lock_is_recorded_dead(pg_url: str) -> None:
     db = results_db.open(pg_url)
     rid = one_run(db, "frozen")
@@ -59,7 +55,7 @@ def test_a_trial_frozen_holding_its_row_lock_is_recorded_dead(pg_url: str) -> No
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 60
-        while not _stopped(trial.pid):
+        while not all_stopped(trial.pid):
             assert trial.poll() is None and time.monotonic() < deadline, trial.stdout
             time.sleep(0.05)
         keeper = LeaseKeeper(db, [rid], "driver", heartbeat_s=1.0)

@@ -22,6 +22,7 @@ import results_db
 from contract.config import RunSpec
 from orchestrator.run.runner import RetrySuperseded, execute_job
 from orchestrator.run.trial_job import TrialJob
+from tests.support.onejob import loss_steps, registered_job
 from trainer import checkpoint
 
 TRAIN = dict(steps=24, batch_size=4, seq_len=32, warmup=4, log_every=1, eval_every=0,
@@ -30,17 +31,10 @@ AT_STEP = 10
 
 
 def _setup(tmp_path: Path) -> tuple[results_db.ResultsDB, TrialJob]:
-    url = f"sqlite:///{tmp_path / 'results.db'}"
-    db = results_db.open(url)
     spec = RunSpec(name="r", sweep="sup", model={"preset": "tiny"}, train=TRAIN)
-    sid = db.ensure_sweep("sup")
-    run = db.register_runs(sid, [results_db.NewRun(
-        name="r", fingerprint=spec.fingerprint(), variant="baseline", seed=0,
-        config=spec.model_dump(mode="json"))]).to_run[0]
     # points are written only at checkpoints (the trainer's flush): the buffer matters
-    job = TrialJob.of(run.id, "r", spec, tmp_path / "ckpt", url, flush_s=3600,
-                      heartbeat_s=0.1, owner="submit test on host h", db_wait_s=0)
-    return db, job
+    return registered_job(tmp_path, spec, flush_s=3600, heartbeat_s=0.1,
+                          owner="submit test on host h", db_wait_s=0)
 
 
 def _at_step(monkeypatch: pytest.MonkeyPatch, act: Callable[[object], None]) -> None:
@@ -59,11 +53,6 @@ def _at_step(monkeypatch: pytest.MonkeyPatch, act: Callable[[object], None]) -> 
     monkeypatch.setattr(orchestrator.run.runner, "DBReporter", At)
 
 
-def _loss_steps(db: results_db.ResultsDB, run_id: int) -> list[int]:
-    m = db.metrics(run_ids=[run_id], names=["train/loss"])
-    return sorted(int(s) for s in m["step"].to_list())
-
-
 def test_a_stalled_attempt_stops_without_side_effects_and_the_retry_has_no_gap(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     db, job = _setup(tmp_path)
@@ -80,7 +69,7 @@ def test_a_stalled_attempt_stops_without_side_effects_and_the_retry_has_no_gap(
     _at_step(monkeypatch, driver_records_it_dead)
     with pytest.raises(RetrySuperseded, match="superseded while nobody held the run"):
         execute_job(job)  # raised to Tune: retried as configured
-    written = _loss_steps(db, job.run_id)
+    written = loss_steps(db, job.run_id)
     latest = checkpoint.latest_checkpoint(job.checkpoint_dir)
     # the checkpoint at AT_STEP - 2 flushed everything before it; nothing after was written
     assert written == list(range(1, 9)) and latest is not None and latest[0] == 8, (
@@ -124,7 +113,7 @@ def test_a_superseded_attempt_whose_run_is_held_elsewhere_reports_the_holder(
     res = execute_job(job)
     assert res.status == "skipped" and "running under submit other on host y" in \
         (res.holder or ""), res
-    assert _loss_steps(db, job.run_id) == list(range(1, 9))
+    assert loss_steps(db, job.run_id) == list(range(1, 9))
     latest = checkpoint.latest_checkpoint(job.checkpoint_dir)
     assert latest is not None and latest[0] == 8
     assert db.current_attempt(job.run_id).id == holder[0]
@@ -145,4 +134,4 @@ def test_sigterm_preemption_checkpoints_after_its_points_and_says_sigterm(
     assert db.run(job.run_id).status == "lost"
     latest = checkpoint.latest_checkpoint(job.checkpoint_dir)
     assert latest is not None and latest[0] == AT_STEP  # the step boundary it stopped at
-    assert _loss_steps(db, job.run_id) == list(range(1, AT_STEP + 1))  # flushed first
+    assert loss_steps(db, job.run_id) == list(range(1, AT_STEP + 1))  # flushed first

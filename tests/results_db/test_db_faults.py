@@ -32,6 +32,7 @@ from contract.config import RunSpec
 from orchestrator.run.runner import execute_job
 from orchestrator.run.trial_job import TrialJob
 from tests.support.dbfaults import db_fault
+from tests.support.onejob import registered_job
 
 TRAIN = dict(steps=48, batch_size=4, seq_len=32, warmup=4, log_every=1, eval_every=24,
              eval_batches=2, checkpoint_every=4)
@@ -43,17 +44,10 @@ def _spec() -> RunSpec:
 
 
 def _setup(tmp_path: Path) -> tuple[results_db.ResultsDB, TrialJob, Path]:
-    path = tmp_path / "results.db"
-    db = results_db.open(f"sqlite:///{path}")
-    spec = _spec()
-    sid = db.ensure_sweep("dbfault")
-    run = db.register_runs(sid, [results_db.NewRun(
-        name="full", fingerprint=spec.fingerprint(), variant="baseline", seed=0,
-        config=spec.model_dump(mode="json"))]).to_run[0]
-    job = TrialJob.of(run.id, "full", spec, tmp_path / "ckpt", f"sqlite:///{path}",
-                      flush_s=0.001, heartbeat_s=0.2,  # every log call is one write
-                      db_wait_s=0)  # a lasting outage: not waited for (dbretry.py)
-    return db, job, path
+    db, job = registered_job(tmp_path, _spec(),
+                             flush_s=0.001, heartbeat_s=0.2,  # every log call is one write
+                             db_wait_s=0)  # a lasting outage: not waited for (dbretry.py)
+    return db, job, tmp_path / "results.db"
 
 
 def _fault_reporter(monkeypatch: pytest.MonkeyPatch, start: Callable[[], None],
