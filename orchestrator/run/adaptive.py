@@ -147,9 +147,15 @@ def run_adaptive(db_url: str, plan: Plan, *, storage: Path, address: str | None,
     tried: set[int] = set()
     # a killed driver's round first: its pending/lost/failed runs (register re-queues them)
     have = _registered(db, plan.spec.name)
-    batch = register(db, plan, force=False,
-                     runs=[r for (g, s), r in seeds.runs.items() if s in have.get(g, set())]
-                     ).to_run
+    earlier = [r for (g, s), r in seeds.runs.items() if s in have.get(g, set())]
+    first = register(db, plan, force=False, runs=earlier)
+    if first.running:
+        # Held: by a live driver, or by a killed one whose heartbeats are not stale yet (CI
+        # saw a resubmit seconds after the kill leave two such runs `running` and exit 0).
+        # Wait as `submit` does (the stale ones become lost), then queue the lost ones again.
+        scheduler.wait_for_holders(db, [r.id for r in first.running], say)
+        first = register(db, plan, force=False, runs=earlier)
+    batch = first.to_run
     while True:
         if batch:
             tried.update(r.id for r in batch)
