@@ -41,6 +41,7 @@ from contract.states import (
     run_status_after,
     stale_after_s,
 )
+from results_db.prepared import Prepared, arg
 from results_db.rows import AttemptRow
 from results_db.schema import Attempt, Run, utcnow
 
@@ -64,10 +65,8 @@ class ClaimMixin:
         live attempt holds it or it is not claimable (succeeded, cancelled, ...)."""
         with self._tx() as s:
             now = utcnow()
-            won = _rowcount(s.connection().execute(
-                update(Run).where(Run.id == run_id, Run.status.in_(list(CLAIMABLE)))
-                .values(status=S.RUNNING, owner=owner, updated=now)
-                .execution_options(synchronize_session=False))) == 1
+            won = _rowcount(_CLAIM.run(s.connection(), {"run_id": run_id, "owner": owner,
+                                                        "now": now})) == 1
             if not won:
                 run = s.get(Run, run_id, with_for_update=True, populate_existing=True)
                 if run is None:
@@ -81,16 +80,9 @@ class ClaimMixin:
                              ended=None, heartbeat=now, host=host,
                              pid=os.getpid() if pid is None else pid, trial_id=trial_id,
                              error=None, traceback=None, owner=owner, heartbeat_s=heartbeat_s)
-            # number n+1 in the INSERT itself: one round trip, not a max() read and an ORM flush
-            number = (select(func.coalesce(func.max(Attempt.number), 0) + 1)
-                      .where(Attempt.run_id == run_id).scalar_subquery())
-            values = {k: getattr(row, k) for k in ("run_id", "status", "started", "heartbeat",
-                                                   "host", "pid", "trial_id", "owner",
-                                                   "heartbeat_s")}
-            att_id, n = s.connection().execute(
-                insert(Attempt).values(number=number, **values)
-                .returning(Attempt.id, Attempt.number)).one()
-            return replace(row, id=att_id, number=n)
+            values = {k: getattr(row, k) for k in _NEW_ATTEMPT_VALUES}
+            new = _NEW_ATTEMPT.run(s.connection(), {**values, "now": now}).one()
+            return replace(row, id=new.id, number=new.number)
 
     def start_attempt(self, run_id: int, host: str, trial_id: str | None = None,
                       pid: int | None = None, owner: str = "") -> AttemptRow:
@@ -280,20 +272,13 @@ def beat_if_current(s: Session, attempt_id: int, what: str, run_id: int | None =
         run_id = s.scalar(select(Attempt.run_id).where(Attempt.id == attempt_id))
         if run_id is None:
             raise NotFound(f"{what}: attempt id {attempt_id} does not exist")
-    # Core execution (s.connection()): the ORM's DML and select machinery costs more per
-    # statement in Python than the round trip (a trial's flush runs these every time)
+    # prepared statements (results_db/prepared.py): a trial's flush runs these every time
     c = s.connection()
-    run_status = c.execute(select(Run.status).where(Run.id == run_id).with_for_update()).scalar()
-    newest = (select(func.max(Attempt.number)).where(Attempt.run_id == run_id)
-              .scalar_subquery())
+    run_status = _RUN_STATUS_FOR_UPDATE.run(c, {"run_id": run_id}).scalar()
     now = utcnow()
-    values: dict[str, Any] = {"heartbeat": now}
-    if end is not None:
-        values.update(status=end, ended=now)
-    if run_status == S.RUNNING and _rowcount(c.execute(
-            update(Attempt).where(Attempt.id == attempt_id, Attempt.run_id == run_id,
-                                  Attempt.status == S.RUNNING, Attempt.number == newest)
-            .values(**values).execution_options(synchronize_session=False))) == 1:
+    ids = {"attempt_id": attempt_id, "run_id": run_id, "now": now}
+    if run_status == S.RUNNING and _rowcount(
+            _BEAT.run(c, ids) if end is None else _BEAT_END.run(c, {**ids, "end": end})) == 1:
         return True
     if s.get(Attempt, attempt_id) is None:  # not current: say so, unless it never existed
         raise NotFound(f"{what}: attempt id {attempt_id} does not exist")
@@ -306,9 +291,10 @@ def end_run(s: Session, run_id: int, end: RunStatus, **columns: Any) -> None:
     ``columns`` (e.g. the params counts of the attempt's last summaries) ride on the same
     UPDATE."""
     to = check_transition(run_id, S.RUNNING, run_status_after(end, None))
-    s.connection().execute(update(Run).where(Run.id == run_id)
-                           .values(status=to, updated=utcnow(), **columns)
-                           .execution_options(synchronize_session=False))
+    stmt = _END_RUN.get(tuple(sorted(columns)))
+    if stmt is None:
+        stmt = _END_RUN[tuple(sorted(columns))] = _end_run_statement(sorted(columns))
+    stmt.run(s.connection(), {"run_id": run_id, "to": to, "now": utcnow(), **columns})
 
 
 def _lock_run_then_attempt(s: Session, att: Attempt) -> Run | None:
@@ -326,17 +312,59 @@ def _is_latest(s: Session, att: Attempt) -> bool:
 
 def _close_running(s: Session, run_id: int, status: RunStatus, fault: FaultClass | None,
                    why: str) -> None:
-    s.connection().execute(update(Attempt)
-                           .where(Attempt.run_id == run_id, Attempt.status == S.RUNNING)
-                           .values(status=status, ended=utcnow(), error=why,
-                                   fault=None if fault is None else fault.value)
-                           .execution_options(synchronize_session=False))
+    _CLOSE_RUNNING.run(s.connection(), {"run_id": run_id, "status": status, "now": utcnow(),
+                                        "error": why,
+                                        "fault": None if fault is None else fault.value})
 
 
 def close_attempts(s: Session, run_id: int, status: RunStatus, why: str) -> None:
     """Close the run's running attempts (cancel / re-queue), no fault class."""
     _close_running(s, run_id, status, FaultClass.CANCELLED if status == S.CANCELLED else None,
                    why)
+
+
+# --- the claim's and the end's statements (prepared.py: built once, compiled once) -------
+_CLAIM = Prepared(lambda: update(Run)
+                  .where(Run.id == arg("run_id"), Run.status.in_(sorted(CLAIMABLE)))
+                  .values(status=S.RUNNING, owner=arg("owner"), updated=arg("now")))
+_CLOSE_RUNNING = Prepared(lambda: update(Attempt)
+                          .where(Attempt.run_id == arg("run_id"), Attempt.status == S.RUNNING)
+                          .values(status=arg("status"), ended=arg("now"), error=arg("error"),
+                                  fault=arg("fault")))
+_NEW_ATTEMPT_VALUES = ("run_id", "status", "host", "pid", "trial_id", "owner", "heartbeat_s")
+# number n+1 in the INSERT itself: one round trip, not a max() read and an ORM flush
+_NEW_ATTEMPT = Prepared(lambda: insert(Attempt).values(
+    number=select(func.coalesce(func.max(Attempt.number), 0) + 1)
+    .where(Attempt.run_id == arg("run_id")).scalar_subquery(),
+    started=arg("now"), heartbeat=arg("now"),
+    **{k: arg(k) for k in _NEW_ATTEMPT_VALUES}).returning(Attempt.id, Attempt.number))
+_RUN_STATUS_FOR_UPDATE = Prepared(lambda: select(Run.status).where(Run.id == arg("run_id"))
+                                  .with_for_update())
+
+
+def _beat_statement(end: bool) -> Any:
+    """The guarded UPDATE of beat_if_current: the attempt's heartbeat (and end) only while
+    it is running and its run's newest."""
+    newest = (select(func.max(Attempt.number)).where(Attempt.run_id == arg("run_id"))
+              .scalar_subquery())
+    values: dict[str, Any] = {"heartbeat": arg("now")}
+    if end:
+        values.update(status=arg("end"), ended=arg("now"))
+    return (update(Attempt).where(Attempt.id == arg("attempt_id"), Attempt.run_id == arg("run_id"),
+                                  Attempt.status == S.RUNNING, Attempt.number == newest)
+            .values(**values))
+
+
+_BEAT = Prepared(lambda: _beat_statement(end=False))
+_BEAT_END = Prepared(lambda: _beat_statement(end=True))
+
+
+def _end_run_statement(columns: list[str]) -> Prepared:
+    return Prepared(lambda: update(Run).where(Run.id == arg("run_id")).values(
+        status=arg("to"), updated=arg("now"), **{c: arg(c) for c in columns}))
+
+
+_END_RUN: dict[tuple[str, ...], Prepared] = {}  # by the extra columns the end carries
 
 
 __all__ = ["ClaimMixin", "NotFound", "beat_if_current", "close_attempts", "end_run",

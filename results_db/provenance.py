@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, Text, bindparam, cast, select
+from sqlalchemy import Engine, Text, cast, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from contract.provenance import FIELDS
 from contract.states import DONE_OK
 from results_db.analysis.mixing import code_mix
+from results_db.prepared import Prepared, arg
 from results_db.schema import Attempt, Provenance, Run, Sweep, utcnow
 from results_db.sqlread import frame
 
@@ -69,25 +70,28 @@ def upsert_provenance(s: Session, run_id: int, attempt_id: int, doc: Mapping[str
     values = {"attempt_id": attempt_id, "run_id": run_id, "recorded": utcnow(),
               **check_document(doc)}
     conn = s.connection()
-    conn.execute(_upsert(conn.dialect.name), values)
+    _upsert(conn.dialect.name).run(conn, values)
 
 
 _UPSERT_COLUMNS = ("attempt_id", "run_id", "recorded", *FIELDS)  # check_document fills each
-_UPSERTS: dict[str, Any] = {}
+_UPSERTS: dict[str, Prepared] = {}
 
 
-def _upsert(dialect: str) -> Any:
-    """The upsert statement of ``dialect``, built once: its columns never change, and one
-    statement object keeps its SQLAlchemy cache key. Built and keyed at every write, the
-    ~30-column upsert cost about 2 % of a short trial's CPU (docs/benchmarks.md, round 5)."""
+def _upsert(dialect: str) -> Prepared:
+    """The upsert of ``dialect``, built and compiled once (results_db/prepared.py): built and
+    keyed at every write, the ~30-column upsert cost about 2 % of a short trial's CPU
+    (docs/benchmarks.md, round 5)."""
     stmt = _UPSERTS.get(dialect)
     if stmt is None:
-        cols = Provenance.__table__.c
-        ins = (sqlite_insert if dialect == "sqlite" else pg_insert)(Provenance).values(
-            {k: bindparam(k, type_=cols[k].type) for k in _UPSERT_COLUMNS})
-        stmt = _UPSERTS[dialect] = ins.on_conflict_do_update(
-            index_elements=["attempt_id"],  # each value bound once: excluded.col
-            set_={k: ins.excluded[k] for k in _UPSERT_COLUMNS if k != "attempt_id"})
+        def build() -> Any:
+            cols = Provenance.__table__.c
+            ins = (sqlite_insert if dialect == "sqlite" else pg_insert)(Provenance).values(
+                {k: arg(k, cols[k].type) for k in _UPSERT_COLUMNS})
+            return ins.on_conflict_do_update(
+                index_elements=["attempt_id"],  # each value bound once: excluded.col
+                set_={k: ins.excluded[k] for k in _UPSERT_COLUMNS if k != "attempt_id"})
+
+        stmt = _UPSERTS[dialect] = Prepared(build)
     return stmt
 
 

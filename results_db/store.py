@@ -29,6 +29,7 @@ from results_db.claims import (
 )
 from results_db.dims import derive_dims
 from results_db.multirow import execute_rows
+from results_db.prepared import Prepared, arg
 from results_db.provenance import upsert_provenance
 from results_db.rows import AttemptWrite, NewRun, RegisterResult, RunRow
 from results_db.schema import Artifact, Run, Sweep, utcnow
@@ -174,12 +175,12 @@ class WriterMixin(ClaimMixin):
                 _upsert_metrics(s.connection(), run_id, rows)
             params = _upsert_summaries(s, run_id, attempt_id, write.summaries,
                                        update_run=end is None)
-            if write.artifacts:  # one multi-row INSERT (an executemany is one per row)
+            if write.artifacts:  # one batch (psycopg pipelines it: one round trip)
                 now = utcnow()
-                s.connection().execute(insert(Artifact).values([
+                _NEW_ARTIFACT.run(s.connection(), [
                     {"run_id": run_id, "attempt_id": attempt_id, "kind": a.kind,
                      "path": a.path, "data": a.data, "created": now}
-                    for a in write.artifacts]))
+                    for a in write.artifacts])
             if write.provenance is not None:
                 upsert_provenance(s, run_id, attempt_id, write.provenance)
             if end is not None:
@@ -235,6 +236,8 @@ def _upsert_summaries(s: Session, run_id: int, attempt_id: int | None,
     return params
 
 
+_NEW_ARTIFACT = Prepared(lambda: insert(Artifact).values(
+    {k: arg(k) for k in ("run_id", "attempt_id", "kind", "path", "data", "created")}))
 _SUMMARY_UPSERT = (
     "INSERT INTO summaries (run_id, attempt_id, name, value) VALUES {values} "
     "ON CONFLICT (run_id, name) DO UPDATE SET value = excluded.value, "
