@@ -36,7 +36,7 @@ def driver_defaults() -> None:
     # We handle SIGINT/SIGTERM ourselves (mark the runs cancelled, then stop Ray).
     os.environ.setdefault("TUNE_DISABLE_SIGINT_HANDLER", "1")
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
-    # Tune's JSON and CSV loggers are passed explicitly (scheduler.tune_file_loggers); this
+    # Tune's JSON and CSV loggers only when asked for (scheduler.tune_file_loggers); this
     # keeps Tune from adding its TensorBoard logger, whose import pulls torch into the driver.
     os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
 

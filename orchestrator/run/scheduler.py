@@ -98,14 +98,21 @@ class Options:
     reuse_actors: bool = field(
         default_factory=lambda: os.environ.get("GATESWEEP_REUSE_ACTORS", "1") != "0")
     extra_env: dict[str, str] = field(default_factory=dict)
+    # Tune's per-trial result.json / progress.csv (tune_file_loggers): off unless asked for
+    tune_files: bool = field(
+        default_factory=lambda: os.environ.get("GATESWEEP_TUNE_FILES", "0") == "1")
 
 
-def tune_file_loggers() -> list[Callback]:
-    """Tune's result.json and progress.csv per trial, as Tune writes them by default, without
-    its TensorBoard logger: that one imports torch into the driver (tensorboardX does; ~3 CPU-s
-    of every submit's start) for event files nothing reads, the results DB has every metric.
-    driver_defaults() turns Tune's automatic loggers off (TUNE_DISABLE_AUTO_CALLBACK_LOGGERS);
-    setting it to 0 brings the TensorBoard logger back."""
+def tune_file_loggers(on: bool) -> list[Callback]:
+    """Tune's result.json and progress.csv per trial, only when asked for (``on``:
+    GATESWEEP_TUNE_FILES=1). The results DB holds every metric and end; the two files per
+    trial repeat it, and writing them was ~6 % of a 1,000-run sweep's driver samples and
+    2,000 files (docs/benchmarks.md "Per-run overhead, round 6"). Never Tune's TensorBoard
+    logger: its tensorboardX import pulls torch into the driver (~3 CPU-s of every start);
+    driver_defaults() turns Tune's automatic loggers off (TUNE_DISABLE_AUTO_CALLBACK_LOGGERS),
+    and setting that to 0 brings all three back."""
+    if not on:
+        return []
     from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 
     return [CSVLoggerCallback(), JsonLoggerCallback()]
@@ -333,7 +340,8 @@ def _fit(jobs: list[TrialJob], opts: Options, outage: OutageState | None = None
             failure_config=tune.FailureConfig(max_failures=opts.retries),
             stop=OutageStopper(outage, opts.owner),
             callbacks=[DBSyncCallback(opts.db_url, opts.owner, opts.retries, outage,
-                                      opts.say), *tune_file_loggers()], verbose=0),
+                                      opts.say), *tune_file_loggers(opts.tune_files)],
+            verbose=0),
     )
     grid = tuner.fit()  # trial errors do not raise here; the DB has the per-run outcome
     skipped: dict[int, str] = {}

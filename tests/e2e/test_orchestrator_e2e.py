@@ -74,9 +74,10 @@ def test_failure_rerun_resume_and_cache(tmp_path: Path) -> None:
     assert "Traceback" in att.traceback and "RuntimeError" in att.traceback
     ckpts = storage / "e2e" / "broken-s0" / "checkpoints"
     assert ckpts.is_dir() and any(ckpts.iterdir())
-    # Tune's per-trial result files as before, but no TensorBoard logger (its tensorboardX
-    # import pulled torch into the driver: orchestrator.run.scheduler.tune_file_loggers)
-    assert len(list(storage.glob("_tune/*/*/result.json"))) == 3
+    # no per-trial Tune files unless asked for (the DB has every metric), and never the
+    # TensorBoard logger (its tensorboardX import pulled torch into the driver:
+    # orchestrator.run.scheduler.tune_file_loggers)
+    assert not list(storage.glob("_tune/*/*/result.json"))
     assert not list(storage.glob("_tune/**/events.out.tfevents*"))
 
     again = cli("rerun", broken.id, "--db", url)
@@ -216,10 +217,12 @@ def test_sweep_retries_resume_from_the_checkpoint(tmp_path: Path) -> None:
                     .replace("retries: 0", "retries: 1")
                     .replace("  baseline: {}\n  sdpa: {gate.position: G1}\n", ""))
     # the injected fault is a RuntimeError, a code error: retried only when the user asks
+    # and Tune's per-trial files, asked for: one result.json per trial (the retry included)
     res = cli("submit", spec.name, "--db", "sqlite:///r.db", cwd=tmp_path,
-              GATESWEEP_RETRY_CODE_ERRORS="1")
+              GATESWEEP_RETRY_CODE_ERRORS="1", GATESWEEP_TUNE_FILES="1")
     assert res.returncode == 0, res.stdout + res.stderr
     assert (tmp_path / "runs" / "e2e-retry" / "broken-s0" / "checkpoints").is_dir()
+    assert len(list((tmp_path / "runs").glob("_tune/*/*/result.json"))) == 1
     db = results_db.open(f"sqlite:///{tmp_path / 'r.db'}")
     run = db.run("broken-s0")
     assert run.status == "succeeded"
