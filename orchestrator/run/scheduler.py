@@ -204,7 +204,7 @@ def execute(jobs: list[TrialJob], opts: Options) -> dict[int, str]:
     outage = OutageState(wait_s=wait_s)
     progress = opts.progress(db, ids) if opts.progress else contextlib.nullcontext()
     try:
-        with one_line_trial_errors(), ray_session(opts.address, opts.extra_env):
+        with one_line_trial_errors(opts.tune_files), ray_session(opts.address, opts.extra_env):
             _warn_local_storage(opts)
             try:
                 with _sigterm_as_interrupt(), \

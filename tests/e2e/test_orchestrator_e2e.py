@@ -78,6 +78,7 @@ def test_failure_rerun_resume_and_cache(tmp_path: Path) -> None:
     # TensorBoard logger (its tensorboardX import pulled torch into the driver:
     # orchestrator.run.scheduler.tune_file_loggers)
     assert not list(storage.glob("_tune/*/*/result.json"))
+    assert "Failed to fetch metrics" not in first.stdout + first.stderr  # quiet_logs._NO_FILES
     assert not list(storage.glob("_tune/**/events.out.tfevents*"))
 
     again = cli("rerun", broken.id, "--db", url)
