@@ -126,11 +126,14 @@ def update(conn: Any, run_id: int, rows: Sequence[tuple[Any, Any, int, str, floa
         else:
             new = _reread(conn, run_id, name, block)
         out.append((run_id, name, block, *(getattr(new, c) for c in COLUMNS)))
-    execute_rows(conn, _UPSERT, out)  # one statement, not one per series
+    execute_rows(conn, _UPSERT, out, _TYPES)  # one statement, not one per series
     return len(out)
 
 
-_UPSERT = (f"INSERT INTO {TABLE} (run_id, name, bucket, {', '.join(COLUMNS)}) VALUES {{values}} "
+# each written column's PostgreSQL type (multirow.execute_rows: one array per column)
+_TYPES = ("int8", "text", "int8", *("float8" if c.endswith("_value") else "int8"
+                                    for c in COLUMNS))
+_UPSERT = (f"INSERT INTO {TABLE} (run_id, name, bucket, {', '.join(COLUMNS)}) {{values}} "
            f"ON CONFLICT (run_id, name, bucket) DO UPDATE SET "
            f"{', '.join(f'{c} = excluded.{c}' for c in COLUMNS)}")
 

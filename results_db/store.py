@@ -214,7 +214,8 @@ def _upsert_metrics(conn: Connection, run_id: int,
         conn.exec_driver_sql(_SQLITE_METRIC_UPSERT, rows)
     else:
         # one statement may not update a row twice: the batch's last value per key wins
-        execute_rows(conn, _PG_METRIC_UPSERT, list({(r[3], r[2]): r for r in rows}.values()))
+        execute_rows(conn, _PG_METRIC_UPSERT, list({(r[3], r[2]): r for r in rows}.values()),
+                     _METRIC_TYPES)
     rollup.update(conn, run_id, rows)  # the curves' rollup, in the same transaction
 
 
@@ -227,7 +228,8 @@ def _upsert_summaries(s: Session, run_id: int, attempt_id: int | None,
     if not values:
         return {}
     execute_rows(s.connection(), _SUMMARY_UPSERT,
-                 [(run_id, attempt_id, k, clean_value(v)) for k, v in values.items()])
+                 [(run_id, attempt_id, k, clean_value(v)) for k, v in values.items()],
+                 ("int8", "int8", "text", "float8"))
     params = {col: int(v) for key, col in
               ((PARAMS_TOTAL, "params_total"), (PARAMS_GATES, "params_gates"))
               if (v := values.get(key)) is not None and not math.isnan(float(v))}
@@ -239,7 +241,7 @@ def _upsert_summaries(s: Session, run_id: int, attempt_id: int | None,
 _NEW_ARTIFACT = Prepared(lambda: insert(Artifact).values(
     {k: arg(k) for k in ("run_id", "attempt_id", "kind", "path", "data", "created")}))
 _SUMMARY_UPSERT = (
-    "INSERT INTO summaries (run_id, attempt_id, name, value) VALUES {values} "
+    "INSERT INTO summaries (run_id, attempt_id, name, value) {values} "
     "ON CONFLICT (run_id, name) DO UPDATE SET value = excluded.value, "
     "attempt_id = excluded.attempt_id")
 _SQLITE_METRIC_UPSERT = (
@@ -247,9 +249,10 @@ _SQLITE_METRIC_UPSERT = (
     "ON CONFLICT (run_id, name, step) DO UPDATE SET value = excluded.value, "
     "attempt_id = excluded.attempt_id")
 _PG_METRIC_UPSERT = (
-    "INSERT INTO metrics (run_id, attempt_id, step, name, value) VALUES {values} "
+    "INSERT INTO metrics (run_id, attempt_id, step, name, value) {values} "
     "ON CONFLICT (run_id, name, step) DO UPDATE SET value = excluded.value, "
     "attempt_id = excluded.attempt_id")
+_METRIC_TYPES = ("int8", "int8", "int8", "text", "float8")  # _metric_rows' tuples
 
 
 def _new_run(sweep_id: int, new: NewRun, now: Any) -> Run:
