@@ -242,6 +242,12 @@ class CpuByKind:
             out[kind] = out.get(kind, 0.0) + cpu - self.first.get(pid, 0.0)
         return out
 
+    def started(self, kind: str) -> int:
+        """Processes of ``kind`` that started during the phase (a trial worker's imports --
+        torch, DeepSpeed -- cost seconds of CPU: reused actors keep this near the
+        concurrency)."""
+        return sum(k == kind for pid, (k, _) in self.last.items() if pid not in self.first)
+
 
 # --- the monitor during submit -----------------------------------------------------------------
 @dataclass
@@ -366,6 +372,7 @@ def run_bare(cluster: Cluster, sweep_file: Path, storage: Path, nodes: int) -> d
         raise RuntimeError(f"bare Tune failed:\n{stdout[-3000:]}\n{stderr[-3000:]}")
     got = json.loads(line[5:])
     return {**got, "wall_s": wall, "cpu_by_kind": by_kind,
+            "workers_started": cpu.started("trial workers"),
             "first_start_s": got["first_start_wall"] - t_wall,
             "last_end_s": got["last_end_wall"] - t_wall}
 
@@ -404,7 +411,7 @@ def run_submit(cluster: Cluster, sweep_file: Path, sweep: str, storage: Path, ur
     if os.environ.get("GATESWEEP_SCALE_LOG"):  # the driver's whole output, for diagnosis
         Path(os.environ["GATESWEEP_SCALE_LOG"]).write_text("".join(lines))
     return {"rc": rc, "wall_s": wall, "cpu_s": cpu, "tail": "".join(lines[-15:]),
-            "cpu_by_kind": cpu_by_kind,
+            "cpu_by_kind": cpu_by_kind, "workers_started": by_kind.started("trial workers"),
             "t0_wall": time.time() - wall}, samples
 
 
@@ -621,6 +628,8 @@ def report(a: Any, bare: dict | None, sub: dict, s: Samples, integ: dict, reg: l
               "not run" if not bare else
               f"{bare['driver_cpu_s']:.1f} s = {1000 * bare['driver_cpu_s'] / n:.0f} ms per "
               f"run; {bare['first_start_s']:.1f} / {bare['last_end_s']:.1f} s after start"),
+             ("trial worker processes started: bare / submit",
+              f"{bare['workers_started'] if bare else '-'} / {sub['workers_started']}"),
              ("median attempt (claim to end)", f"{integ.get('attempt_median_s', -1):.2f} s"),
              ("peak PG connections (all)", str(max(s.conns_total, default=0))),
              ("peak: driver / all trials / one trial",
