@@ -3,9 +3,10 @@
 - ``claim_run`` is an atomic compare-and-set: ``UPDATE runs SET status='running' WHERE id=?
   AND status IN ('pending','failed','lost')`` and a check of the row count, in one short
   transaction (SQLite: BEGIN IMMEDIATE serialises writers; PostgreSQL: the UPDATE's row lock
-  makes a concurrent claimer wait, re-evaluate the WHERE and match nothing). The loser gets
-  None. A running run is taken over only when its attempt's lease ran out (no heartbeat for
-  ``stale_after_s`` of its own interval) or when the claimer is the attempt's own *owner*
+  makes a concurrent claimer wait, re-evaluate the WHERE and match nothing; the usual claim is
+  one statement there, _claim_in_one_statement). The loser gets None. A running run is
+  taken over only when its attempt's lease ran out (no heartbeat for ``stale_after_s`` of its
+  own interval) or when the claimer is the attempt's own *owner*
   (the same driver: it runs each run in one trial at a time, so its earlier process is gone).
   Ownership, not Tune's trial id, decides: two drivers can draw equal trial ids (Tune builds
   them from 20 bits of a uuid1 clock plus the trial index), and an equal id must never let
@@ -26,7 +27,9 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, Result, func, insert, select, update
+from sqlalchemy import CursorResult, Engine, Result, Row, func, insert, select, update
+from sqlalchemy import cast as sql_cast
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from contract.states import (
@@ -57,14 +60,24 @@ class NotFound(KeyError):
 
 class ClaimMixin:
     _tx: Callable[[], AbstractContextManager[Session]]
+    engine: Engine
 
     def claim_run(self, run_id: int, owner: str, host: str, trial_id: str | None = None, *,
                   pid: int | None = None, heartbeat_s: float | None = None
                   ) -> AttemptRow | None:
         """Take the run for a new attempt (number n+1, run -> running), or None when another
         live attempt holds it or it is not claimable (succeeded, cancelled, ...)."""
-        with self._tx() as s:
-            now = utcnow()
+        now = utcnow()
+        row = AttemptRow(id=0, run_id=run_id, number=0, status=S.RUNNING, started=now,
+                         ended=None, heartbeat=now, host=host,
+                         pid=os.getpid() if pid is None else pid, trial_id=trial_id,
+                         error=None, traceback=None, owner=owner, heartbeat_s=heartbeat_s)
+        values = {k: getattr(row, k) for k in _NEW_ATTEMPT_VALUES}
+        if self.engine.dialect.name == "postgresql":
+            new = _claim_in_one_statement(self.engine, {**values, "now": now})
+            if new is not None:
+                return replace(row, id=new.id, number=new.number)
+        with self._tx() as s:  # SQLite; PostgreSQL when the run was not there for the taking
             won = _rowcount(_CLAIM.run(s.connection(), {"run_id": run_id, "owner": owner,
                                                         "now": now})) == 1
             if not won:
@@ -75,12 +88,7 @@ class ClaimMixin:
                     return None
                 run.owner, run.updated = owner, now
             # defensive: nothing else may stay running beside the new attempt
-            _close_running(s, run_id, S.LOST, FaultClass.SUPERSEDED, "superseded by a claim")
-            row = AttemptRow(id=0, run_id=run_id, number=0, status=S.RUNNING, started=now,
-                             ended=None, heartbeat=now, host=host,
-                             pid=os.getpid() if pid is None else pid, trial_id=trial_id,
-                             error=None, traceback=None, owner=owner, heartbeat_s=heartbeat_s)
-            values = {k: getattr(row, k) for k in _NEW_ATTEMPT_VALUES}
+            _close_running(s, run_id, *_SUPERSEDED_BY_CLAIM)
             new = _NEW_ATTEMPT.run(s.connection(), {**values, "now": now}).one()
             return replace(row, id=new.id, number=new.number)
 
@@ -245,6 +253,25 @@ def _take_over(s: Session, run_id: int, owner: str, now: datetime) -> bool:
         .execution_options(synchronize_session=False))) == 1
 
 
+def _claim_in_one_statement(engine: Engine, params: dict[str, Any]) -> Row[Any] | None:
+    """PostgreSQL's usual claim -- a claimable run -- as one autocommitted statement
+    (_CLAIM_IN_ONE: the claim, the defensive close and the new attempt), one round trip
+    where the transaction took five; the new attempt's (id, number), or None: the run was
+    not there for the taking (held, finished, absent), and claim_run's transaction decides
+    who holds it. The statement reads at its start and locks the run after: a claim racing
+    another that inserted attempt n+1 meanwhile would insert n+1 too, which
+    uq_attempts_run_number refuses, and the transaction (run lock first, then the reads)
+    decides again."""
+    try:
+        with engine.connect() as conn:
+            conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+            return _CLAIM_IN_ONE.run(conn, {**params, **_SUPERSEDED_ARGS}).first()
+    except IntegrityError as exc:
+        if "uq_attempts_run_number" not in str(exc.orig):
+            raise
+        return None
+
+
 def _rowcount(result: Result[Any]) -> int:
     """Rows an UPDATE matched (Session.execute types it Result; a DML one is a CursorResult)."""
     return cast(CursorResult[Any], result).rowcount
@@ -338,6 +365,37 @@ _NEW_ATTEMPT = Prepared(lambda: insert(Attempt).values(
     .where(Attempt.run_id == arg("run_id")).scalar_subquery(),
     started=arg("now"), heartbeat=arg("now"),
     **{k: arg(k) for k in _NEW_ATTEMPT_VALUES}).returning(Attempt.id, Attempt.number))
+# what a claim does to an attempt still running beside it (close_running's arguments)
+_SUPERSEDED_BY_CLAIM = (S.LOST, FaultClass.SUPERSEDED, "superseded by a claim")
+_SUPERSEDED_ARGS = {"closed": S.LOST, "closed_fault": FaultClass.SUPERSEDED.value,
+                    "closed_error": _SUPERSEDED_BY_CLAIM[2]}
+
+
+def _claim_in_one() -> Any:
+    """_CLAIM, _CLOSE_RUNNING and _NEW_ATTEMPT as one PostgreSQL statement (data-modifying
+    CTEs: the run's row lock is taken by its UPDATE, the attempts' after it)."""
+    won = (update(Run).where(Run.id == arg("run_id"), Run.status.in_(sorted(CLAIMABLE)))
+           .values(status=S.RUNNING, owner=arg("owner"), updated=arg("now"))
+           .returning(Run.id).cte("won"))
+    closed = (update(Attempt)
+              .where(Attempt.run_id.in_(select(won.c.id)), Attempt.status == S.RUNNING)
+              .values(status=arg("closed"), ended=arg("now"), error=arg("closed_error"),
+                      fault=arg("closed_fault")).cte("closed"))
+    number = (select(func.coalesce(func.max(Attempt.number), 0) + 1)
+              .where(Attempt.run_id == won.c.id).scalar_subquery())
+    col = Attempt.__table__.c
+    given = [k for k in _NEW_ATTEMPT_VALUES if k != "run_id"]
+    return (insert(Attempt).from_select(
+        ["run_id", "number", "started", "heartbeat", *given],
+        # a SELECT list gives a parameter no type: each is cast to its column's (a NULL
+        # would otherwise arrive as text)
+        select(won.c.id, number, *(sql_cast(arg(src, col[dst].type), col[dst].type)
+                                   for dst, src in (("started", "now"), ("heartbeat", "now"),
+                                                    *((k, k) for k in given)))))
+        .returning(Attempt.id, Attempt.number).add_cte(won, closed))
+
+
+_CLAIM_IN_ONE = Prepared(_claim_in_one)
 _RUN_STATUS_FOR_UPDATE = Prepared(lambda: select(Run.status).where(Run.id == arg("run_id"))
                                   .with_for_update())
 

@@ -5,9 +5,12 @@ stop, finishes that cannot move a run they no longer hold, fault classes, leases
 from __future__ import annotations
 
 import multiprocessing as mp
+import threading
 import time
 
 import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.pool import NullPool
 
 import results_db
 from contract.states import (
@@ -247,3 +250,40 @@ def test_a_silent_attempt_has_no_eta(db_url: str) -> None:
     silent = db.live_runs("s").row(0, named=True)
     assert silent["stale"] is True and silent["eta_s"] is None
     assert silent["step"] == 30 and silent["status"] == "running"
+
+
+@pytest.mark.postgres
+def test_a_claim_that_read_before_a_racing_attempt_claims_again(pg_url: str) -> None:
+    """PostgreSQL's one-statement claim (claims._CLAIM_IN_ONE) reads at its start and takes
+    the run's row lock after. Here another writer holds that lock, adds attempt 2 and leaves
+    the run claimable: the claim's own attempt 2 is refused by uq_attempts_run_number, and
+    claim_run's transaction claims again -- attempt 3, no error, nothing doubled."""
+    db = results_db.open(pg_url)
+    (rid,) = _runs(db, 1)
+    first = db.claim_run(rid, "submit a", "h")
+    assert first is not None
+    db.finish_attempt(first.id, "failed")  # the run is failed: claimable
+    got: dict[str, object] = {}
+    watch = create_engine(pg_url, poolclass=NullPool)
+    with db.engine.connect() as other:
+        other.execute(text("SELECT id FROM runs WHERE id = :r FOR UPDATE"), {"r": rid})
+        other.execute(text("INSERT INTO attempts (run_id, number, status, started, host, owner)"
+                           " VALUES (:r, 2, 'failed', now(), 'h', 'submit b')"), {"r": rid})
+        claimer = threading.Thread(target=lambda: got.update(att=db.claim_run(rid, "submit c",
+                                                                              "h")))
+        claimer.start()
+        deadline = time.monotonic() + 60
+        with watch.connect() as w:  # the claim's statement waits for the run's row lock
+            while not w.execute(text(
+                    "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                    "AND query LIKE 'WITH won AS%'")).first():
+                assert time.monotonic() < deadline, "the claim never waited for the run's lock"
+                time.sleep(0.05)
+        other.commit()
+    claimer.join(60)
+    watch.dispose()
+    att = got["att"]
+    assert isinstance(att, results_db.AttemptRow) and att.number == 3
+    assert [(a.number, a.status, a.owner) for a in db.attempts(rid)] == [
+        (1, "failed", "submit a"), (2, "failed", "submit b"), (3, "running", "submit c")]
+    assert db.run(rid).status == "running"
