@@ -265,9 +265,11 @@ def _claim_in_one_statement(engine: Engine, params: dict[str, Any]) -> Row[Any] 
     try:
         with engine.connect() as conn:
             conn = conn.execution_options(isolation_level="AUTOCOMMIT")
-            return _CLAIM_IN_ONE.run(conn, {**params, **_SUPERSEDED_ARGS}).first()
+            return _CLAIM_IN_ONE.run(conn, {**params, **_close_args(*_SUPERSEDED_BY_CLAIM,
+                                                                     prefix="closed_")}).first()
     except IntegrityError as exc:
-        if "uq_attempts_run_number" not in str(exc.orig):
+        diag = getattr(exc.orig, "diag", None)  # psycopg's: the constraint it broke
+        if getattr(diag, "constraint_name", None) != "uq_attempts_run_number":
             raise
         return None
 
@@ -339,9 +341,8 @@ def _is_latest(s: Session, att: Attempt) -> bool:
 
 def _close_running(s: Session, run_id: int, status: RunStatus, fault: FaultClass | None,
                    why: str) -> None:
-    _CLOSE_RUNNING.run(s.connection(), {"run_id": run_id, "status": status, "now": utcnow(),
-                                        "error": why,
-                                        "fault": None if fault is None else fault.value})
+    _CLOSE_RUNNING.run(s.connection(), {"run_id": run_id, "now": utcnow(),
+                                        **_close_args(status, fault, why)})
 
 
 def close_attempts(s: Session, run_id: int, status: RunStatus, why: str) -> None:
@@ -351,47 +352,61 @@ def close_attempts(s: Session, run_id: int, status: RunStatus, why: str) -> None
 
 
 # --- the claim's and the end's statements (prepared.py: built once, compiled once) -------
-_CLAIM = Prepared(lambda: update(Run)
-                  .where(Run.id == arg("run_id"), Run.status.in_(sorted(CLAIMABLE)))
-                  .values(status=S.RUNNING, owner=arg("owner"), updated=arg("now")))
-_CLOSE_RUNNING = Prepared(lambda: update(Attempt)
-                          .where(Attempt.run_id == arg("run_id"), Attempt.status == S.RUNNING)
-                          .values(status=arg("status"), ended=arg("now"), error=arg("error"),
-                                  fault=arg("fault")))
+# Each piece is built by one function, so the transactional claim (SQLite, and PostgreSQL's
+# rare paths) and PostgreSQL's one-statement claim are the same SQL.
+def _claim_update() -> Any:
+    """The claim's compare-and-set on the run."""
+    return (update(Run).where(Run.id == arg("run_id"), Run.status.in_(sorted(CLAIMABLE)))
+            .values(status=S.RUNNING, owner=arg("owner"), updated=arg("now")))
+
+
+def _close_update(run_matches: Any, prefix: str = "") -> Any:
+    """Close the running attempts of the run ``run_matches`` selects; its status, error and
+    fault are the arguments ``_close_args(..., prefix)`` names."""
+    return (update(Attempt).where(run_matches, Attempt.status == S.RUNNING)
+            .values(ended=arg("now"), **{c: arg(prefix + c) for c in _CLOSE_COLUMNS}))
+
+
+def _close_args(status: RunStatus, fault: FaultClass | None, why: str,
+                prefix: str = "") -> dict[str, Any]:
+    values = (status, why, None if fault is None else fault.value)
+    return {prefix + c: v for c, v in zip(_CLOSE_COLUMNS, values)}
+
+
+def _next_number(run_id: Any) -> Any:
+    """Attempt n+1 of the run, in the INSERT itself: one round trip, not a max() read and an
+    ORM flush."""
+    return (select(func.coalesce(func.max(Attempt.number), 0) + 1)
+            .where(Attempt.run_id == run_id).scalar_subquery())
+
+
+_CLOSE_COLUMNS = ("status", "error", "fault")
+_CLAIM = Prepared(_claim_update)
+_CLOSE_RUNNING = Prepared(lambda: _close_update(Attempt.run_id == arg("run_id")))
 _NEW_ATTEMPT_VALUES = ("run_id", "status", "host", "pid", "trial_id", "owner", "heartbeat_s")
-# number n+1 in the INSERT itself: one round trip, not a max() read and an ORM flush
 _NEW_ATTEMPT = Prepared(lambda: insert(Attempt).values(
-    number=select(func.coalesce(func.max(Attempt.number), 0) + 1)
-    .where(Attempt.run_id == arg("run_id")).scalar_subquery(),
-    started=arg("now"), heartbeat=arg("now"),
+    number=_next_number(arg("run_id")), started=arg("now"), heartbeat=arg("now"),
     **{k: arg(k) for k in _NEW_ATTEMPT_VALUES}).returning(Attempt.id, Attempt.number))
-# what a claim does to an attempt still running beside it (close_running's arguments)
+# what a claim does to an attempt still running beside it (_close_running's arguments)
 _SUPERSEDED_BY_CLAIM = (S.LOST, FaultClass.SUPERSEDED, "superseded by a claim")
-_SUPERSEDED_ARGS = {"closed": S.LOST, "closed_fault": FaultClass.SUPERSEDED.value,
-                    "closed_error": _SUPERSEDED_BY_CLAIM[2]}
 
 
 def _claim_in_one() -> Any:
     """_CLAIM, _CLOSE_RUNNING and _NEW_ATTEMPT as one PostgreSQL statement (data-modifying
-    CTEs: the run's row lock is taken by its UPDATE, the attempts' after it)."""
-    won = (update(Run).where(Run.id == arg("run_id"), Run.status.in_(sorted(CLAIMABLE)))
-           .values(status=S.RUNNING, owner=arg("owner"), updated=arg("now"))
-           .returning(Run.id).cte("won"))
-    closed = (update(Attempt)
-              .where(Attempt.run_id.in_(select(won.c.id)), Attempt.status == S.RUNNING)
-              .values(status=arg("closed"), ended=arg("now"), error=arg("closed_error"),
-                      fault=arg("closed_fault")).cte("closed"))
-    number = (select(func.coalesce(func.max(Attempt.number), 0) + 1)
-              .where(Attempt.run_id == won.c.id).scalar_subquery())
+    CTEs: the run's row lock is taken by its UPDATE, the attempts' after it). The close's
+    arguments are prefixed ``closed_``: the new attempt has a status of its own."""
+    won = _claim_update().returning(Run.id).cte("won")
+    closed = _close_update(Attempt.run_id.in_(select(won.c.id)), "closed_").cte("closed")
     col = Attempt.__table__.c
     given = [k for k in _NEW_ATTEMPT_VALUES if k != "run_id"]
     return (insert(Attempt).from_select(
         ["run_id", "number", "started", "heartbeat", *given],
         # a SELECT list gives a parameter no type: each is cast to its column's (a NULL
         # would otherwise arrive as text)
-        select(won.c.id, number, *(sql_cast(arg(src, col[dst].type), col[dst].type)
-                                   for dst, src in (("started", "now"), ("heartbeat", "now"),
-                                                    *((k, k) for k in given)))))
+        select(won.c.id, _next_number(won.c.id),
+               *(sql_cast(arg(src, col[dst].type), col[dst].type)
+                 for dst, src in (("started", "now"), ("heartbeat", "now"),
+                                  *((k, k) for k in given)))))
         .returning(Attempt.id, Attempt.number).add_cte(won, closed))
 
 

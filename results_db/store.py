@@ -229,7 +229,7 @@ def _upsert_summaries(s: Session, run_id: int, attempt_id: int | None,
         return {}
     execute_rows(s.connection(), _SUMMARY_UPSERT,
                  [(run_id, attempt_id, k, clean_value(v)) for k, v in values.items()],
-                 ("int8", "int8", "text", "float8"))
+                 _SUMMARY_TYPES)
     params = {col: int(v) for key, col in
               ((PARAMS_TOTAL, "params_total"), (PARAMS_GATES, "params_gates"))
               if (v := values.get(key)) is not None and not math.isnan(float(v))}
@@ -244,6 +244,7 @@ _SUMMARY_UPSERT = (
     "INSERT INTO summaries (run_id, attempt_id, name, value) {values} "
     "ON CONFLICT (run_id, name) DO UPDATE SET value = excluded.value, "
     "attempt_id = excluded.attempt_id")
+_SUMMARY_TYPES = ("int8", "int8", "text", "float8")  # (run_id, attempt_id, name, value)
 _SQLITE_METRIC_UPSERT = (
     "INSERT INTO metrics (run_id, attempt_id, step, name, value) VALUES (?, ?, ?, ?, ?) "
     "ON CONFLICT (run_id, name, step) DO UPDATE SET value = excluded.value, "

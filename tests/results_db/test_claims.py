@@ -264,8 +264,10 @@ def test_a_claim_that_read_before_a_racing_attempt_claims_again(pg_url: str) -> 
     assert first is not None
     db.finish_attempt(first.id, "failed")  # the run is failed: claimable
     got: dict[str, object] = {}
+    # the lock holder and the watcher are plain connections: a results_db one would be ended
+    # by its idle-in-transaction timeout (10 s) if the claimer thread started late under load
     watch = create_engine(pg_url, poolclass=NullPool)
-    with db.engine.connect() as other:
+    with watch.connect() as other:
         other.execute(text("SELECT id FROM runs WHERE id = :r FOR UPDATE"), {"r": rid})
         other.execute(text("INSERT INTO attempts (run_id, number, status, started, host, owner)"
                            " VALUES (:r, 2, 'failed', now(), 'h', 'submit b')"), {"r": rid})
