@@ -42,6 +42,11 @@ Combine = Literal["multiplicative", "additive"]
 Activation = Literal["sigmoid", "silu", "ns_sigmoid", "identity"]
 Nonlinearity = Literal["none", "rmsnorm", "silu"]
 Probe = Literal["attention_sink", "massive_activations", "gate_scores"]
+# How initial weights are drawn (trainer/initialise.py). "paired": each parameter from a
+# generator keyed by (seed, its qualified name), so two models at one seed start every weight
+# they share equal; "legacy": the global RNG in module order, as every run stored before the
+# field existed was (contract/identity.py ADDED reads a stored config without it so).
+InitScheme = Literal["paired", "legacy"]
 
 
 INT64_MAX = 2**63 - 1  # every integer must fit the results DB's 64-bit columns
@@ -206,6 +211,7 @@ class ModelConfig(StrictModel):
     switch_head: SwitchHeadConfig | None = None  # issue 7
     norm_eps: float = Field(default=1e-6, gt=0)
     init_std: float = Field(default=0.02, gt=0)
+    init: InitScheme = "paired"
 
     @model_validator(mode="before")
     @classmethod
@@ -485,6 +491,13 @@ class RunSpec(StrictModel):
                 raise ValueError(f"eval.ppl_sets.{name}.tokenizer: {theirs!r} differs from "
                                  f"data.tokenizer {tok!r}{drop}")
         return self
+
+    @classmethod
+    def from_stored(cls, config: Any) -> RunSpec:
+        """A RunSpec from a config stored before some of today's fields existed (the DB's runs,
+        a checkpoint's spec): an absent added field takes the value those runs had
+        (identity.ADDED), never today's default -- an old run reruns as it was trained."""
+        return cls.model_validate(identity.with_added(config))
 
     def fingerprint(self) -> str:
         """sha256 of the canonical document of what determines the result: THE identity rule

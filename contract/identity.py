@@ -17,6 +17,12 @@ A field a RunSpec no longer has (``RETIRED``) is put back into the document at t
 every stored run had, so the fingerprints of older runs -- in the DB and in their checkpoints'
 markers -- stay what they were: their cache hits and resumes keep working.
 
+A field added to the RunSpec after runs were stored (``ADDED``) changes no stored fingerprint:
+at the value every older run had (which is what its absence means) it stays out of the document,
+so only a run at another value -- a new default -- gets a new fingerprint and is never
+deduplicated with, or pooled as seeds beside, the older runs. ``with_added`` fills the field into
+a stored config so that it validates to what was run, not to today's default.
+
 Configs may be partial (hand-built in tests, older specs): every field is optional here, an
 absent ``resources.workers`` is ``DEFAULT_WORKERS`` (owned here, the default of
 contract.config.Resources). No import of contract.config: RunSpec.fingerprint calls this.
@@ -37,11 +43,23 @@ DEFAULT_WORKERS = 1  # data-parallel workers of a run (contract.config.Resources
 # the RunSpec; tests inject faults from outside now (tests/support/stepfault.py, issue 19), and
 # migration 0005 took the field out of the stored configs.
 RETIRED: dict[str, dict[str, Any]] = {"train": {"fail_at_step": None}}
+# block -> {field: the value every run stored before the field existed}. model.init: before
+# paired initialisation every run drew its weights from the global RNG in module order.
+ADDED: dict[str, dict[str, Any]] = {"model": {"init": "legacy"}}
+
+
+def with_added(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored config with each absent ADDED field at its pre-field value (a copy)."""
+    doc = dict(config)
+    for block, fields in ADDED.items():
+        if isinstance(doc.get(block), Mapping):
+            doc[block] = {**fields, **doc[block]}
+    return doc
 
 
 def canonical_doc(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The config minus ``name`` and the scheduling-only resources, plus the RETIRED fields
-    (a deep copy)."""
+    """The config minus ``name``, the scheduling-only resources and each ADDED field at its
+    pre-field value, plus the RETIRED fields (a deep copy)."""
     doc: dict[str, Any] = json.loads(json.dumps(dict(config), default=str))
     doc.pop("name", None)
     resources = doc.get("resources")
@@ -51,6 +69,11 @@ def canonical_doc(config: Mapping[str, Any]) -> dict[str, Any]:
         if isinstance(doc.get(block), dict):
             for key, value in fields.items():
                 doc[block].setdefault(key, value)
+    for block, fields in ADDED.items():
+        if isinstance(doc.get(block), dict):
+            for key, value in fields.items():
+                if doc[block].get(key, value) == value:
+                    doc[block].pop(key, None)
     return doc
 
 

@@ -62,3 +62,35 @@ def test_partial_configs_default_workers_like_the_spec() -> None:
     partial = {k: v for k, v in doc.items() if k != "resources"}
     assert identity.group_keys(partial) == identity.group_keys(doc)
     assert identity.fingerprint(partial) == _spec().fingerprint()
+
+
+def _stored_before_init(spec: RunSpec) -> dict[str, Any]:
+    """The config as runs stored before model.init existed: the same dump without the field."""
+    doc = spec.model_dump(mode="json")
+    doc["model"] = {k: v for k, v in doc["model"].items() if k != "init"}
+    return doc
+
+
+# sha256 of the stored config of _spec() as registered before model.init existed (commit
+# 61e6176): a stored run's fingerprint, and its checkpoints' markers, must not move.
+OLD_FINGERPRINT = "1997bd4d2cc0c31dda73c4338b1ea3bec349aa0c68798b309db484f3697836c7"
+
+
+def test_stored_configs_without_the_init_scheme_keep_their_fingerprint() -> None:
+    old = _stored_before_init(_spec())
+    assert identity.fingerprint(old) == OLD_FINGERPRINT
+    legacy = _spec(model__init="legacy")
+    # the stored config reads as the legacy run it was, and an explicit legacy run is that run
+    assert RunSpec.from_stored(old) == legacy
+    assert legacy.fingerprint() == identity.fingerprint(old) == RunSpec.from_stored(
+        old).fingerprint()
+    assert identity.group_keys(old) == _keys(legacy)
+
+
+def test_the_paired_default_is_a_new_run_and_a_new_group() -> None:
+    paired, legacy = _spec(), _spec(model__init="legacy")
+    assert paired.model.init == "paired"
+    assert paired.fingerprint() != legacy.fingerprint()
+    assert _keys(paired)[0] != _keys(legacy)[0] and _keys(paired)[1] != _keys(legacy)[1]
+    # a fresh dump keeps its explicit scheme when read back as a stored config
+    assert RunSpec.from_stored(paired.model_dump(mode="json")) == paired
