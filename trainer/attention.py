@@ -26,6 +26,7 @@ from torch import nn
 from contract.config import ModelConfig
 from contract.gate_positions import DENSE_OUTPUT, KEY, QUERY, SDPA_OUTPUT, VALUE
 from trainer.gates import Gate, build_gates
+from trainer.keyed import Part
 from trainer.norms import RMSNorm
 from trainer.probes import first_token_column
 from trainer.rope import apply_rope
@@ -111,6 +112,16 @@ class Attention(nn.Module):
         # mass on key 0, per query, averaged over batch and heads: (T,)
         self.record.append({"first_token": first_token_column(att)})
         return y
+
+    def init_parts(self) -> dict[str, list[Part]]:
+        """Paired init (trainer/initialise.py): q_proj's q rows draw what an ungated q_proj
+        does, the fused G1 rows what the unfused gate's own projection would."""
+        if not self.g1_width:
+            return {}
+        d, n_q = self.q_proj.in_features, self.n_head * self.head_dim
+        return {"q_proj.weight": [
+            Part("q_proj.weight", (n_q, d), (slice(0, n_q),)),
+            Part(f"gates.{SDPA_OUTPUT}.proj.weight", (self.g1_width, d), (slice(n_q, None),))]}
 
     def n_gate_params(self) -> int:
         """Gate parameters, including the G1 rows fused into q_proj."""

@@ -12,7 +12,6 @@ held-out array (the same for every seed, so runs compare). Import these names fr
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -23,15 +22,11 @@ import torch
 
 from contract.config import BpeSpec, DataConfig, RunSpec
 from contract.splits import split_problem
+from trainer.keyed import keyed_generator
 from trainer.token_files import Tokens, load_tokens
 
 Batch = tuple[torch.Tensor, torch.Tensor]  # inputs (B, T) long, targets (B, T) long
 _DATA_SEED = 0x6A7E5  # fixes the synthetic *task*; the run seed only orders the samples
-
-
-def _generator(*parts: int | str) -> torch.Generator:
-    digest = hashlib.sha256(":".join(map(str, parts)).encode()).digest()
-    return torch.Generator().manual_seed(int.from_bytes(digest[:8], "little") >> 1)
 
 
 class SyntheticSource:
@@ -55,7 +50,7 @@ class SyntheticSource:
         if vocab_size < 2 * k:
             raise ValueError(f"model.vocab_size: {vocab_size} is too small for the synthetic "
                              f"data source (its chain needs at least {2 * k} tokens)")
-        g = _generator(_DATA_SEED, "chain", vocab_size)
+        g = keyed_generator(_DATA_SEED, "chain", vocab_size)
         self.vocab_size = vocab_size
         self.successors = _distinct_successors(vocab_size, k, g)  # (V, k)
         self.p = torch.tensor(self.SUCCESSOR_P)
@@ -140,7 +135,7 @@ class DataStream:
 
     def train_batch(self, step: int, micro: int = 0) -> Batch:
         index = (step * self.grad_accum + micro) * self.world_size + self.rank
-        g = _generator(self.seed, "train", index)
+        g = keyed_generator(self.seed, "train", index)
         length = self.seq_len + 1
         if isinstance(self.source, SyntheticSource):
             return self._split(self.source.sample(g, self.batch_size, length))
@@ -150,7 +145,7 @@ class DataStream:
         """Held-out batch ``index``: independent of the seed and the rank."""
         length = self.seq_len + 1
         if isinstance(self.source, SyntheticSource):
-            g = _generator(_DATA_SEED, "val", index)
+            g = keyed_generator(_DATA_SEED, "val", index)
             return self._split(self.source.sample(g, self.batch_size, length))
         return self._split(self.source.val_batch(index, self.batch_size, length))
 

@@ -26,7 +26,7 @@ __all__ = ["check", "data_summary", "data_artifact", "build_data", "build_source
            "ppl_set_config", "DataStream", "SyntheticSource", "ArraySource", "Batch"]
 
 _TORCH_NAMES = {"build_data", "build_source", "ppl_set_config", "DataStream", "SyntheticSource",
-                "ArraySource", "Batch", "_DATA_SEED", "_generator"}
+                "ArraySource", "Batch", "_DATA_SEED"}
 
 _NUMERIC_INFO = ("files", "train_files", "val_files", "train_bytes", "val_bytes", "bytes",
                  "train_tokens", "val_tokens", "skipped_non_utf8")

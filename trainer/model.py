@@ -20,6 +20,7 @@ from contract.config import ModelConfig
 from contract.params import effective_d_ff
 from trainer.attention import Attention
 from trainer.dist import ensure_single_process_dist
+from trainer.initialise import initialise_paired
 from trainer.moe import MoEFFN, SwiGLU
 from trainer.norms import RMSNorm
 from trainer.probes import ProbeResult, first_token_share
@@ -84,11 +85,13 @@ class GatedLM(nn.Module):
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         self.rope_scaling: RopeScaling | None = None
         self._rope: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
-        self.apply(self._init_weights)
+        if cfg.init == "legacy":  # paired: build_model draws every weight afterwards
+            self.apply(self._init_weights)
         if cfg.tie_embeddings:
             self.lm_head.weight = self.embed.weight
 
     def _init_weights(self, m: nn.Module) -> None:
+        """The legacy scheme (model.init: legacy): the global RNG in module order."""
         # meta tensors have no values: skipping saves seconds when counting the paper models
         if isinstance(m, (nn.Linear, nn.Embedding)) and not m.weight.is_meta:
             nn.init.normal_(m.weight, mean=0.0, std=self.cfg.init_std)
@@ -183,14 +186,22 @@ class GatedLM(nn.Module):
         return split_params_into_different_moe_groups_for_optimizer(groups)
 
 
-def build_model(cfg: ModelConfig, device: torch.device | str | None = None) -> GatedLM:
+def build_model(cfg: ModelConfig, device: torch.device | str | None = None,
+                seed: int = 0) -> GatedLM:
     """Construct and initialise (normal(0, cfg.init_std); norms 1; constant gates 0).
 
-    MoE models first make sure torch.distributed is up (DeepSpeed's MoE expects it).
+    ``cfg.init`` says from what: ``paired`` (the default) draws each parameter from its
+    (``seed``, name) key (trainer/initialise.py); ``legacy`` from the global RNG in module
+    order (the caller seeds it; ``seed`` is unused). MoE models first make sure
+    torch.distributed is up (DeepSpeed's MoE expects it).
     """
     if cfg.moe is not None and str(device) != "meta":
         ensure_single_process_dist()
     if device is None:
-        return GatedLM(cfg)
-    with torch.device(device):
-        return GatedLM(cfg)
+        model = GatedLM(cfg)
+    else:
+        with torch.device(device):
+            model = GatedLM(cfg)
+    if cfg.init == "paired":
+        initialise_paired(model, seed, cfg.init_std)
+    return model

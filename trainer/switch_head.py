@@ -21,6 +21,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from trainer.keyed import Part
+
 
 class SwitchProjection(nn.Module):
     """Drop-in for a (d_model -> n_heads * head_dim) projection: (B, T, C) -> (B, T, H*D)."""
@@ -38,6 +40,13 @@ class SwitchProjection(nn.Module):
             nn.init.normal_(self.weight, std=init_std)
             nn.init.normal_(self.router.weight, std=init_std)
         self.last_selection: torch.Tensor | None = None  # (B, T, H, E) bool, for tests/probes
+
+    def init_parts(self) -> dict[str, list[Part]]:
+        """Paired init (trainer/initialise.py): expert 0 draws what the plain projection this
+        replaces does (its key and (H*D, C) shape), each other expert from a key of its own."""
+        shape = (self.n_heads * self.head_dim, self.weight.shape[-1])
+        return {"weight": [Part("weight" if e == 0 else f"experts.{e}.weight", shape,
+                                (slice(None), e)) for e in range(self.n_experts)]}
 
     def routing(self, x: torch.Tensor) -> torch.Tensor:
         """(B, T, H, E) sigmoid scores with all but each head's top-k zeroed."""

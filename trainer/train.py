@@ -147,7 +147,13 @@ class _Run:
         # machine (python_code reads the local interpreter's files).
         self.rep.artifact("data", data_artifact(self.data.info))
         seed_everything(spec.seed)  # identical initial weights on every rank
-        model = build_model(spec.model)
+        model = build_model(spec.model, seed=spec.seed)
+        if spec.model.init == "paired":
+            # Nothing after the build draws from the global RNGs today (batches, eval and probe
+            # batches, longctx needles are keyed; no dropout; MoE routing is deterministic);
+            # reseeding keeps any later draw a function of the seed, not of how many draws the
+            # model's constructors took.
+            seed_everything(spec.seed)
         counts = count_params(spec.model)
         self.params = {metrics.PARAMS_TOTAL: float(counts.total),
                        metrics.PARAMS_GATES: float(counts.gates)}

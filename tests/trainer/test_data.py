@@ -245,9 +245,10 @@ def test_small_vocabulary_chain_is_the_recorded_stream() -> None:
     """Below the threshold the chain is the one every recorded result used (randperm per token)."""
     import torch
 
-    from trainer.data import _DATA_SEED, SyntheticSource, _generator
+    from trainer.data import _DATA_SEED, SyntheticSource
+    from trainer.keyed import keyed_generator
 
-    g = _generator(_DATA_SEED, "chain", 256)
+    g = keyed_generator(_DATA_SEED, "chain", 256)
     expected = torch.stack([torch.randperm(256, generator=g)[:4] for _ in range(256)])
     assert torch.equal(SyntheticSource(256).successors, expected)
 
