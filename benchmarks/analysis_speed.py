@@ -11,7 +11,7 @@ The DB is a tests.support.synth.fill sweep (10 variants x 3 LRs x 3 seeds, repea
 reads), filled when it has fewer runs than asked: runs registered by the submit path
 (make_plan + register, real RunSpecs and fingerprints), attempts through the writer API.
 
-"before" is the analysis package and its reads (results_db/frames.py) as of ``--before``
+"before" is the analysis package and its reads (then results_db/frames.py) as of ``--before``
 (default: the last commit with the per-group Python path), extracted with ``git show`` into
 a temp dir and run against the same DB; without git (or with ``--no-before``) that column
 reads n/a. The benchmark also checks that both paths return the same verdicts.
@@ -59,7 +59,8 @@ def load_before(commit: str, tmp: Path) -> Any | None:
                                   capture_output=True, text=True).stdout
         except (OSError, subprocess.CalledProcessError):
             return None
-        text = text.replace("results_db.analysis", OLD_PKG)
+        text = text.replace("results_db.analysis", OLD_PKG).replace("results_db.vocab",
+                                                                     "results_db.schema.vocab")
         (pkg / f"{name}.py").write_text(text.replace("results_db.frames", f"{OLD_PKG}.frames"))
     sys.path.insert(0, str(tmp))
     try:

@@ -17,7 +17,7 @@ workers, whose log files every node's log monitor keeps polling):
    in-memory reporter, same concurrency, actors reused (the floor: no DB, no claims);
 2. the real ``orchestrator submit FILE --address ... --db postgresql+psycopg://...``, while a
    monitor samples every second the driver's RSS and the server's connections
-   (results_db.pgstat: per process, by application_name), and every ``--probe-every`` s times
+   (results_db.read.pgstat: per process, by application_name), and every ``--probe-every`` s times
    ``orchestrator status``, ``orchestrator leaderboard`` and the dashboard's Overview (AppTest,
    a cold render, in a fresh process);
 3. integrity: every run's (metric, step) points against the bare run's count (lost, duplicated);
@@ -271,7 +271,7 @@ def monitor(pid: int, url: str, sweep: str, samples: Samples, stop: threading.Ev
     import psutil
 
     import results_db
-    from results_db.pgstat import connections
+    from results_db.read.pgstat import connections
 
     proc = psutil.Process(pid)
     probes: set[int] = set()
@@ -457,7 +457,7 @@ def integrity(url: str, sweep: str, expected: dict[str, int]) -> dict[str, int]:
 def register_times(url_of: Any, sizes: list[int], steps: int, tmp: Path) -> list[tuple]:
     """(runs, plan s, register s, jobs_for s) into a fresh DB each, no Ray."""
     import results_db
-    from orchestrator.run.submit import jobs_for, register
+    from orchestrator.run.driver.submit import jobs_for, register
     from orchestrator.sweep.plan import make_plan
 
     out = []

@@ -4,12 +4,12 @@
                                      [--copy-to FILE]
 
 For a borrowed GPU box that has torch but no Ray (benchmarks/device_run.sh's sweep step): the
-product's own path minus the scheduler -- ``orchestrator.run.submit.make_plan`` (parse, validate,
-expand), ``register`` (sweep + run rows, dedupe), ``jobs_for`` and, per run,
-``orchestrator.run.runner.execute_job`` (claim, DB reporter, ``trainer.train``, record the end). The
-DB afterwards is what ``orchestrator submit`` would have written; copy it home and read it with
-``orchestrator leaderboard`` / the dashboard. Re-running skips finished runs and resumes the rest.
-Exit code 0 when every run of the sweep succeeded or diverged.
+product's own path minus the scheduler -- ``orchestrator.run.driver.submit.make_plan`` (parse,
+validate, expand), ``register`` (sweep + run rows, dedupe), ``jobs_for`` and, per run,
+``orchestrator.run.trial.runner.execute_job`` (claim, DB reporter, ``trainer.train``, record the
+end). The DB afterwards is what ``orchestrator submit`` would have written; copy it home and read it
+with ``orchestrator leaderboard`` / the dashboard. Re-running skips finished runs and resumes the
+rest. Exit code 0 when every run of the sweep succeeded or diverged.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def _placeholder_ray_if_missing() -> None:
-    """orchestrator/run/scheduler.py subclasses ``ray.tune.Callback`` when imported (submit.py
-    imports it); this path never calls Ray, so on a box without Ray the import gets a
+    """orchestrator/run/driver/scheduler.py subclasses ``ray.tune.Callback`` when imported
+    (submit.py imports it); this path never calls Ray, so on a box without Ray the import gets a
     placeholder base class. Nothing else of Ray is provided: a call into it fails loudly."""
     try:
         import ray.tune  # noqa: F401
@@ -41,10 +41,10 @@ def _placeholder_ray_if_missing() -> None:
 def run(sweep: Path, db_url: str, storage: Path) -> int:
     _placeholder_ray_if_missing()
     import results_db
+    from orchestrator.run.driver.submit import jobs_for, make_plan, register
     from orchestrator.run.env import prepare_trial_env
-    from orchestrator.run.runner import execute_job
-    from orchestrator.run.submit import jobs_for, make_plan, register
-    from orchestrator.run.trial_job import driver_owner, heartbeat_interval
+    from orchestrator.run.trial.runner import execute_job
+    from orchestrator.run.trial.trial_job import driver_owner, heartbeat_interval
     from trainer.preempt import Preempted
 
     plan = make_plan(sweep)

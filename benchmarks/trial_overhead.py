@@ -6,10 +6,10 @@ The cluster benchmark (benchmarks/cluster_scale.py) gives the end-to-end ratio; 
 where a trial's share of it goes, without Ray or other processes in the way. One process
 trains the same ``tiny`` RunSpecs twice, alternating run by run so that load drifts hit both:
 1. bare: ``trainer.train`` with an in-memory reporter (what bare Ray Tune's trial does);
-2. gatesweep: ``orchestrator.run.runner.execute_job`` against the results DB (claim, reporter
+2. gatesweep: ``orchestrator.run.trial.runner.execute_job`` against the results DB (claim, reporter
    with its heartbeat thread, flushes, artifacts, the end), one DB handle per process as a
-   reused trial actor has (orchestrator/run/trial_db.py).
-Per trial it counts transactions and statements (results_db.counters; the pool's pings run on
+   reused trial actor has (orchestrator/run/trial/trial_db.py).
+Per trial it counts transactions and statements (results_db.write.counters; the pool's pings run on
 the raw connection and are not counted) and the CPU of this process and of the PostgreSQL
 server's processes. Prints the figures side by side and the extra per trial.
 """
@@ -77,8 +77,8 @@ def main() -> None:
     prepare_trial_env()
     import results_db
     from contract.reporter import MemoryReporter
-    from orchestrator.run.runner import execute_job
-    from orchestrator.run.submit import jobs_for, register
+    from orchestrator.run.driver.submit import jobs_for, register
+    from orchestrator.run.trial.runner import execute_job
     from orchestrator.sweep.plan import make_plan
     from trainer.train import train
 
@@ -98,7 +98,7 @@ def main() -> None:
         with results_db.open(url) as db:
             rows = register(db, plan, force=False).to_run
         jobs = jobs_for(rows, plan, tmp / "storage", url)
-        from results_db.counters import SQLCounter
+        from results_db.write.counters import SQLCounter
 
         counter = SQLCounter()
         # the first of each: imports, DeepSpeed's op build, the engine's first compilations

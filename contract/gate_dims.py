@@ -2,10 +2,10 @@
 
 ``gate_dims(model.gates)`` -> gate_position, gate_granularity, gate_sharing, gate_combine,
 gate_activation, gate_input_dependent, n_gates: what the results DB derives at registration
-(results_db/dims.py) so SQL can ``GROUP BY gate_position``. Stored gates may omit fields (hand-
-built configs, older specs): an unset field means GateSpec's default (``GATE_DEFAULTS``, read
+(results_db/schema/dims.py) so SQL can ``GROUP BY gate_position``. Stored gates may omit fields
+(hand- built configs, older specs): an unset field means GateSpec's default (``GATE_DEFAULTS``, read
 from the models, never re-spelled); ``COLUMN_DEFAULTS`` is the same by column name
-(results_db.vocab.GATE_DEFAULTS).
+(results_db.schema.vocab.GATE_DEFAULTS).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The trainer records one ``Provenance`` per attempt, at its start (trainer/provenance.py adds the
 accelerator and the DeepSpeed config to what this module collects), and hands it to the
 Reporter as the artifact ``ARTIFACT``; the DB reporter stores it in the ``provenance`` table
-(results_db/provenance.py), one row per attempt. The field names here are the column names
+(results_db/write/provenance.py), one row per attempt. The field names here are the column names
 there: one owner.
 
 "Which code" is ``CodeVersion``: the git commit of the source checkout the packages were

@@ -7,11 +7,11 @@ checkpoint (at ``train.steps``) is saved without that flush, and the reporter wr
 points buffered then together with that checkpoint's record and the run's end, in one write
 (the orchestrator's DB reporter: one transaction fewer per run). Its points are then durable
 only once that record is: whoever resumes such a run must not resume from a final checkpoint
-that has no record (orchestrator/run/runner.py discards it, and the resumed attempt retrains
+that has no record (orchestrator/run/trial/runner.py discards it, and the resumed attempt retrains
 the steps after the checkpoint before it).
 
 The trainer knows nothing of Ray or SQL. The orchestrator passes a DB-backed reporter
-(orchestrator/run/reporter.py); tests pass ``MemoryReporter``. Only rank 0 reports.
+(orchestrator/run/trial/reporter.py); tests pass ``MemoryReporter``. Only rank 0 reports.
 """
 
 from __future__ import annotations

@@ -52,8 +52,8 @@ def status_group(status: str | RunStatus) -> str:
 
 class FaultClass(StrEnum):
     """What ended an attempt badly (attempts.fault). The retry policy over these lives in
-    orchestrator/run/faults.py; the vocabulary lives here, below both the orchestrator and the
-    DB."""
+    orchestrator/run/health/faults.py; the vocabulary lives here, below both the orchestrator and
+    the DB."""
 
     DIVERGED = "diverged"
     CANCELLED = "cancelled"
@@ -74,7 +74,7 @@ def parse_fault(value: str | FaultClass | None) -> FaultClass | None:
 
 # A failed attempt with one of these faults leaves the run `lost` (unfinished, resumable by
 # submit/rerun from its checkpoint) rather than `failed`: nothing is wrong with the run itself.
-# A DB outage past its bound stops the sweep (orchestrator/run/scheduler.py): its unfinished
+# A DB outage past its bound stops the sweep (orchestrator/run/driver/scheduler.py): its unfinished
 # runs are as resumable as preempted ones.
 RESUMABLE_FAULTS: frozenset[FaultClass] = frozenset({FaultClass.PREEMPTED,
                                                      FaultClass.NO_HEARTBEAT,
@@ -96,8 +96,9 @@ def run_status_after(attempt_status: str | RunStatus, fault: FaultClass | None) 
 DEFAULT_HEARTBEAT_S = 5.0
 STALE_BEATS = 3
 STALE_SLACK_S = 2.0
-# A stale attempt whose process still uses CPU is starved, not dead (orchestrator/run/liveness.py),
-# and is left alone -- but not forever: silent this long while busy, it counts as hung.
+# A stale attempt whose process still uses CPU is starved, not dead
+# (orchestrator/run/health/liveness.py), and is left alone -- but not forever: silent this long
+# while busy, it counts as hung.
 MAX_SILENT_S = 300.0
 
 

@@ -37,7 +37,7 @@ def db_url() -> str:
 @st.cache_resource(show_spinner=False)
 def open_db(url: str) -> Any:
     """One read-only ResultsDB per URL for the whole server process (the rerun button writes
-    through orchestrator.run.rerun, which opens its own)."""
+    through orchestrator.run.driver.rerun, which opens its own)."""
     return results_db.open(url, readonly=True)
 
 
@@ -265,7 +265,7 @@ def _ablation_table(url: str, sweep: str, kind: ablation.Kind, with_paper: bool,
 def metrics(url: str, run_ids: tuple[int, ...], names: tuple[str, ...],
             max_points: int) -> pl.DataFrame:
     """Time series (run_id, name, step, value), downsampled in the DB to ``max_points`` each
-    (from the metric rollup where its blocks fit: results_db/downsample.py)."""
+    (from the metric rollup where its blocks fit: results_db/read/downsample.py)."""
     if not run_ids or not names:
         return pl.DataFrame(schema={"run_id": pl.Int64, "name": pl.String, "step": pl.Int64,
                                     "value": pl.Float64})

@@ -3,7 +3,7 @@ one row per run with its metric, parallel-coordinate positions per run, and the 
 filter runs by ranges on those axes.
 
 Pure polars over what the page reads (the runs' config JSON, their summaries); presentation
-only -- group statistics are results_db's (results_db/grouping.py).
+only -- group statistics are results_db's (results_db/read/grouping.py).
 
 A brush is kept in data units, so a link (dashboard/urlstate.py) reopens the same selection
 after new runs moved the axes' ends: ``{key: [lo, hi]}`` for a numeric axis, ``{key:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from contract.gate_positions import POSITIONS
-from results_db.vocab import DIMENSIONS, GATE_DEFAULTS, GATE_DIMENSIONS
+from results_db.schema.vocab import DIMENSIONS, GATE_DEFAULTS, GATE_DIMENSIONS
 
 # The runs table's gate dimension columns (results_db derives them from the RunSpec JSON).
 DIM_COLUMNS: tuple[str, ...] = GATE_DIMENSIONS

@@ -10,7 +10,7 @@ import polars as pl
 from contract.states import STATUS_GROUPS, RunStatus
 
 # The run states in the contract's order, and the contract's one grouping of them
-# (contract.states.STATUS_GROUPS, shared with `orchestrator status` and results_db.live):
+# (contract.states.STATUS_GROUPS, shared with `orchestrator status` and results_db.read.live):
 # finished = done-ok + done-bad; `lost` is *waiting* (it needs a driver: submit/rerun), never
 # finished, and `pending` is waiting, never live.
 STATES: tuple[str, ...] = tuple(s.value for s in RunStatus)

@@ -10,6 +10,20 @@
     db.runs(sweep="gates-toy")      # polars DataFrame
 
 No torch here, and polars/alembic are imported only where needed, so this imports fast.
+
+  db.py            ResultsDB: one object per process, a writer and a read-only reader engine
+  engine.py        the engines for one URL (SQLite WAL, PostgreSQL), URL rules, backups
+  rows.py          plain value objects exchanged with the orchestrator
+  sqlread.py       SQL rows -> polars frames, under both the write and the read rooms
+  dberrors.py      the errors that name the DB it could not open or write
+  schema/          the tables, migrations' driver, vocabulary and dimension columns
+  write/           the write path (WriterMixin, claims, rollup, provenance)
+  read/            the read path (ReaderMixin, frames, downsampling, live runs)
+  analysis/        what a result means, decided once (AnalysisMixin)
+  migrations/      the Alembic environment and revisions
+
+Floors, lowest first (tests/test_architecture.py): dberrors.py; schema/; engine.py, rows.py,
+sqlread.py and analysis/'s pure rules; write/; read/; analysis/api.py; db.py; this front door.
 """
 
 from __future__ import annotations
@@ -35,7 +49,6 @@ from results_db.engine import (
     sqlite_database,
     writer_engine,
 )
-from results_db.migrate import current_revision, upgrade_engine
 from results_db.rows import (
     AttemptRow,
     AttemptWrite,
@@ -44,9 +57,10 @@ from results_db.rows import (
     RegisterResult,
     RunRow,
 )
+from results_db.schema.migrate import current_revision, upgrade_engine
+from results_db.schema.vocab import DIMENSIONS, VERDICTS
 from results_db.sqlread import QueryLimitError, QueryLimits
-from results_db.store import NotFound
-from results_db.vocab import DIMENSIONS, VERDICTS
+from results_db.write.store import NotFound
 
 __all__ = ["DEFAULT_URL", "default_url", "DIMENSIONS", "DONE_OK", "VERDICTS", "AttemptRow",
            "AttemptWrite", "NewArtifact",

@@ -12,12 +12,12 @@ from results_db.engine import (
     sqlite_database,
     writer_engine,
 )
-from results_db.live import LiveMixin
-from results_db.migrate import ensure_head
-from results_db.provenance import ProvenanceMixin
-from results_db.query import ReaderMixin, ReadOnlyQueryError
-from results_db.sqlite_lock import write_lock_holder
-from results_db.store import WriterMixin
+from results_db.read.live import LiveMixin
+from results_db.read.query import ReaderMixin, ReadOnlyQueryError
+from results_db.schema.migrate import ensure_head
+from results_db.write.provenance import ProvenanceMixin
+from results_db.write.sqlite_lock import write_lock_holder
+from results_db.write.store import WriterMixin
 
 __all__ = ["ReadOnlyQueryError", "ResultsDB"]
 
@@ -49,7 +49,7 @@ class ResultsDB(WriterMixin, ReaderMixin, AnalysisMixin, LiveMixin, ProvenanceMi
         return self._reader
 
     def write_lock_holder(self) -> int | None:
-        """SQLite: the pid holding the file's write lock now (results_db/sqlite_lock.py), or
+        """SQLite: the pid holding the file's write lock now (results_db/write/sqlite_lock.py), or
         None; always None on PostgreSQL, whose server ends a frozen writer's session itself."""
         path = sqlite_database(self.url)
         return write_lock_holder(path) if path and path != ":memory:" else None

@@ -7,10 +7,10 @@ not be written: database or disk is full")``. Every caller (CLI, trial, reporter
 one sentence naming the DB instead of a SQLAlchemy traceback. So does SQLite's "database is
 locked" after the busy timeout (30 s): every writer transaction begins IMMEDIATE, so it only
 means another process held the write lock that long (a ``sqlite3`` shell left inside a
-transaction, a frozen process), an outage the critical writes wait out (orchestrator/run/dbretry.py)
-rather than a code error that fails the run for good. Other errors (a constraint, a bug in our
-SQL) keep their types. SQLite rolls the failed transaction back as a whole, so a failed batch
-leaves none of its rows behind.
+transaction, a frozen process), an outage the critical writes wait out
+(orchestrator/run/health/dbretry.py) rather than a code error that fails the run for good. Other
+errors (a constraint, a bug in our SQL) keep their types. SQLite rolls the failed transaction back
+as a whole, so a failed batch leaves none of its rows behind.
 
 Faults are injected from outside in the tests (tests/support/dbfaults.py: an event listener
 on the Engine class that clamps SQLite's page count), never by a hook on this write path.
@@ -57,7 +57,7 @@ class DBUnreadable(DBNotFound):
 
 class DBForeign(DBUnreadable):
     """A database gatesweep did not make: another tool's tables or migration history
-    (results_db/ownership.py). Nothing reads it as results, nothing writes to it."""
+    (results_db/schema/ownership.py). Nothing reads it as results, nothing writes to it."""
 
 
 class DBNewer(DBForeign):
@@ -108,7 +108,7 @@ def classify(orig: BaseException, connecting: bool) -> str | None:
 def translate(where: str, ctx: Any, reads_only: bool = False) -> None:
     """SQLAlchemy ``handle_error`` hook: raise DBUnavailable for an unusable DB. On a
     read-only engine (``reads_only``) only an unreachable server counts: a refused write
-    there is the user's SQL, reported by results_db.query in its own words."""
+    there is the user's SQL, reported by results_db.read.query in its own words."""
     orig = ctx.original_exception
     if any(k in str(orig).lower() for k in _PG_NO_SLOTS) or \
             getattr(orig, "sqlstate", None) == "53300":

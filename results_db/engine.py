@@ -38,8 +38,8 @@ from results_db.dberrors import (
     sqlite_busy,
     translate,
 )
-from results_db.migrate import HEAD_REVISION, older_revisions
-from results_db.ownership import found_on, found_sqlite, judge
+from results_db.schema.migrate import HEAD_REVISION, older_revisions
+from results_db.schema.ownership import found_on, found_sqlite, judge
 
 DEFAULT_URL = "sqlite:///results.db"
 DB_ENV = "GATESWEEP_DB"  # THE results DB when no --db/url is given (default_url owns the rule)
@@ -54,7 +54,7 @@ def default_url() -> str:
     except ValueError as exc:
         raise ValueError(f"environment variable {DB_ENV}: {exc}") from None
     return url
-APP_NAME = "gatesweep"  # PostgreSQL application_name prefix (results_db.pgstat counts by it)
+APP_NAME = "gatesweep"  # PostgreSQL application_name prefix (results_db.read.pgstat counts by it)
 
 
 BUSY_TIMEOUT_MS = 30_000
@@ -106,7 +106,8 @@ def _ping_when_idle(engine: Engine, idle_s: float) -> None:
     """SQLAlchemy's pre-ping, only for a connection back in the pool for ``idle_s`` or more.
     A ping before every checkout was a sixth of a short trial's statements (3 of 18); one
     used a moment ago is alive unless the server restarted in that moment, and a failure
-    then is a DB error like any other (waited for and retried: orchestrator/run/dbretry.py)."""
+    then is a DB error like any other (waited for and retried:
+    orchestrator/run/health/dbretry.py)."""
     from sqlalchemy.exc import DisconnectionError
 
     @event.listens_for(engine, "checkin")
@@ -300,7 +301,7 @@ def _read_only_authorizer(action: int, arg1: str | None, arg2: str | None,
 
 
 def _check_sqlite_writable(path: Path) -> None:
-    """results_db/ownership.py's rule for a writer, read before the writer's first connection
+    """results_db/schema/ownership.py's rule for a writer, read before the writer's first connection
     switches the file to WAL."""
     if not path.is_file() or path.stat().st_size == 0:
         return

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from contract.states import RunStatus
-from results_db.schema import DIM_COLUMNS, Attempt, Run
+from results_db.schema.tables import DIM_COLUMNS, Attempt, Run
 
 
 @dataclass(frozen=True)

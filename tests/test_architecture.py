@@ -1,7 +1,7 @@
 """Architecture rules (issue 10), checked on the source with ast -- no imports executed:
 
 (a) results_db is the only package that speaks SQL: outside it no module imports sqlalchemy,
-    a DB driver or results_db.schema / results_db.migrations, no string literal is SQL
+    a DB driver or results_db.schema.tables / results_db.migrations, no string literal is SQL
     statement text (upper-case SELECT ... FROM, INSERT INTO, UPDATE .. SET, DELETE FROM,
     CREATE/DROP/ALTER TABLE|VIEW|INDEX, PRAGMA; docstrings and ``help=`` texts, which show
     users `orchestrator query` examples, are not code), and no ``.query(...)`` /
@@ -14,11 +14,13 @@
     A package imports only packages on lower floors (and third-party code); trainer and
     results_db are siblings that never import each other; contract imports no project package
     and no torch. benchmarks/ sits above everything.
-(d) Rooms inside orchestrator/ (orchestrator/__init__.py): sweep < run < cli, by the same rule;
-    its top-level modules (``__main__``) sit above the rooms. The dashboard enters the
-    orchestrator only through DASHBOARD_DOORS: the rerun path (its one write), the frame
-    formatter its downloads share with the CLI, and the sweep-file reader (the Decide page
-    reads a stored sweep's ``decide:`` block as `status` does).
+(d) Rooms inside a package (ROOMS), by the same rule: orchestrator/ sweep < run < cli (its
+    top-level modules, ``__main__``, above them); orchestrator/run/ cluster, env < health <
+    trial < driver; results_db/ dberrors < schema < engine, rows, sqlread, analysis's rules <
+    write < read < analysis/api.py < db.py (each package's __init__ says why). The dashboard enters
+    the orchestrator only through DASHBOARD_DOORS: the rerun path (its one write), the frame
+    formatter its downloads share with the CLI, and the sweep-file reader (the Decide page reads a
+    stored sweep's ``decide:`` block as `status` does).
 """
 
 from __future__ import annotations
@@ -33,13 +35,23 @@ PACKAGES = ("contract", "orchestrator", "trainer", "results_db", "dashboard", "b
 # Floor of each package; an import may only go to a strictly lower floor (or within a package).
 FLOORS = {"contract": 0, "trainer": 1, "results_db": 1, "orchestrator": 2, "dashboard": 3,
           "benchmarks": 4}
-# Floors of the orchestrator's rooms; a module outside every room (``__main__``) is above them.
-ROOMS = {"orchestrator": {"sweep": 0, "run": 1, "cli": 2}}
-DASHBOARD_DOORS = ("orchestrator.run.rerun", "orchestrator.cli.frame_format",
+# Floors of the rooms inside a package (a subpackage or a module, by its dotted name under the
+# package; the longest key wins); a module under no key (``__main__``) and the package's front
+# door (its __init__) are above them all. Keys on one floor never import each other.
+ROOMS = {
+    "orchestrator": {"sweep": 0, "run": 1, "cli": 2},
+    "orchestrator.run": {"cluster": 0, "env": 0, "health": 1, "trial": 2, "driver": 3},
+    # analysis/'s pure rules sit low (the write and read rooms use them); its api.py is the
+    # AnalysisMixin, which reads through read/frames.py.
+    "results_db": {"dberrors": 0, "schema": 1, "engine": 2, "rows": 2, "sqlread": 2,
+                   "analysis": 2, "migrations": 2, "write": 3, "read": 4, "analysis.api": 5,
+                   "db": 6},
+}
+DASHBOARD_DOORS = ("orchestrator.run.driver.rerun", "orchestrator.cli.frame_format",
                    "orchestrator.sweep.spec")
 SQL_OWNER = "results_db"
-FORBIDDEN_IMPORTS = ("sqlalchemy", "alembic", "psycopg", "sqlite3", "results_db.schema",
-                     "results_db.migrations", "results_db.sqlread", "results_db.frames")
+FORBIDDEN_IMPORTS = ("sqlalchemy", "alembic", "psycopg", "sqlite3", "results_db.schema.tables",
+                     "results_db.migrations", "results_db.sqlread", "results_db.read.frames")
 SQL_TEXT = re.compile(
     r"\bSELECT\b[\s\S]*\bFROM\b|\bINSERT\s+INTO\b|\bUPDATE\s+\w+\s+SET\b|\bDELETE\s+FROM\b|"
     r"\b(CREATE|DROP|ALTER)\s+(TABLE|VIEW|INDEX)\b|\bPRAGMA\s+\w+")
@@ -215,11 +227,11 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_cycle_finder_finds_function_level_cycles() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
     assert cycles(graph) == [["a", "b", "c"]]
-    tree = ast.parse("def f():\n    from results_db import query\n"
+    tree = ast.parse("def f():\n    from results_db.read import query\n"
                      "if TYPE_CHECKING:\n    import dashboard.app\n")
     MODULES.setdefault("x_probe", ROOT / "x_probe.py")
     try:
-        assert [m for m, _ in _imports("x_probe", tree)] == ["results_db.query"]
+        assert [m for m, _ in _imports("x_probe", tree)] == ["results_db.read.query"]
     finally:
         MODULES.pop("x_probe")
 
@@ -244,16 +256,16 @@ def test_no_import_cycles() -> None:
 
 def test_analysis_is_pure() -> None:
     """results_db/analysis/ decides what results mean over polars frames: no SQL, no torch.
-    Only api.py (the ResultsDB mixin) reaches the reads (results_db.frames)."""
+    Only api.py (the ResultsDB mixin) reaches the reads (results_db.read.frames)."""
     bad = []
-    allowed = ("results_db.analysis", "results_db.vocab", "contract.states")
+    allowed = ("results_db.analysis", "results_db.schema.vocab", "contract.states")
     for name, path in MODULES.items():
         if not name.startswith("results_db.analysis"):
             continue
         tree = ast.parse(path.read_text(), str(path))
         for mod, line in _imports(name, tree):
             ok_db = mod.startswith(allowed) or (name.endswith(".api") and
-                                                mod == "results_db.frames")
+                                                mod == "results_db.read.frames")
             if mod.split(".")[0] in ("sqlalchemy", "torch", "trainer") or \
                     (mod.startswith("results_db") and not ok_db):
                 bad.append(f"{path.relative_to(ROOT)}:{line}: imports {mod}")
@@ -263,10 +275,30 @@ def test_analysis_is_pure() -> None:
     assert not bad, "\n".join(bad)
 
 
-def _room_floor(module: str) -> int:
-    parts = module.split(".")
-    rooms = ROOMS.get(parts[0], {})
-    return rooms.get(parts[1], len(rooms)) if len(parts) > 1 else len(rooms)
+def _room(package: str, module: str) -> str | None:
+    """The key of ``ROOMS[package]`` that ``module`` lives under; None: the front door or no
+    room (both above every room)."""
+    rest = module[len(package) + 1:] if module.startswith(package + ".") else ""
+    keys = [k for k in ROOMS[package] if rest == k or rest.startswith(k + ".")]
+    return max(keys, key=len) if keys else None
+
+
+def _room_floor(package: str, key: str | None) -> int:
+    floors = ROOMS[package]
+    return floors[key] if key is not None else max(floors.values()) + 1
+
+
+def room_violation(name: str, dep: str) -> str | None:
+    """Why ``name`` may not import ``dep`` by the rooms of a package holding both (or None)."""
+    for package in ROOMS:
+        if not name.startswith(package + ".") or \
+                not (dep == package or dep.startswith(package + ".")):
+            continue
+        mine, theirs = _room(package, name), _room(package, dep)
+        if mine != theirs and _room_floor(package, theirs) >= _room_floor(package, mine):
+            return (f"room floor {_room_floor(package, mine)} -> "
+                    f"{_room_floor(package, theirs)} in {package}")
+    return None
 
 
 def layer_violations(graph: dict[str, set[str]]) -> list[str]:
@@ -278,9 +310,8 @@ def layer_violations(graph: dict[str, set[str]]) -> list[str]:
             where = f"{MODULES[name].relative_to(ROOT)}: {name} imports {dep}"
             if other != top and FLOORS[other] >= FLOORS[top]:
                 out.append(f"{where} (floor {FLOORS[top]} -> {FLOORS[other]})")
-            elif other == top and top in ROOMS and dep.split(".")[1:2] != name.split(".")[1:2] \
-                    and _room_floor(dep) >= _room_floor(name):
-                out.append(f"{where} (room floor {_room_floor(name)} -> {_room_floor(dep)})")
+            elif other == top and (why := room_violation(name, dep)):
+                out.append(f"{where} ({why})")
             elif top == "dashboard" and other == "orchestrator" and dep not in DASHBOARD_DOORS:
                 out.append(f"{where} (the dashboard's doors are {', '.join(DASHBOARD_DOORS)})")
     return sorted(out)
@@ -299,8 +330,8 @@ def _planted_violations(graph: dict[str, set[str]]) -> list[str]:
 
 def test_layer_checker_flags_sideways_and_upward_imports() -> None:
     graph = {"trainer.a": {"results_db.b", "contract.c"}, "contract.c": {"trainer.a"},
-             "dashboard.d": {"orchestrator.run.rerun", "results_db.b"}, "results_db.b": set(),
-             "orchestrator.run.rerun": set()}
+             "dashboard.d": {"orchestrator.run.driver.rerun", "results_db.b"}, "results_db.b":
+             set(), "orchestrator.run.driver.rerun": set()}
     bad = _planted_violations(graph)
     assert len(bad) == 2 and "trainer.a imports results_db.b" in bad[1] and \
         "contract.c imports trainer.a" in bad[0]
@@ -310,13 +341,30 @@ def test_layer_checker_flags_rooms_and_dashboard_doors() -> None:
     graph = {"orchestrator.run.a": {"orchestrator.cli.b", "orchestrator.sweep.c"},
              "orchestrator.sweep.c": {"orchestrator.run.a"},
              "orchestrator.cli.b": {"orchestrator.run.a"},
-             "dashboard.d": {"orchestrator.run.a", "orchestrator.run.rerun"},
-             "orchestrator.run.rerun": set()}
+             "dashboard.d": {"orchestrator.run.a", "orchestrator.run.driver.rerun"},
+             "orchestrator.run.driver.rerun": set()}
     bad = _planted_violations(graph)
     assert len(bad) == 3, bad
     assert "dashboard.d imports orchestrator.run.a" in bad[0]
     assert "orchestrator.run.a imports orchestrator.cli.b" in bad[1]
     assert "orchestrator.sweep.c imports orchestrator.run.a" in bad[2]
+
+
+def test_layer_checker_flags_rooms_inside_rooms() -> None:
+    graph = {"orchestrator.run.health.a": {"orchestrator.run.trial.b", "orchestrator.run.env"},
+             "orchestrator.run.trial.b": {"orchestrator.run.health.a", "orchestrator.run"},
+             "orchestrator.run.env": set(), "orchestrator.run": set(),
+             "results_db.write.c": {"results_db.read.d", "results_db.analysis.e"},
+             "results_db.read.d": {"results_db.write.c", "results_db.analysis.api"},
+             "results_db.analysis.e": {"results_db.sqlread"}, "results_db.sqlread": set(),
+             "results_db.analysis.api": {"results_db.read.d", "results_db.analysis.e"}}
+    bad = _planted_violations(graph)
+    assert len(bad) == 5, bad
+    assert "health.a imports orchestrator.run.trial.b" in bad[0]
+    assert "trial.b imports orchestrator.run (" in bad[1]
+    assert "analysis.e imports results_db.sqlread" in bad[2]
+    assert "read.d imports results_db.analysis.api" in bad[3]
+    assert "write.c imports results_db.read.d" in bad[4]
 
 
 def test_layers() -> None:

@@ -15,7 +15,7 @@ from dashboard.report import runs
 from dashboard.report.model import Block, Report, Section, Table, chart
 from dashboard.tables import fmt_delta_ci, fmt_lr, fmt_mean_std, fmt_num, fmt_verdict, row_labels
 from results_db.analysis.compare import seed_deltas
-from results_db.vocab import RESULT_STATES
+from results_db.schema.vocab import RESULT_STATES
 
 if TYPE_CHECKING:
     from results_db import ResultsDB

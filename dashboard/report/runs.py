@@ -16,7 +16,7 @@ from dashboard.provenance import COLUMNS, SHOWN_AS, display_frame
 from dashboard.report.model import Block, Section, Table, chart
 from dashboard.tables import fmt_lr, row_labels
 from results_db.analysis.mixing import MIX_COLUMNS
-from results_db.vocab import RESULT_STATES
+from results_db.schema.vocab import RESULT_STATES
 
 if TYPE_CHECKING:
     from results_db import ResultsDB

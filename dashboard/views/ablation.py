@@ -15,7 +15,7 @@ from dashboard.mdtext import code, md
 from dashboard.status import nothing_to_rank
 from dashboard.views import stability
 from dashboard.views.common import show_rows, table_height, watch
-from results_db.vocab import RESULT_STATES
+from results_db.schema.vocab import RESULT_STATES
 
 FINISHED = tuple(RESULT_STATES)  # the states db.ablation_table averages (its default)
 # short columns at their content's width, so the Agree column stays on a 1500 px screen

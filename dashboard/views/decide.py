@@ -4,7 +4,7 @@ by seed against the ±margin, whether it has decided, and the budget spent vs le
 
 The rule comes from the sweep file as stored (read as `status` reads it: loads_spec, through
 the dashboard's door to orchestrator.sweep.spec); the rows from db.decide_rows, the narrowing
-from results_db/decide_path.py (the same rule read at every seed count), the spending from
+from results_db/read/decide_path.py (the same rule read at every seed count), the spending from
 db.decide_spent. Nothing here computes a statistic.
 """
 
@@ -23,7 +23,7 @@ from dashboard.tables import fmt_lr
 from dashboard.views.common import show_chart, table_height, watch
 from orchestrator.sweep.spec import stored_decide
 from results_db.analysis.confseq import UNDECIDED
-from results_db.decide_path import interval_path
+from results_db.read.decide_path import interval_path
 
 if TYPE_CHECKING:
     from orchestrator.sweep.decide import DecideSpec

@@ -3,7 +3,7 @@
 Top to bottom: parallel coordinates over the chosen keys and the metric, one line per run,
 with brushing (drag across an axis to keep the runs in that range; brushes on several axes
 combine, the others' lines turn grey); the metric against a hyperparameter (one dot per kept
-run); the kept runs grouped by a key (runs, n, mean, std, min, max: results_db/grouping.py);
+run); the kept runs grouped by a key (runs, n, mean, std, min, max: results_db/read/grouping.py);
 and the config diff of any runs picked. The view (metric, axes, group, x, brushes, runs
 compared) is kept in the URL (dashboard/urlstate.py), so a link reopens it.
 """
@@ -26,7 +26,7 @@ from dashboard.configdiff import runs_diff
 from dashboard.mdtext import md
 from dashboard.tables import fmt_num, metric_order
 from dashboard.views.common import show_chart, watch
-from results_db.grouping import group_stats
+from results_db.read.grouping import group_stats
 
 MAX_AXES = 6  # axes drawn by default (more are picked by hand)
 MAX_RUNS = 2000  # runs drawn as lines (a bigger sweep: its first runs, the page says so)

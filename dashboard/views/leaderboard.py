@@ -41,7 +41,7 @@ from results_db.analysis.columns import FIRST_STAT
 from results_db.analysis.compare import seed_deltas as run_deltas
 from results_db.analysis.multiplicity import CORRECTIONS
 from results_db.analysis.summary import board_rule
-from results_db.vocab import RESULT_STATES, higher_is_better, verdict_kind
+from results_db.schema.vocab import RESULT_STATES, higher_is_better, verdict_kind
 
 # verdict order of the "by verdict" sort: the conclusions first, the reference, then the rest
 _VERDICT_ORDER = ("better", "baseline", "within noise", "needs", "n = 1", "no data", "worse")
@@ -54,7 +54,7 @@ FLOPS = "FLOPs ≈6NT"  # 6 x params/total x tokens: training compute (forward +
 
 def default_ascending(metric: str) -> bool:
     """Losses/PPL/probes rank lowest first; benchmark scores highest first (the metric's
-    direction as results_db.vocab defines it)."""
+    direction as results_db.schema.vocab defines it)."""
     return not higher_is_better(metric)
 
 

@@ -13,7 +13,7 @@ from dashboard import charts, data, palette
 from dashboard.mdtext import md
 from dashboard.tables import fmt_lr, row_labels
 from dashboard.views.common import show_chart, watch
-from results_db.vocab import RESULT_STATES
+from results_db.schema.vocab import RESULT_STATES
 
 PER_LAYER: dict[str, str] = {FIRST_TOKEN_ATTENTION: "first-token attention (attention sink)",
                              MAX_ACTIVATION: "max |activation| (massive activations, log scale)",

@@ -83,7 +83,7 @@ def _spawn(url: str, run_id: int, name: str) -> None:
     st.session_state[f"rd_confirm_{run_id}"] = False
     fresh = bool(st.session_state.get(f"rd_fresh_{run_id}"))
     try:
-        from orchestrator.run.rerun import spawn_rerun  # lazy: the dashboard stays Ray-free
+        from orchestrator.run.driver.rerun import spawn_rerun  # lazy: the dashboard stays Ray-free
 
         spawn_rerun(url, run_id, fresh=fresh)
     except Exception as exc:  # noqa: BLE001 - shown to the user, who can use the CLI instead

@@ -19,11 +19,11 @@ from rich.console import Console
 import results_db
 from contract.errors import UserError
 from contract.textout import terminal
-from orchestrator.run.dbretry import db_wait_s
+from orchestrator.run.driver.paths import storage_arg
 from orchestrator.run.env import absolute_db_url, float_env
-from orchestrator.run.leases import max_silent_s
-from orchestrator.run.paths import storage_arg
-from orchestrator.run.trial_job import heartbeat_interval
+from orchestrator.run.health.dbretry import db_wait_s
+from orchestrator.run.health.leases import max_silent_s
+from orchestrator.run.trial.trial_job import heartbeat_interval
 
 if TYPE_CHECKING:
     from results_db import ResultsDB
@@ -66,7 +66,7 @@ StaleOpt = Annotated[float | None, typer.Option(
 
 
 def _storage(raw: str | Path) -> Path:
-    try:  # the rule is orchestrator/run/paths.py's; click reports it as a bad --storage
+    try:  # the rule is orchestrator/run/driver/paths.py's; click reports it as a bad --storage
         return storage_arg(raw)
     except UserError as exc:
         raise typer.BadParameter(str(exc)) from None
@@ -92,7 +92,8 @@ def open_read(db: str | None) -> ResultsDB:
     a missing DB raises results_db.DBNotFound (a FileNotFoundError: exit 2)."""
 
     d = results_db.open(db_url(db), readonly=True)
-    if d.schema_note:  # a newer gatesweep's DB: read, with a warning (results_db/ownership.py)
+    # a newer gatesweep's DB: read, with a warning (results_db/schema/ownership.py)
+    if d.schema_note:
         err.print(f"warning: {d.schema_note}")
     return d
 

@@ -117,9 +117,9 @@ def check_tasks(benchmarks: tuple[Any, ...]) -> None:
 
 
 def checkpoint_dir_of(db: ResultsDB, row: RunRow, spec: RunSpec) -> Path:
-    """The run's recorded checkpoint dir (orchestrator.run.rerun owns the rule, and refuses a
+    """The run's recorded checkpoint dir (orchestrator.run.driver.rerun owns the rule, and refuses a
     recorded path that is not <storage>/<sweep>/<name>/checkpoints of this run)."""
-    from orchestrator.run.rerun import recorded_checkpoint_dir, sweep_of
+    from orchestrator.run.driver.rerun import recorded_checkpoint_dir, sweep_of
 
     # the row's own identity: a stored config naming another run must not load its weights
     found = recorded_checkpoint_dir(db, row.id, sweep_of(db, row), row.name)
@@ -144,7 +144,7 @@ def evaluate_run(db: ResultsDB, row: RunRow, tasks: tuple[Any, ...] | None, devi
 
     ``tasks``: the benchmarks to run (None: the spec's); ``longctx``: also the spec's
     long-context evaluation (off for ``--tasks``)."""
-    from orchestrator.run.rerun import stored_spec, sweep_of
+    from orchestrator.run.driver.rerun import stored_spec, sweep_of
     from trainer.final_eval import evaluate_checkpoint
     from trainer.load import find_checkpoint
 
@@ -180,7 +180,7 @@ def evaluate_runs(url: str, refs: list[str], *, tasks: str | None = None,
                   include_path: Path | None = None, device: str = "cpu"
                   ) -> dict[str, EvalReporter]:
     """All runs are resolved and checked (names, tasks) before the first evaluation."""
-    from orchestrator.run.rerun import resolve_runs, stored_spec
+    from orchestrator.run.driver.rerun import resolve_runs, stored_spec
 
     if include_path is not None and not include_path.is_dir():
         raise UserError(f"--include-path: {include_path} is not a directory")

@@ -102,8 +102,8 @@ def submit(file: Path, db: DbOpt = None,
     if dry_run:
         _dry_run(db, plan, params)
         return
-    from orchestrator.run.adaptive import run_adaptive
-    from orchestrator.run.submit import run_submit
+    from orchestrator.run.driver.adaptive import run_adaptive
+    from orchestrator.run.driver.submit import run_submit
 
     if plan.spec.decide is not None:  # seeds allocated until rows decide
         if force:
@@ -140,7 +140,7 @@ def _other_code(db: str | None, plan: Plan) -> int:
     config_and_code`` (0 under the default): other code version than this process's."""
     if plan.spec.cached_by != "config_and_code":
         return 0
-    from orchestrator.run.code_cache import RESULT_STATES, current_code
+    from orchestrator.run.driver.code_cache import RESULT_STATES, current_code
 
     fps = {r.fingerprint for r in plan.runs}
     d = open_read(db)
@@ -184,8 +184,8 @@ def rerun(runs: Annotated[list[str] | None, typer.Argument(help="Run ids or name
                    "another code version trained (or none recorded); implies --fresh")
           ] = False) -> None:
     """New attempt of runs (resumes from the last checkpoint unless --fresh)."""
-    from orchestrator.run.rerun import rerun_runs
-    from orchestrator.run.submit import summarise
+    from orchestrator.run.driver.rerun import rerun_runs
+    from orchestrator.run.driver.submit import summarise
 
     url = db_url(db)
     refs: list[str | int] = list(runs or [])
@@ -201,8 +201,8 @@ def rerun(runs: Annotated[list[str] | None, typer.Argument(help="Run ids or name
         except ValueError as exc:
             raise UserError(str(exc).replace("status:", "--status:", 1)) from None
     if not refs and sweep is not None:  # (one of the two is given: checked above)
-        from orchestrator.run.code_cache import code_rerun_plan
-        from orchestrator.run.rerun import sweep_rerun_plan
+        from orchestrator.run.driver.code_cache import code_rerun_plan
+        from orchestrator.run.driver.rerun import sweep_rerun_plan
 
         pick = code_rerun_plan if code_other else sweep_rerun_plan
         plan = pick(results_db.open(url), sweep, split_csv(status))
@@ -227,7 +227,7 @@ def rerun(runs: Annotated[list[str] | None, typer.Argument(help="Run ids or name
 def cancel(runs: Annotated[list[str] | None, typer.Argument()] = None, db: DbOpt = None,
            sweep: Annotated[str | None, typer.Option()] = None) -> None:
     """Cancel pending/running runs (running trials stop at their next heartbeat)."""
-    from orchestrator.run.rerun import resolve_runs
+    from orchestrator.run.driver.rerun import resolve_runs
 
     if not runs and not sweep:
         raise UserError("cancel: give run ids/names or --sweep S")
@@ -247,7 +247,7 @@ def cancel(runs: Annotated[list[str] | None, typer.Argument()] = None, db: DbOpt
 def check_runs_readonly(db: str | None, refs: list[str | int], sweep: str | None) -> None:
     """That ``refs`` (and ``sweep``) exist, on a read-only handle: an unknown run, sweep or DB
     file is one line (exit 2) and nothing is created before the writer opens."""
-    from orchestrator.run.rerun import resolve_runs
+    from orchestrator.run.driver.rerun import resolve_runs
 
     resolve_runs(open_sweep(db, sweep), refs, sweep)
 

@@ -169,7 +169,7 @@ def runs(db: DbOpt = None, sweep: Annotated[str | None, typer.Option()] = None,
 def show(run: str, db: DbOpt = None) -> None:
     """One run: config, attempts, what produced each attempt (code version, packages,
     device), last metrics, summaries, error and traceback."""
-    from orchestrator.run.rerun import resolve_runs
+    from orchestrator.run.driver.rerun import resolve_runs
 
     d = open_read(db)
     row = resolve_runs(d, [run])[0]  # unknown, or a name several runs share: one line
@@ -220,7 +220,7 @@ def print_provenance(d: ResultsDB, run_id: int) -> None:
 
 def last_metrics(d: ResultsDB, run_id: int) -> pl.DataFrame:
     """name, step, value of each metric's newest point; downsampled reads keep every series'
-    last point (results_db/downsample.py), so a run of 100k steps is not read in full."""
+    last point (results_db/read/downsample.py), so a run of 100k steps is not read in full."""
     m = d.metrics(run_ids=[run_id], max_points=64)
     if m.height == 0:
         return m

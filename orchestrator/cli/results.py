@@ -30,7 +30,7 @@ from results_db.analysis.summary import (
     effects_sentence,
     verdict_sentence,
 )
-from results_db.vocab import higher_is_better
+from results_db.schema.vocab import higher_is_better
 
 if TYPE_CHECKING:
     import polars as pl

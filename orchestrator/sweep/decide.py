@@ -11,7 +11,7 @@ decide:
   max_seeds: 20            # a row still open here is inconclusive
   budget: {runs: 200, hours: 1.0, gpu_hours: 50}   # any of them; the sweep stops at the first
 ```
-Seeds are allocated by the run room (orchestrator/run/adaptive.py); the statistics are
+Seeds are allocated by the run room (orchestrator/run/driver/adaptive.py); the statistics are
 results_db's (results_db/analysis/sequential.py). A sweep without the block runs its seeds as
 before. The block replaces ``seeds``/``axes.seed``: the seeds are what it allocates.
 """
@@ -27,7 +27,7 @@ from contract.config import StrictModel
 from contract.errors import SpecIssue
 from results_db.analysis.confseq import MIXTURE_G
 from results_db.analysis.sequential import DecideRule
-from results_db.vocab import higher_is_better
+from results_db.schema.vocab import higher_is_better
 
 if TYPE_CHECKING:
     from contract.yamlsrc import Source

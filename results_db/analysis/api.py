@@ -1,6 +1,6 @@
 """AnalysisMixin: the ResultsDB methods that turn stored runs into conclusions.
 
-Reads go through results_db/frames.py (the SQL); every rule is in this package's pure
+Reads go through results_db/read/frames.py (the SQL); every rule is in this package's pure
 modules: baseline.py (which variant is the reference), compare.py (groups, matching, CIs,
 verdicts), effects.py (main effects), stability.py (LR stability). Every surface -- the CLI,
 the dashboard, benchmarks/reproduction_table.py -- calls these methods or those functions.
@@ -50,8 +50,8 @@ from results_db.analysis.sequential import (
 from results_db.analysis.stability import EXTRA_METRICS, Stability, analyse
 from results_db.analysis.summary import effects_sentence, verdict_sentence
 from results_db.analysis.table import ablation
-from results_db.frames import RUN_KEYS, first_runs, group_info, runs_wide, sweep_attempts
-from results_db.vocab import RESULT_STATES, higher_is_better
+from results_db.read.frames import RUN_KEYS, first_runs, group_info, runs_wide, sweep_attempts
+from results_db.schema.vocab import RESULT_STATES, higher_is_better
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -70,7 +70,7 @@ class AnalysisMixin:
     if TYPE_CHECKING:  # what ResultsDB mixes in beside this class
         @property
         def reader(self) -> Engine: ...
-        # results_db/query.py's ReaderMixin (mypy holds these to its signatures in ResultsDB)
+        # results_db/read/query.py's ReaderMixin (mypy holds these to its signatures in ResultsDB)
         def metrics(self, run_ids: Sequence[int] | None = None,
                     names: Sequence[str] | None = None,
                     max_points: int | None = None) -> pl.DataFrame: ...

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from results_db.vocab import DEFAULT_NORM_STYLE, GATE_DEFAULTS
+from results_db.schema.vocab import DEFAULT_NORM_STYLE, GATE_DEFAULTS
 
 if TYPE_CHECKING:
     import polars as pl

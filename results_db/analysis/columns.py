@@ -34,7 +34,7 @@ STATS: tuple[Stat, ...] = (
     Stat("ci_low_pct", "Float64", "ci"),
     Stat("ci_high_pct", "Float64", "ci"),
     Stat("ci_method", "String", None),  # paired | welch
-    Stat("verdict", "String", "verdict"),  # results_db.vocab.VERDICTS
+    Stat("verdict", "String", "verdict"),  # results_db.schema.vocab.VERDICTS
     Stat("seeds_needed", "Int64", "seeds_needed"),  # to resolve min_effect
     Stat("ci_level", "Float64", None),  # the CI's confidence level (multiplicity.row_level)
     Stat("p_value", "Float64", None),  # two-sided t-test of "no change" (same t and df as the CI)

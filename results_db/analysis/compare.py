@@ -30,7 +30,7 @@ from results_db.analysis.columns import RULE, STAT_COLUMNS, STATS
 from results_db.analysis.stats import seeds_needed_many, t_column
 from results_db.analysis.tdist import two_sided_p
 from results_db.analysis.verdict import BETTER, WORSE, verdict_expr
-from results_db.vocab import DIMENSIONS, GATE_DIMENSIONS, RESULT_STATES, higher_is_better
+from results_db.schema.vocab import DIMENSIONS, GATE_DIMENSIONS, RESULT_STATES, higher_is_better
 
 if TYPE_CHECKING:
     import polars as pl
@@ -167,7 +167,7 @@ def compare(runs: pl.DataFrame, info: pl.DataFrame, metric: str, baseline: str |
             family_error: float = FAMILY_ERROR) -> pl.DataFrame:
     """Per group (declared order): group_key, INFO, n_diverged, STAT_COLUMNS, metric,
     baseline, the RULE columns. ``runs``: one row per run (run_id, group_key, seed, status
-    and a ``metric`` column) as results_db.frames.runs_wide returns it; ``info``: the groups'
+    and a ``metric`` column) as results_db.read.frames.runs_wide returns it; ``info``: the groups'
     labels (group_key, INFO) as frames.group_info returns them. ``correction`` /
     ``family_error``: the multiplicity rule (multiplicity.py; default: each CI at 95 %). All
     groups at once (polars expressions; the t quantiles once per distinct df): stats.delta_ci

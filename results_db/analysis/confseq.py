@@ -130,7 +130,7 @@ def seeds_to_width(sd: float, half_width: float, alpha: float, start: int, cap: 
     return None
 
 
-# What an adaptive row's interval says (results_db.vocab owns the words of fixed-seed rows).
+# What an adaptive row's interval says (results_db.schema.vocab owns the words of fixed-seed rows).
 BETTER, WORSE, WITHIN, UNDECIDED, INCONCLUSIVE = (
     "better", "worse", "within noise", "undecided", "inconclusive")
 

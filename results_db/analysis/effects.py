@@ -42,7 +42,7 @@ from contract.analysis_defaults import MIN_EFFECT
 from results_db.analysis.compare import _key, match_axes, varying
 from results_db.analysis.stats import LEVEL, t_quantile
 from results_db.analysis.verdict import interval_verdict
-from results_db.vocab import DIMENSIONS, RESULT_STATES
+from results_db.schema.vocab import DIMENSIONS, RESULT_STATES
 
 if TYPE_CHECKING:
     import numpy as np

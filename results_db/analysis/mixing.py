@@ -1,6 +1,6 @@
 """Did the runs a table compares come from the same code? (issue 34: no silent mixing.)
 
-Over the latest provenance of each compared run (results_db/provenance.py): the runs are
+Over the latest provenance of each compared run (results_db/write/provenance.py): the runs are
 *mixed* when they differ in code version (commit, or the hash of an uncommitted diff), in a
 package that decides the numbers (MIX_COLUMNS) or in the accelerator kind. Runs that recorded
 no provenance (trained before it was recorded) make the answer unknown for them, which is said

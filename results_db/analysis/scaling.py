@@ -47,7 +47,7 @@ from contract.analysis_defaults import MIN_EFFECT
 from results_db.analysis.compare import _match
 from results_db.analysis.stats import LEVEL, t_quantile
 from results_db.analysis.verdict import BETTER, INCONCLUSIVE, WITHIN, WORSE, interval_verdict
-from results_db.vocab import DIMENSIONS
+from results_db.schema.vocab import DIMENSIONS
 
 if TYPE_CHECKING:
     import polars as pl

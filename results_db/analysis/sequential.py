@@ -28,7 +28,7 @@ import numpy as np
 from contract.states import DONE_OK
 from results_db.analysis import confseq, multiplicity
 from results_db.analysis.compare import matched_groups
-from results_db.vocab import NEEDS_SEEDS, RESULT_STATES
+from results_db.schema.vocab import NEEDS_SEEDS, RESULT_STATES
 
 if TYPE_CHECKING:
     import polars as pl

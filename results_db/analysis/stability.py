@@ -46,7 +46,7 @@ from contract.analysis_defaults import STABILITY_METRIC, STABILITY_TOL
 from contract.metrics import DIVERGED, LOSS_SPIKES, MAX_ACTIVATION
 from contract.states import RunStatus as S
 from results_db.analysis.stats import t_column
-from results_db.vocab import DIMENSIONS, RESULT_STATES, higher_is_better
+from results_db.schema.vocab import DIMENSIONS, RESULT_STATES, higher_is_better
 
 if TYPE_CHECKING:
     import polars as pl

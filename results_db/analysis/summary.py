@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from results_db.analysis.bestlr import LOSO, NO_BEST_LR, NOT_RUN, ONE_SEED
 from results_db.analysis.columns import RULE
 from results_db.analysis.multiplicity import rule_text
-from results_db.vocab import verdict_kind
+from results_db.schema.vocab import verdict_kind
 
 if TYPE_CHECKING:
     import polars as pl

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from results_db.vocab import NEEDS_SEEDS
+from results_db.schema.vocab import NEEDS_SEEDS
 
 if TYPE_CHECKING:
     import polars as pl

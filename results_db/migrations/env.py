@@ -1,4 +1,4 @@
-"""Alembic environment, driven from code (results_db.migrate) -- there is no alembic.ini.
+"""Alembic environment, driven from code (results_db.schema.migrate) -- there is no alembic.ini.
 
 The caller passes an open SQLAlchemy connection in ``config.attributes["connection"]``.
 Migrations run in one transaction (SQLite and PostgreSQL both have transactional DDL); on
@@ -11,7 +11,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import text
 
-from results_db.schema import Base
+from results_db.schema.tables import Base
 
 MIGRATION_LOCK_ID = 74_210_311  # arbitrary, constant: pg_advisory_xact_lock key
 

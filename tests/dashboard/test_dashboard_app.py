@@ -389,7 +389,7 @@ def test_rerun_button_requeues_the_run_through_the_orchestrator(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A fresh DB (the button writes): the failed run goes back to pending via spawn_rerun,
     which starts `python -m orchestrator rerun ID --db URL` (intercepted here)."""
-    import orchestrator.run.rerun as rerun
+    import orchestrator.run.driver.rerun as rerun
 
     url = f"sqlite:///{tmp_path / 'rerun.db'}"
     ids = sample.fill(results_db.open(url))
@@ -427,7 +427,7 @@ def test_rerun_of_a_finished_run_starts_from_step_0_by_default(
     """Issue 33.7: a succeeded run's last checkpoint is its final step, so a rerun that
     resumed it trained nothing. For a finished run the confirmation offers "start from step 0",
     checked, and the rerun is `--fresh`; a failed run resumes unless the box is ticked."""
-    import orchestrator.run.rerun as rerun
+    import orchestrator.run.driver.rerun as rerun
 
     url = f"sqlite:///{tmp_path / 'rerun.db'}"
     ids = sample.fill(results_db.open(url))

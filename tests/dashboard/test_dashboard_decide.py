@@ -1,9 +1,9 @@
 """Issue 32.4 on the dashboard: the Decide page of an adaptive (``decide:``) sweep, under
 AppTest on a real SQLite DB whose seeds were allocated by the run room's own rounds
-(orchestrator.run.adaptive.next_round, registered by the submit path, runs played through the
+(orchestrator.run.driver.adaptive.next_round, registered by the submit path, runs played through the
 writer API) until one row decided and the other had not. The page shows each row's seeds so
 far, its interval narrowing seed by seed, decided/undecided, and the budget spent vs left; it
-is offered only for sweeps with the block. results_db/decide_path.py's readings are checked
+is offered only for sweeps with the block. results_db/read/decide_path.py's readings are checked
 against db.decide_rows at the last look."""
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import pytest
 import results_db
 from contract.metrics import VAL_PPL
 from dashboard.mdtext import md
-from orchestrator.run.adaptive import Seeds, next_round
-from orchestrator.run.submit import register
+from orchestrator.run.driver.adaptive import Seeds, next_round
+from orchestrator.run.driver.submit import register
 from orchestrator.sweep.plan import make_plan
-from results_db.decide_path import interval_path
+from results_db.read.decide_path import interval_path
 from tests.support import dashboard_sample as sample
 from tests.support.apppage import chart_datasets, open_page
 from tests.support.synthdb import play

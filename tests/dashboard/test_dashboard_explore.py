@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 import results_db
 from dashboard import explore
-from results_db.grouping import group_stats
+from results_db.read.grouping import group_stats
 from tests.support import report_db
 from tests.support.apppage import APP
 

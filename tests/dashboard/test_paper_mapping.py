@@ -26,8 +26,8 @@ from contract.config import RunSpec
 from dashboard import paper
 from dashboard.labels import activation_label, normalize_dims, score_shape
 from orchestrator.cli.main import main
-from orchestrator.run.submit import make_plan
-from results_db.dims import derive_dims
+from orchestrator.run.driver.submit import make_plan
+from results_db.schema.dims import derive_dims
 
 ROOT = Path(__file__).resolve().parents[2]
 SWEEPS = ROOT / "sweeps"
@@ -214,7 +214,7 @@ def test_cli_validates_the_issue7_sweeps(capsys: pytest.CaptureFixture[str], pat
 def _registered(tmp_path: Path, yaml: str) -> tuple[Any, str]:
     """``yaml`` registered in a fresh DB, every run succeeded with val/ppl = 3 + its index."""
     import results_db
-    from orchestrator.run.submit import register
+    from orchestrator.run.driver.submit import register
 
     db = results_db.open(f"sqlite:///{tmp_path / 'r.db'}")
     plan = make_plan(SWEEPS / yaml)

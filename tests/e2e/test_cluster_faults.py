@@ -127,7 +127,7 @@ def _all_takeable(url: str, sweep: str) -> bool:
     """`rerun --sweep` would take every unfinished run of ``sweep`` now: none is left as live
     (a silent attempt within its staleness, or a queued run under a lease not yet run out).
     Reconciles, as `rerun --sweep` does first."""
-    from orchestrator.run.rerun import sweep_rerun_plan
+    from orchestrator.run.driver.rerun import sweep_rerun_plan
 
     db = results_db.open(url, migrate=False)
     try:
@@ -184,7 +184,7 @@ def test_killed_or_terminated_worker_is_recorded_then_resumed(
 # trial process, and that races: killed outright, it writes nothing and its lease runs out
 # (lost/no_heartbeat); sent SIGTERM first (the raylet waits kill_worker_timeout_milliseconds,
 # 5 s in Ray 2.60, before SIGKILL), it checkpoints at its next step and records itself
-# failed/preempted (orchestrator/run/sigterm.py). Both are resumable ends; CI has seen each.
+# failed/preempted (orchestrator/run/trial/sigterm.py). Both are resumable ends; CI has seen each.
 DEAD_DRIVER_ENDS = {("lost", "no_heartbeat"), ("failed", "preempted")}
 
 
@@ -193,7 +193,7 @@ def test_kill9_driver_then_resubmit_resumes_everything(ray_two_nodes: TwoNodes, 
     """One run training, one never started; the driver dies. Its attempt ends lost or
     preempted (DEAD_DRIVER_ENDS), its queued run's lease runs out; `rerun --sweep` would take
     both, and a resubmit of the same file resumes both: the stopped one from its checkpoint."""
-    from orchestrator.run.rerun import sweep_rerun_plan
+    from orchestrator.run.driver.rerun import sweep_rerun_plan
 
     spec = _sweep(tmp_path, "f-driver", ["first", "second"])
     proc = _submit(ray_two_nodes, spec, db_url, tmp_path, "--max-concurrent", "1")
@@ -273,7 +273,7 @@ def test_node_loss_is_recorded_node_lost_and_retried(ray_two_nodes_fresh: TwoNod
 
 # The claim race is the DB's (SQLite's one write lock vs PostgreSQL's row locks): both backends.
 # Distinct and colliding trial ids run the same code (a claim is decided by its driver's owner
-# id, results_db/claims.py); colliding ids are the harder input -- a claim keyed on the trial
+# id, results_db/write/claims.py); colliding ids are the harder input -- a claim keyed on the trial
 # id would fail only there -- so PostgreSQL runs that one and SQLite both.
 @pytest.mark.parametrize("backend, trial_ids", [
     ("sqlite", "distinct"), ("sqlite", "colliding"),
@@ -338,7 +338,7 @@ def test_stalled_worker_stops_without_side_effects_and_is_retried(
     finally:
         _kill_group(proc)
     # the retry is the designed path: one line in the console, not Tune's 48-line traceback
-    # of RetrySuperseded (orchestrator/run/quiet_logs.py; the DB keeps the traceback)
+    # of RetrySuperseded (orchestrator/run/driver/quiet_logs.py; the DB keeps the traceback)
     assert "Traceback" not in _log(tmp_path), _log(tmp_path)
     db = results_db.open(db_url)
     assert db.run(att.run_id).status == "succeeded"

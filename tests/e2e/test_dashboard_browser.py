@@ -619,7 +619,7 @@ def test_explore_brushing_filters_runs_and_the_link_keeps_it(served) -> None:
 
 def test_explore_scatter_group_by_and_config_diff(served) -> None:
     """The metric against a hyperparameter (one dot per run at its value), grouping by any
-    config key (a table of the groups from results_db.grouping), and the config diff of the
+    config key (a table of the groups from results_db.read.grouping), and the config diff of the
     runs picked -- each read off the page, the view opened from a link."""
     with results_db.open(served[2], readonly=True) as db:
         runs = db.runs(sweep=report_db.SWEEP, with_config=False)
@@ -644,7 +644,7 @@ def test_explore_scatter_group_by_and_config_diff(served) -> None:
     groups, diff = tables
     assert [r[0] for r in groups[1:]] == ["G1", "G2", "–"]
     assert [r[1] for r in groups[1:]] == ["33", "3", "21"]  # runs per gate position
-    from results_db.grouping import group_stats
+    from results_db.read.grouping import group_stats
     frame = runs.with_columns(pl.col("gate_position").alias("k")).join(
         pl.DataFrame({"id": list(ppl), "v": list(ppl.values())}), on="id")
     expect = group_stats(frame, "k", "v")

@@ -67,7 +67,7 @@ def _hogs() -> Iterator[list[subprocess.Popen[bytes]]]:
 def test_no_false_worker_died_under_load_and_a_stopped_trial_is_still_caught(
         ray_two_nodes: TwoNodes, sqlite_url: str, tmp_path: Path) -> None:
     """SQLite: the CI case, and the one where a starved trial may also hold the write lock
-    (orchestrator/run/frozen_writer.py must not kill it)."""
+    (orchestrator/run/health/frozen_writer.py must not kill it)."""
     db_url = sqlite_url
     # Two runs on the two 1-CPU nodes: one is stopped, the other and the stopped one's retry
     # are the healthy attempts under load (a fresh trial process's start, DeepSpeed's included,

@@ -1,5 +1,5 @@
-"""Multi-worker trials (orchestrator/run/multiworker.py): real Ray Train workers, DeepSpeed ZeRO-2
-over gloo, a real SQLite results DB. Slow: a TorchTrainer start costs ~30 s here."""
+"""Multi-worker trials (orchestrator/run/trial/multiworker.py): real Ray Train workers, DeepSpeed
+ZeRO-2 over gloo, a real SQLite results DB. Slow: a TorchTrainer start costs ~30 s here."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import pytest
 
 import results_db
 from contract.config import RunSpec
-from orchestrator.run.multiworker import fit_run
-from orchestrator.run.trial_job import TrialJob
+from orchestrator.run.trial.multiworker import fit_run
+from orchestrator.run.trial.trial_job import TrialJob
 
 # The Ray fixtures (tests/cluster_fixtures.py), until tests/conftest.py registers the plugin.
 

@@ -76,7 +76,7 @@ def test_failure_rerun_resume_and_cache(tmp_path: Path) -> None:
     assert ckpts.is_dir() and any(ckpts.iterdir())
     # no per-trial Tune files unless asked for (the DB has every metric), and never the
     # TensorBoard logger (its tensorboardX import pulled torch into the driver:
-    # orchestrator.run.scheduler.tune_file_loggers)
+    # orchestrator.run.driver.scheduler.tune_file_loggers)
     assert not list(storage.glob("_tune/*/*/result.json"))
     assert "Failed to fetch metrics" not in first.stdout + first.stderr  # quiet_logs._NO_FILES
     assert not list(storage.glob("_tune/**/events.out.tfevents*"))
@@ -154,7 +154,7 @@ def test_killed_submit_leaves_no_running_run(tmp_path: Path) -> None:
     running run stale, the reconciler (what the next submit/rerun runs first) marks it lost
     with fault no_heartbeat, and its never-started runs are left to `rerun --sweep` (their
     driver's lease ran out)."""
-    from orchestrator.run.rerun import sweep_rerun_plan
+    from orchestrator.run.driver.rerun import sweep_rerun_plan
 
     before = set(Path("/tmp").glob("gsray*"))
     url, proc = start_long_submit(tmp_path)

@@ -1,8 +1,8 @@
-"""Seed allocation of a sweep with a ``decide:`` block (orchestrator/run/adaptive.py) on a real
-SQLite results DB, runs registered by the submit path and played through the writer API: first
-seeds everywhere, then seeds only for undecided rows (with the baseline's seed they pair with),
-in seed order, capped by the budget; and the block's located errors. The same driver with real
-Ray trials, a killed driver and a resubmit is tests/e2e/test_adaptive_e2e.py."""
+"""Seed allocation of a sweep with a ``decide:`` block (orchestrator/run/driver/adaptive.py) on a
+real SQLite results DB, runs registered by the submit path and played through the writer API: first
+seeds everywhere, then seeds only for undecided rows (with the baseline's seed they pair with), in
+seed order, capped by the budget; and the block's located errors. The same driver with real Ray
+trials, a killed driver and a resubmit is tests/e2e/test_adaptive_e2e.py."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import pytest
 import results_db
 from contract.errors import SpecError
 from contract.metrics import VAL_PPL
-from orchestrator.run.adaptive import Seeds, budget_left, next_round
-from orchestrator.run.submit import register
+from orchestrator.run.driver.adaptive import Seeds, budget_left, next_round
+from orchestrator.run.driver.submit import register
 from orchestrator.sweep.plan import make_plan
 from results_db.analysis.sequential import Spent
 from tests.support.synthdb import play
@@ -121,7 +121,7 @@ def test_a_bad_decide_block_is_one_located_error(tmp_path: Path, block: str, mes
 
 def test_an_unknown_metric_stops_with_the_key_named(tmp_path: Path) -> None:
     from contract.errors import UserError
-    from orchestrator.run.adaptive import _check_metric
+    from orchestrator.run.driver.adaptive import _check_metric
 
     plan = _plan(tmp_path, SWEEP.replace("decide: {", "decide: {metric: val/nope, "))
     decide = plan.spec.decide

@@ -11,7 +11,7 @@ import pytest
 
 import results_db
 from orchestrator.cli.main import main
-from orchestrator.run.submit import make_plan, register
+from orchestrator.run.driver.submit import make_plan, register
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "sweeps" / "smoke.yaml"
@@ -167,7 +167,7 @@ def test_spawn_rerun_requeues_at_once_and_detaches(filled: str, tmp_path: Path) 
     import signal
 
     from contract.errors import UserError
-    from orchestrator.run.rerun import spawn_rerun
+    from orchestrator.run.driver.rerun import spawn_rerun
 
     db = results_db.open(filled)
     failed = db.run("sdpa_elementwise-s0")

@@ -11,9 +11,9 @@ import pytest
 import results_db
 from contract.errors import SpecError
 from orchestrator.cli.main import main
-from orchestrator.run.code_cache import code_rerun_plan, current_code, requeue_other_code
-from orchestrator.run.paths import checkpoint_dir
-from orchestrator.run.submit import register
+from orchestrator.run.driver.code_cache import code_rerun_plan, current_code, requeue_other_code
+from orchestrator.run.driver.paths import checkpoint_dir
+from orchestrator.run.driver.submit import register
 from orchestrator.sweep.plan import make_plan
 from orchestrator.sweep.spec import loads_spec
 from tests.support.report_db import OTHER_COMMIT, provenance

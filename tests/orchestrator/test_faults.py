@@ -1,10 +1,10 @@
-"""Retry classification (orchestrator/run/faults.py): fast, no Ray needed for the rules."""
+"""Retry classification (orchestrator/run/health/faults.py): fast, no Ray needed for the rules."""
 
 from __future__ import annotations
 
 import pytest
 
-from orchestrator.run.faults import Fault, RetryPolicy, classify, describe, should_retry
+from orchestrator.run.health.faults import Fault, RetryPolicy, classify, describe, should_retry
 
 
 class NodeDiedError(Exception):  # the same class *name* as ray.exceptions.NodeDiedError
@@ -90,8 +90,8 @@ def test_describe() -> None:
 
 
 def test_the_vocabulary_is_the_db_columns() -> None:
-    """One owner: orchestrator.run.faults.Fault *is* contract.states.FaultClass (the values the
-    attempts.fault column holds); preempted and silent deaths are worth another attempt."""
+    """One owner: orchestrator.run.health.faults.Fault *is* contract.states.FaultClass (the values
+    the attempts.fault column holds); preempted and silent deaths are worth another attempt."""
     from contract.states import FaultClass
 
     assert Fault is FaultClass

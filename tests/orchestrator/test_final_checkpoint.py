@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-import orchestrator.run.runner
+import orchestrator.run.trial.runner
 import results_db
 from contract.config import RunSpec
-from orchestrator.run.reporter import DBReporter
-from orchestrator.run.runner import execute_job
-from orchestrator.run.trial_job import TrialJob
+from orchestrator.run.trial.reporter import DBReporter
+from orchestrator.run.trial.runner import execute_job
+from orchestrator.run.trial.trial_job import TrialJob
 from tests.support.onejob import loss_steps, registered_job
 from trainer import checkpoint
 from trainer.train import train
@@ -81,7 +81,8 @@ def test_without_the_guard_the_resume_skips_the_last_steps(
     trains nothing, and the steps whose points rode on the lost end stay missing."""
     db, job = _setup(tmp_path)
     _killed_after_the_final_save(db, job)
-    monkeypatch.setattr(orchestrator.run.runner, "drop_unrecorded_final", lambda db, job: None)
+    monkeypatch.setattr(orchestrator.run.trial.runner, "drop_unrecorded_final", lambda db, job:
+    None)
 
     assert execute_job(job).status == "succeeded"
     assert loss_steps(db, job.run_id) == list(range(1, STEPS - EVERY + 1))
@@ -91,13 +92,13 @@ def test_a_recorded_final_checkpoint_is_kept(tmp_path: Path) -> None:
     db, job = _setup(tmp_path)
     assert execute_job(job).status == "succeeded"
     final = job.checkpoint_dir / checkpoint.tag_for(STEPS)
-    orchestrator.run.runner.drop_unrecorded_final(db, job)
+    orchestrator.run.trial.runner.drop_unrecorded_final(db, job)
     assert checkpoint.latest_checkpoint(job.checkpoint_dir) == (STEPS, final)
 
 
 def test_a_short_trial_writes_in_two_transactions(tmp_path: Path) -> None:
     """Claim, then the end with every point, the summary and the final checkpoint's row."""
-    from results_db.counters import SQLCounter
+    from results_db.write.counters import SQLCounter
 
     db, job = _setup(tmp_path, steps=2, checkpoint_every=0)
     counter = SQLCounter()

@@ -4,8 +4,8 @@ SQLite has no server to end the frozen session: the stopped process held the fil
 lock, every writer (the driver's lease renewal included) waited for it, and the driver never
 recorded the attempt dead (the fault matrix's stall case failed so in CI when the SIGSTOP
 landed inside a flush). The driver's lease keeper now watches the lock
-(orchestrator/run/frozen_writer.py): its own stale attempt holding it for a whole staleness window
-is killed, the lock is free again, and the attempt ends ``failed`` / ``worker_died``.
+(orchestrator/run/health/frozen_writer.py): its own stale attempt holding it for a whole staleness
+window is killed, the lock is free again, and the attempt ends ``failed`` / ``worker_died``.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import sys
 import time
 
 import results_db
-from orchestrator.run.frozen_writer import FrozenWriterWatch
-from orchestrator.run.leases import LeaseKeeper
+from orchestrator.run.health.frozen_writer import FrozenWriterWatch
+from orchestrator.run.health.leases import LeaseKeeper
 from tests.support.sqlitelock import LockHolder
 from tests.support.synthdb import one_run
 
@@ -28,7 +28,7 @@ HOST = f"{socket.gethostname()}/0123456789ab"  # what cluster.host_label() recor
 # the real DB.heartbeat, whose BEGIN IMMEDIATE holds the file's write lock.
 TRIAL = """
 import os, signal, sys
-import results_db, results_db.claims as claims
+import results_db, results_db.write.claims as claims
 db = results_db.open(sys.argv[1], migrate=False)
 att = db.claim_run(int(sys.argv[2]), "driver", sys.argv[3], heartbeat_s=1.0)
 print(att.id, flush=True)

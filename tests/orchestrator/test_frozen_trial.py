@@ -21,7 +21,7 @@ import time
 import pytest
 
 import results_db
-from orchestrator.run.leases import LeaseKeeper
+from orchestrator.run.health.leases import LeaseKeeper
 from tests.support.procstate import all_stopped
 from tests.support.synthdb import one_run
 
@@ -32,7 +32,7 @@ TRIAL = """
 import os, signal, sys
 import results_db.engine as engine
 engine.PG_IDLE_IN_TX_TIMEOUT_S = 1  # the test's bound (10 s in the product)
-import results_db, results_db.claims as claims
+import results_db, results_db.write.claims as claims
 real = claims.utcnow
 def frozen():  # the heartbeat's timestamp is taken after the run's row lock
     os.kill(os.getpid(), signal.SIGSTOP)  # inside heartbeat(): its run row is locked

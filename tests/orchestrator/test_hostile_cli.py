@@ -19,7 +19,7 @@ import pytest
 import results_db
 from contract.config import RunSpec
 from orchestrator.cli.main import main
-from orchestrator.run.rerun import place, remove_checkpoints
+from orchestrator.run.driver.rerun import place, remove_checkpoints
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,7 +15,7 @@ import typer
 import results_db
 from orchestrator.cli.app import app
 from orchestrator.cli.main import main
-from orchestrator.run.dbretry import db_wait_s, with_db_retry
+from orchestrator.run.health.dbretry import db_wait_s, with_db_retry
 from tests import sample_db
 
 ENV_CASES = [

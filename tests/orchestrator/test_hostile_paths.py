@@ -1,5 +1,5 @@
-"""Issue 35: where a command may delete or write (orchestrator/run/paths.py). Every DB here is
-written through results_db's API, then changed the way any writer of a shared results DB can
+"""Issue 35: where a command may delete or write (orchestrator/run/driver/paths.py). Every DB here
+is written through results_db's API, then changed the way any writer of a shared results DB can
 (plain SQL on the file); nothing trains (rerun stops before Ray)."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 
 import results_db
 from contract.errors import UserError
-from orchestrator.run.paths import checkpoint_dir, remove_dir, storage_arg
-from orchestrator.run.rerun import place
+from orchestrator.run.driver.paths import checkpoint_dir, remove_dir, storage_arg
+from orchestrator.run.driver.rerun import place
 from tests.orchestrator.test_hostile_cli import add_run, run_cli
 
 

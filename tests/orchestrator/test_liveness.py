@@ -1,5 +1,5 @@
-"""orchestrator/run/liveness.py on real processes: a busy one is alive however silent (up to the
-bound), a sleeping one is hung after one look, a stopped or vanished one is dead at once, and
+"""orchestrator/run/health/liveness.py on real processes: a busy one is alive however silent (up to
+the bound), a sleeping one is hung after one look, a stopped or vanished one is dead at once, and
 CPU spent by a child (DeepSpeed compiling its ops) counts for its parent."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from orchestrator.run.liveness import Liveness, LivenessWatch, sample
+from orchestrator.run.health.liveness import Liveness, LivenessWatch, sample
 
 HERE = f"{socket.gethostname()}/abc123"
 BUSY = "import time\nwhile True: sum(range(10000))"

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import results_db
-from orchestrator.run.reporter import DBReporter, RunCancelled, Superseded
-from orchestrator.run.submit import make_plan, register
+from orchestrator.run.driver.submit import make_plan, register
+from orchestrator.run.trial.reporter import DBReporter, RunCancelled, Superseded
 
 SMOKE = Path(__file__).resolve().parents[2] / "sweeps" / "smoke.yaml"
 
@@ -124,7 +124,7 @@ def test_a_woken_attempt_asks_the_db_before_it_writes(tmp_path: Path) -> None:
 def test_a_db_outage_is_waited_out_then_the_points_are_written(tmp_path: Path) -> None:
     """The DB refuses writes for ~1.5 s (an injected DBUnavailable, test-side): flush waits
     (backoff) instead of failing, then writes every point; past db_wait_s it raises."""
-    from orchestrator.run.dbretry import DBOutage
+    from orchestrator.run.health.dbretry import DBOutage
 
     db = results_db.open(f"sqlite:///{tmp_path / 'r.db'}")
     run = register(db, make_plan(SMOKE), force=False).to_run[0]

@@ -8,9 +8,9 @@ from types import SimpleNamespace
 import pytest
 
 import results_db
-from orchestrator.run.paths import checkpoint_dir
-from orchestrator.run.submit import make_plan, register
-from orchestrator.run.trial_sync import DBSyncCallback
+from orchestrator.run.driver.paths import checkpoint_dir
+from orchestrator.run.driver.submit import make_plan, register
+from orchestrator.run.trial.trial_sync import DBSyncCallback
 
 SMOKE = Path(__file__).resolve().parents[2] / "sweeps" / "smoke.yaml"
 
@@ -126,8 +126,8 @@ def test_the_db_callback_waits_out_an_outage_then_gives_up_past_its_bound(kind: 
     and records the death; past its bound it hands the outage to the stopper instead."""
     import time
 
-    from orchestrator.run.dbretry import OutageState
-    from orchestrator.run.trial_sync import OutageStopper
+    from orchestrator.run.health.dbretry import OutageState
+    from orchestrator.run.trial.trial_sync import OutageStopper
     from tests.outage_fixtures import outage
 
     with outage(kind) as o:
@@ -181,8 +181,8 @@ def test_the_callback_and_stopper_survive_tunes_pickling(db_and_runs: tuple) -> 
 
     from rich.console import Console
 
-    from orchestrator.run.dbretry import OutageState
-    from orchestrator.run.trial_sync import OutageStopper
+    from orchestrator.run.health.dbretry import OutageState
+    from orchestrator.run.trial.trial_sync import OutageStopper
 
     url, _ = db_and_runs
     console = Console()
@@ -204,8 +204,8 @@ def test_tune_hooks_pickle_the_same_whatever_the_number_of_runs(tmp_path: Path) 
     import cloudpickle
 
     from contract.config import RunSpec
-    from orchestrator.run.scheduler import trial_name, trial_space
-    from orchestrator.run.trial_job import TrialJob, run_id_of
+    from orchestrator.run.driver.scheduler import trial_name, trial_space
+    from orchestrator.run.trial.trial_job import TrialJob, run_id_of
 
     def jobs(n: int) -> list[TrialJob]:
         out = []

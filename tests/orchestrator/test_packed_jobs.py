@@ -1,5 +1,5 @@
-"""The jobs a sweep hands Tune (orchestrator.run.trial_job.PackedJobs): Tune gives every trial the
-whole ``with_parameters`` object, so the jobs inside stay bytes until a trial asks for its own
+"""The jobs a sweep hands Tune (orchestrator.run.trial.trial_job.PackedJobs): Tune gives every trial
+the whole ``with_parameters`` object, so the jobs inside stay bytes until a trial asks for its own
 (a plain dict of N TrialJobs cost each of N trials N unpickles: O(N^2) per sweep)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from contract.config import RunSpec
-from orchestrator.run.trial_job import PackedJobs, TrialJob
+from orchestrator.run.trial.trial_job import PackedJobs, TrialJob
 
 
 def test_packed_jobs_unpickle_only_the_job_a_trial_asks_for(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from rich.console import Console
 
 import results_db
 from contract.metrics import TRAIN_LOSS
-from orchestrator.run.progress import Progress
+from orchestrator.run.driver.progress import Progress
 from tests.support.synthdb import register
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import results_db
 from contract.config import RunSpec
 from contract.provenance import SOURCE_ROOT
-from orchestrator.run.runner import execute_job
-from orchestrator.run.trial_job import TrialJob
+from orchestrator.run.trial.runner import execute_job
+from orchestrator.run.trial.trial_job import TrialJob
 
 
 def _git(*args: str) -> bytes:

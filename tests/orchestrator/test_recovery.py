@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 import results_db
-from orchestrator.run.leases import LeaseKeeper, node_fault
-from orchestrator.run.rerun import sweep_rerun_plan
-from orchestrator.run.submit import make_plan
-from orchestrator.run.trial_job import TrialJob, driver_owner
+from orchestrator.run.driver.rerun import sweep_rerun_plan
+from orchestrator.run.driver.submit import make_plan
+from orchestrator.run.health.leases import LeaseKeeper, node_fault
+from orchestrator.run.trial.trial_job import TrialJob, driver_owner
 
 SMOKE = Path(__file__).resolve().parents[2] / "sweeps" / "smoke.yaml"
 
@@ -113,7 +113,7 @@ def test_sigterm_becomes_a_stop_request_in_the_main_thread() -> None:
     import os
     import signal
 
-    from orchestrator.run.sigterm import graceful_sigterm
+    from orchestrator.run.trial.sigterm import graceful_sigterm
 
     asked: list[str] = []
     before = signal.getsignal(signal.SIGTERM)
@@ -132,7 +132,7 @@ def test_sigterm_in_a_ray_trial_thread_stops_instead_of_exiting() -> None:
 
     import ray._private.worker as ray_worker
 
-    from orchestrator.run.sigterm import graceful_sigterm
+    from orchestrator.run.trial.sigterm import graceful_sigterm
 
     asked: list[str] = []
     out: dict[str, object] = {}

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-import orchestrator.run.reporter
-import orchestrator.run.runner
+import orchestrator.run.trial.reporter
+import orchestrator.run.trial.runner
 import results_db
 from contract.config import RunSpec
-from orchestrator.run.runner import RetrySuperseded, execute_job
-from orchestrator.run.trial_job import TrialJob
+from orchestrator.run.trial.runner import RetrySuperseded, execute_job
+from orchestrator.run.trial.trial_job import TrialJob
 from tests.support.onejob import loss_steps, registered_job
 from trainer import checkpoint
 
@@ -39,7 +39,7 @@ def _setup(tmp_path: Path) -> tuple[results_db.ResultsDB, TrialJob]:
 
 def _at_step(monkeypatch: pytest.MonkeyPatch, act: Callable[[object], None]) -> None:
     """execute_job's DBReporter, doing ``act(reporter)`` once, after logging AT_STEP."""
-    base = orchestrator.run.reporter.DBReporter
+    base = orchestrator.run.trial.reporter.DBReporter
 
     class At(base):  # type: ignore[misc, valid-type]
         fired = False
@@ -50,7 +50,7 @@ def _at_step(monkeypatch: pytest.MonkeyPatch, act: Callable[[object], None]) -> 
                 At.fired = True
                 act(self)
 
-    monkeypatch.setattr(orchestrator.run.runner, "DBReporter", At)
+    monkeypatch.setattr(orchestrator.run.trial.runner, "DBReporter", At)
 
 
 def test_a_stalled_attempt_stops_without_side_effects_and_the_retry_has_no_gap(

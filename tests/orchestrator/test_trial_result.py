@@ -1,5 +1,5 @@
-"""The trial result is one frozen type (orchestrator/run/trial_result.py): what Tune gets from it,
-what the driver reads back, and the real runner path that builds a ``skipped`` one."""
+"""The trial result is one frozen type (orchestrator/run/trial/trial_result.py): what Tune gets from
+it, what the driver reads back, and the real runner path that builds a ``skipped`` one."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 
 import results_db
 from contract.config import RunSpec
-from orchestrator.run.runner import execute_job
-from orchestrator.run.trial_job import TrialJob
-from orchestrator.run.trial_result import STATUSES, TrialResult
+from orchestrator.run.trial.runner import execute_job
+from orchestrator.run.trial.trial_job import TrialJob
+from orchestrator.run.trial.trial_result import STATUSES, TrialResult
 
 
 def test_report_is_the_metrics_dict_tune_gets_without_unset_fields() -> None:

@@ -10,7 +10,7 @@ import pytest
 
 import results_db
 from results_db.analysis.stats import delta_ci, seeds_needed
-from results_db.vocab import VERDICTS, verdict_kind
+from results_db.schema.vocab import VERDICTS, verdict_kind
 from tests.support.synth import add_finished_run, gate_config
 
 G1 = [{"position": "G1"}]

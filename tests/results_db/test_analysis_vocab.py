@@ -1,4 +1,4 @@
-"""One vocabulary (results_db/vocab.py): gate defaults read from the RunSpec contract, the
+"""One vocabulary (results_db/schema/vocab.py): gate defaults read from the RunSpec contract, the
 finished states from the state machine, verdict names; contract.config stays torch-free."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import pytest
 
 from contract.config import GateSpec, ModelConfig
 from contract.states import DONE_OK
-from results_db import vocab
-from results_db.dims import derive_dims
+from results_db.schema import vocab
+from results_db.schema.dims import derive_dims
 
 
 def test_import_trainer_config_does_not_import_torch() -> None:
-    code = ("import sys, json; import contract.config, results_db.vocab; "
+    code = ("import sys, json; import contract.config, results_db.schema.vocab; "
             "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('torch', 'deepspeed', 'ray'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -67,7 +67,7 @@ def test_results_db_exports_the_vocabulary() -> None:
 
     for name in ("DIMENSIONS", "VERDICTS"):
         assert getattr(results_db, name, None) is getattr(vocab, name), \
-            f"results_db/__init__.py must re-export results_db.vocab.{name}"
+            f"results_db/__init__.py must re-export results_db.schema.vocab.{name}"
     # the finished states with a result have one name, the contract's (issue 31)
     assert results_db.DONE_OK is DONE_OK
     assert not hasattr(vocab, "FINISHED_STATES")

@@ -1,4 +1,4 @@
-"""One live attempt per run (results_db/claims.py), on SQLite and PostgreSQL: the claim
+"""One live attempt per run (results_db/write/claims.py), on SQLite and PostgreSQL: the claim
 compare-and-set under real concurrent processes, heartbeats that tell a superseded attempt to
 stop, finishes that cannot move a run they no longer hold, fault classes, leases, live_runs."""
 
@@ -202,7 +202,7 @@ def test_leases_tell_a_dead_drivers_queue_from_a_live_one(db_url: str) -> None:
     a, b = _runs(db, 2)
     assert db.renew_leases([a, b], "submit 1 on h", lease_s=60) == 2
     assert db.run(a).owner == "submit 1 on h"
-    assert results_db.claims.lease_live(db.run(a).lease_until)
+    assert results_db.write.claims.lease_live(db.run(a).lease_until)
     db.release_leases([a], "submit 1 on h")
     db.release_leases([b], "someone else")  # not theirs: stays
     assert db.run(a).lease_until is None and db.run(b).lease_until is not None

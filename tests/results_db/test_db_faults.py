@@ -1,12 +1,11 @@
 """The results DB becomes unwritable in the middle of a run (docs/architecture.md, "faults").
 
-A real tiny run through ``orchestrator.run.runner.execute_job`` (the Tune trial's body) on a real
-SQLite file. The fault comes from outside the product (tests/support/dbfaults.py, an event
-listener on every engine's BEGIN): while its flag file exists the writer's connections cannot
-grow the DB
-(SQLITE_FULL, a full disk) or, when it says ``readonly``, cannot write at all
-(SQLITE_READONLY, a file system remounted read-only). The reporter subclass below only
-switches the fault on at a step; everything else is the production path.
+A real tiny run through ``orchestrator.run.trial.runner.execute_job`` (the Tune trial's body) on a
+real SQLite file. The fault comes from outside the product (tests/support/dbfaults.py, an event
+listener on every engine's BEGIN): while its flag file exists the writer's connections cannot grow
+the DB (SQLITE_FULL, a full disk) or, when it says ``readonly``, cannot write at all
+(SQLITE_READONLY, a file system remounted read-only). The reporter subclass below only switches the
+fault on at a step; everything else is the production path.
 
 What must hold: the attempt ends in a state the tool recognises (``failed`` with fault
 ``db_unavailable`` when its end can still be written, else ``running`` until its heartbeat
@@ -24,13 +23,13 @@ from pathlib import Path
 
 import pytest
 
-import orchestrator.run.reporter
-import orchestrator.run.runner
-import orchestrator.run.trial_db
+import orchestrator.run.trial.reporter
+import orchestrator.run.trial.runner
+import orchestrator.run.trial.trial_db
 import results_db
 from contract.config import RunSpec
-from orchestrator.run.runner import execute_job
-from orchestrator.run.trial_job import TrialJob
+from orchestrator.run.trial.runner import execute_job
+from orchestrator.run.trial.trial_job import TrialJob
 from tests.support.dbfaults import db_fault
 from tests.support.onejob import registered_job
 
@@ -53,7 +52,7 @@ def _setup(tmp_path: Path) -> tuple[results_db.ResultsDB, TrialJob, Path]:
 def _fault_reporter(monkeypatch: pytest.MonkeyPatch, start: Callable[[], None],
                     logged: dict[int, set[str]]) -> None:
     """execute_job's DBReporter, switching the fault on after step FAULT_AT_STEP's write."""
-    base = orchestrator.run.reporter.DBReporter
+    base = orchestrator.run.trial.reporter.DBReporter
 
     class FaultAt(base):  # type: ignore[misc, valid-type]
         def log(self, step: int, metrics: Mapping[str, float]) -> None:
@@ -64,7 +63,7 @@ def _fault_reporter(monkeypatch: pytest.MonkeyPatch, start: Callable[[], None],
                 start()
 
     started: list[int] = []
-    monkeypatch.setattr(orchestrator.run.runner, "DBReporter", FaultAt)
+    monkeypatch.setattr(orchestrator.run.trial.runner, "DBReporter", FaultAt)
 
 
 def _fill_disk(path: Path, flag: Path) -> None:
@@ -101,7 +100,7 @@ def _rerun_completes(db: results_db.ResultsDB, job: TrialJob, logged: dict[int, 
     db.set_status([job.run_id], "pending", strict=True)
     # A rerun trains in new trial processes: none of this process's handles, whose pooled
     # connections still carry the fault's per-connection PRAGMA clamp (tests/support/dbfaults.py).
-    orchestrator.run.trial_db._HANDLES.clear()
+    orchestrator.run.trial.trial_db._HANDLES.clear()
     res = execute_job(job)
     assert res.status == "succeeded", res
     # resumed from the last checkpoint, whose points were all written before it existed

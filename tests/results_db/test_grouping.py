@@ -1,4 +1,4 @@
-"""results_db.grouping.group_stats (the Explore page's "group by"): n, mean, std, min, max per
+"""results_db.read.grouping.group_stats (the Explore page's "group by"): n, mean, std, min, max per
 value of a key, checked against numpy; non-finite values are counted as runs, not as values."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from results_db.grouping import GROUP_COLUMNS, group_stats
+from results_db.read.grouping import GROUP_COLUMNS, group_stats
 
 
 def test_matches_numpy_per_group_and_orders_keys() -> None:

@@ -1,4 +1,4 @@
-"""results_db/multirow.py on SQLite and PostgreSQL: one batch of any size upserts every row
+"""results_db/write/multirow.py on SQLite and PostgreSQL: one batch of any size upserts every row
 with its values as given -- NULLs, ints in a float column, 64-bit ints, a second batch that
 updates -- past SQLite's parameter limit (chunks) and in one statement on PostgreSQL."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import create_engine, event
 
-from results_db.multirow import SQLITE_MAX_PARAMS, execute_rows
+from results_db.write.multirow import SQLITE_MAX_PARAMS, execute_rows
 
 _SQL = ("INSERT INTO t (k, name, v, big) {values} "
         "ON CONFLICT (k) DO UPDATE SET v = excluded.v, name = excluded.name")

@@ -22,13 +22,13 @@ import pytest
 
 import results_db
 from contract.config import RunSpec
-from orchestrator.run.faults import Fault, RetryPolicy, classify
-from orchestrator.run.runner import execute_job
-from orchestrator.run.trial_job import RUN_KEY, TrialJob, trial_config
-from orchestrator.run.trial_sync import DBSyncCallback
+from orchestrator.run.health.faults import Fault, RetryPolicy, classify
+from orchestrator.run.trial.runner import execute_job
+from orchestrator.run.trial.trial_job import RUN_KEY, TrialJob, trial_config
+from orchestrator.run.trial.trial_sync import DBSyncCallback
 from results_db.dberrors import DBConnectionsExhausted, DBUnavailable
 from results_db.engine import PG_POOL_SIZE
-from results_db.pgstat import connections
+from results_db.read.pgstat import connections
 from tests.db_fixtures import TEST_DB, PgServer
 
 TRAIN = dict(steps=6, batch_size=2, seq_len=16, warmup=0, log_every=1, eval_every=0,

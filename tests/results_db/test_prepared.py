@@ -1,4 +1,4 @@
-"""results_db/prepared.py on SQLite and PostgreSQL: a statement compiled once per dialect
+"""results_db/write/prepared.py on SQLite and PostgreSQL: a statement compiled once per dialect
 writes what SQLAlchemy's own execution of it writes -- the types' bind processors applied
 (UTC datetimes, JSON), constant IN lists compiled in, batches -- and a missing value is an
 error naming it, not a NULL."""
@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy import insert, select, update
 
 import results_db
-from results_db.prepared import Prepared, arg
-from results_db.schema import Artifact, Run
+from results_db.schema.tables import Artifact, Run
+from results_db.write.prepared import Prepared, arg
 
 _RENAME = Prepared(lambda: update(Run).where(Run.id == arg("run_id"),
                                              Run.status.in_(["pending", "failed"]))

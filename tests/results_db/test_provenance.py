@@ -1,4 +1,4 @@
-"""Provenance per attempt in the results DB (results_db/provenance.py, migration
+"""Provenance per attempt in the results DB (results_db/write/provenance.py, migration
 0006_provenance), on SQLite and PostgreSQL: stored and read back per attempt and per run, one
 clear error for a malformed document, queryable by SQL; and the mixing check
 (results_db/analysis/mixing.py) on runs registered by the real submit path."""

@@ -32,7 +32,7 @@ def test_schema_is_created_by_the_migration(db) -> None:
     assert {"run_summary", "leaderboard"} <= set(insp.get_view_names())
     with db.engine.connect() as conn:
         rev = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
-    from results_db.migrate import HEAD_REVISION, head_revision
+    from results_db.schema.migrate import HEAD_REVISION, head_revision
     assert rev == head_revision() == HEAD_REVISION
     dims = {c["name"] for c in insp.get_columns("runs")}
     assert {"gate_position", "gate_granularity", "lr", "n_kv_head", "params_gates"} <= dims
@@ -277,7 +277,12 @@ def test_open_defaults_to_env_url(tmp_path, monkeypatch) -> None:
 
 
 def test_migration_downgrades_and_upgrades_again(db) -> None:
-    from results_db.migrate import current_revision, downgrade_engine, head_revision, upgrade_engine
+    from results_db.schema.migrate import (
+        current_revision,
+        downgrade_engine,
+        head_revision,
+        upgrade_engine,
+    )
 
     downgrade_engine(db.engine, "base")
     assert current_revision(db.engine) is None

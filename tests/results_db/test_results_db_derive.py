@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import results_db
-from results_db.dims import group_keys
+from results_db.schema.dims import group_keys
 from tests.support.synth import add_finished_run, gate_config
 
 G1 = [{"position": "G1"}]

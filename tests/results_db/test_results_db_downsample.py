@@ -1,7 +1,7 @@
 """db.metrics(max_points=...) against a plain-Python reference of the bucket rule, on SQLite
 and PostgreSQL: irregular steps, NULL (NaN) runs covering whole buckets, a spike, series at and
 just over the limit, with and without a names filter. The long series here have buckets wider
-than a rollup block, so they take the rollup read (results_db/rollup.py);
+than a rollup block, so they take the rollup read (results_db/write/rollup.py);
 tests/results_db/test_results_db_rollup.py covers the raw-point read too."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections import defaultdict
 import pytest
 
 import results_db
-from results_db.rollup import BLOCK
+from results_db.write.rollup import BLOCK
 from tests.support.synth import add_finished_run
 
 MAXP = 40  # 10 buckets of at most 4 points
@@ -27,7 +27,7 @@ def db(db_url: str):
 
 def buckets(pts: list[tuple[int, float | None]], maxp: int) -> dict[int, int]:
     """{step: its bucket}. Buckets are N/4 equal step ranges; when they span >= one rollup
-    block (results_db/rollup.py: 256 steps), whole blocks are bucketed, each by its first
+    block (results_db/write/rollup.py: 256 steps), whole blocks are bucketed, each by its first
     stored step (the rollup read), else each point by its own step (the raw-point read)."""
     nb = maxp // 4
     s0, width = pts[0][0], pts[-1][0] - pts[0][0] + 1

@@ -1,4 +1,4 @@
-"""The metric rollup (results_db/rollup.py, migration 0003_rollup) on SQLite and PostgreSQL:
+"""The metric rollup (results_db/write/rollup.py, migration 0003_rollup) on SQLite and PostgreSQL:
 kept at ingest through appends, rewrites, out-of-order batches and NaN; equal to the backfill
 of the same points; and read by db-side downsampling with the documented block-bucket rule."""
 
@@ -11,10 +11,10 @@ import pytest
 from sqlalchemy import text
 
 import results_db
-from results_db import rollup
-from results_db.downsample import metrics_sql, read_metrics
-from results_db.migrate import downgrade_engine, upgrade_engine
+from results_db.read.downsample import metrics_sql, read_metrics
+from results_db.schema.migrate import downgrade_engine, upgrade_engine
 from results_db.sqlread import frame
+from results_db.write import rollup
 from tests.results_db.test_results_db_downsample import reference
 from tests.support.synth import add_finished_run
 

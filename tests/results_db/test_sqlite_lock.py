@@ -1,4 +1,4 @@
-"""results_db.sqlite_lock: /proc/locks names the process inside a SQLite write transaction,
+"""results_db.write.sqlite_lock: /proc/locks names the process inside a SQLite write transaction,
 and nobody else (readers, a process between transactions, another file); a lock held past
 the busy timeout is an outage the writers wait out."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import results_db
-from orchestrator.run.dbretry import with_db_retry
+from orchestrator.run.health.dbretry import with_db_retry
 from results_db import engine
 from tests.support.sqlitelock import LockHolder
 from tests.support.synthdb import one_run
@@ -41,7 +41,8 @@ def test_a_lock_held_past_the_busy_timeout_is_an_outage_to_wait_out(
     """A write transaction left open longer than the busy timeout (a user's ``sqlite3`` shell,
     a frozen process) made every writer fail with a bare "database is locked", which a trial
     took for a code error: the run failed for good. It is now DBUnavailable, which every
-    critical write waits out (orchestrator.run.dbretry); the points land once the lock is free."""
+    critical write waits out (orchestrator.run.health.dbretry); the points land once the lock is
+    free."""
     monkeypatch.setattr(engine, "BUSY_TIMEOUT_MS", 300)  # the product waits 30 s
     url = f"sqlite:///{tmp_path / 'r.db'}"
     db = results_db.open(url)

@@ -1,5 +1,5 @@
 """One registered run as the TrialJob a Tune trial gets: for tests that drive the trial's
-body (``orchestrator.run.runner.execute_job``) or the trainer with the DB reporter directly,
+body (``orchestrator.run.trial.runner.execute_job``) or the trainer with the DB reporter directly,
 on a real SQLite file, without Ray."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 import results_db
 from contract.config import RunSpec
 from contract.metrics import TRAIN_LOSS
-from orchestrator.run.trial_job import TrialJob
+from orchestrator.run.trial.trial_job import TrialJob
 
 
 def registered_job(tmp_path: Path, spec: RunSpec, **job: Any

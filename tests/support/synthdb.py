@@ -1,7 +1,7 @@
 """The one builder core of synthetic results DBs: runs registered by the real submit path.
 
 A scenario hands ``register`` a sweep spec (a dict, rendered to YAML, or YAML text); it goes
-through ``orchestrator.sweep.plan.make_plan`` and ``orchestrator.run.submit.register`` as
+through ``orchestrator.sweep.plan.make_plan`` and ``orchestrator.run.driver.submit.register`` as
 ``orchestrator submit`` would, so every run's config is a validated RunSpec, and its
 fingerprint, group keys and parameter counts are the real ones. ``play`` then writes one
 attempt of a run through the writer API up to the end state the scenario asks for. The
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from orchestrator.run.submit import register as submit_register
+from orchestrator.run.driver.submit import register as submit_register
 from orchestrator.sweep.plan import make_plan
 
 if TYPE_CHECKING:

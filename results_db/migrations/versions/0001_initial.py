@@ -4,7 +4,7 @@ Revision ID: 0001
 Revises:
 Create Date: 2026-11-29
 
-Frozen: this file spells out its tables instead of reading results_db.schema, so later
+Frozen: this file spells out its tables instead of reading results_db.schema.tables, so later
 changes to the ORM need a new revision and never alter what 0001 creates.
 """
 
@@ -20,7 +20,7 @@ down_revision = None
 branch_labels = None
 depends_on = None
 
-TS = sa.DateTime(timezone=False)  # naive UTC (results_db.schema.UTCDateTime)
+TS = sa.DateTime(timezone=False)  # naive UTC (results_db.schema.tables.UTCDateTime)
 
 
 def _runs_columns() -> list[sa.Column]:

@@ -13,7 +13,7 @@ multiple of it (contract.states.stale_after_s), so a silent death is seen in sec
 its lease runs (renewed every heartbeat interval), so a never-started run of a dead driver is
 told apart from one a live driver will still start.
 
-Frozen like 0001: it spells out its columns instead of reading results_db.schema.
+Frozen like 0001: it spells out its columns instead of reading results_db.schema.tables.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ Revises: 0002_claims
 Create Date: 2026-12-01
 
 ``metric_rollup``: per (run, name, 256-step block) the point count, first step, arg-min,
-arg-max, last point and first NULL step (results_db/rollup.py keeps it at ingest;
-results_db/downsample.py reads it). Frozen like 0001: the columns, the block size and the
+arg-max, last point and first NULL step (results_db/write/rollup.py keeps it at ingest;
+results_db/read/downsample.py reads it). Frozen like 0001: the columns, the block size and the
 backfill SQL are spelled out here.
 """
 

@@ -10,7 +10,7 @@ version), the code version key results compare on, the versions of python, gates
 deepspeed, ray, polars and sqlalchemy, the accelerator kind / model / count, the CPU model and
 thread count, the number of ranks and the DeepSpeed config used. Attempts from before this
 revision have no row (their provenance was never recorded). Frozen like 0001: the columns are
-spelled out here instead of read from results_db.schema.
+spelled out here instead of read from results_db.schema.tables.
 """
 
 from __future__ import annotations

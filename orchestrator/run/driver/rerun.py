@@ -21,12 +21,12 @@ import results_db
 from contract.config import RunSpec
 from contract.errors import UserError
 from contract.states import DONE_OK, RunStatus
-from orchestrator.run import scheduler
 from orchestrator.run.cluster import check_reachable, resolve_address
+from orchestrator.run.driver import scheduler
+from orchestrator.run.driver.paths import DEFAULT_STORAGE, checkpoint_dir, remove_dir, storage_root
+from orchestrator.run.driver.progress import Progress
 from orchestrator.run.env import absolute_db_url
-from orchestrator.run.paths import DEFAULT_STORAGE, checkpoint_dir, remove_dir, storage_root
-from orchestrator.run.progress import Progress
-from orchestrator.run.trial_job import TrialJob, driver_owner
+from orchestrator.run.trial.trial_job import TrialJob, driver_owner
 
 if TYPE_CHECKING:
     from results_db import ResultsDB, RunRow
@@ -123,7 +123,7 @@ def place(db: ResultsDB, row: RunRow, storage: Path | None) -> Placement:
     given; else the dir its attempts recorded (checked by recorded_checkpoint_dir); else
     beside its sweep's other runs; else under ./runs. Sweep and name are the DB row's own
     (a stored config can name another run: rerun --fresh then deleted that run's
-    checkpoints); orchestrator/run/paths.py keeps the path inside the storage root."""
+    checkpoints); orchestrator/run/driver/paths.py keeps the path inside the storage root."""
     sweep = sweep_of(db, row)
     if storage is not None:
         root = storage_root(storage)

@@ -1,21 +1,21 @@
 """Run pending runs as Ray Tune trials (one trial per run) and keep the DB consistent.
 
-Ray only executes; the DB holds the truth. Each trial claims its run (orchestrator/run/runner.py,
-``db.claim_run``) and records its own end; ``DBSyncCallback`` (trial_sync.py) records the deaths it
-cannot
-report itself (worker killed, node lost, crash before its try block) with their fault class,
-whether Tune retries them (``on_trial_recover``) or not (``on_trial_error``); the driver's
-LeaseKeeper (orchestrator/run/leases.py) records silent deaths within a few heartbeats. A trial
-that loses the claim (another driver holds the run) trains nothing; the driver says who holds
-it and waits for that run to end, so its summary covers every run it was given. On
-Ctrl-C/SIGTERM the driver marks the runs it was executing ``cancelled`` before stopping Ray.
+Ray only executes; the DB holds the truth. Each trial claims its run
+(orchestrator/run/trial/runner.py, ``db.claim_run``) and records its own end; ``DBSyncCallback``
+(trial_sync.py) records the deaths it cannot report itself (worker killed, node lost, crash before
+its try block) with their fault class, whether Tune retries them (``on_trial_recover``) or not
+(``on_trial_error``); the driver's LeaseKeeper (orchestrator/run/health/leases.py) records silent
+deaths within a few heartbeats. A trial that loses the claim (another driver holds the run) trains
+nothing; the driver says who holds it and waits for that run to end, so its summary covers every
+run it was given. On Ctrl-C/SIGTERM the driver marks the runs it was executing ``cancelled``
+before stopping Ray.
 
 A results DB that cannot be used (disk full, server restarting) does not kill the driver: the
-callback's writes are retried with backoff (orchestrator/run/dbretry.py), which pauses Tune's loop
-and so the scheduling of new trials; the lease keeper watches the DB between callbacks. Once
-the outage outlasts ``GATESWEEP_DB_WAIT_S`` (300 s) a Tune stopper ends the sweep, the driver
-ends its own attempts ``db_unavailable`` where the DB lets it and raises ``DBOutage`` (one
-line, exit 2); ``orchestrator rerun --sweep S`` finishes the rest once the DB is back.
+callback's writes are retried with backoff (orchestrator/run/health/dbretry.py), which pauses Tune's
+loop and so the scheduling of new trials; the lease keeper watches the DB between callbacks. Once
+the outage outlasts ``GATESWEEP_DB_WAIT_S`` (300 s) a Tune stopper ends the sweep, the driver ends
+its own attempts ``db_unavailable`` where the DB lets it and raises ``DBOutage`` (one line, exit 2);
+``orchestrator rerun --sweep S`` finishes the rest once the DB is back.
 """
 
 from __future__ import annotations
@@ -45,7 +45,9 @@ from orchestrator.run.cluster import (
     storage_warning,
     trial_bundles,
 )
-from orchestrator.run.dbretry import (
+from orchestrator.run.driver.quiet_logs import one_line_trial_errors
+from orchestrator.run.env import absolute_db_url, driver_defaults, worker_env_vars
+from orchestrator.run.health.dbretry import (
     DB_WAIT_ENV,
     DBOutage,
     OutageState,
@@ -53,12 +55,10 @@ from orchestrator.run.dbretry import (
     db_wait_s,
     with_db_retry,
 )
-from orchestrator.run.env import absolute_db_url, driver_defaults, worker_env_vars
-from orchestrator.run.faults import Fault
-from orchestrator.run.leases import LeaseKeeper
-from orchestrator.run.multiworker import dispatch_trial
-from orchestrator.run.quiet_logs import one_line_trial_errors
-from orchestrator.run.trial_job import (
+from orchestrator.run.health.faults import Fault
+from orchestrator.run.health.leases import LeaseKeeper
+from orchestrator.run.trial.multiworker import dispatch_trial
+from orchestrator.run.trial.trial_job import (
     RUN_KEY,
     PackedJobs,
     TrialJob,
@@ -67,8 +67,8 @@ from orchestrator.run.trial_job import (
     run_id_of,
     trial_config,
 )
-from orchestrator.run.trial_result import TrialResult
-from orchestrator.run.trial_sync import DBSyncCallback, OutageStopper
+from orchestrator.run.trial.trial_result import TrialResult
+from orchestrator.run.trial.trial_sync import DBSyncCallback, OutageStopper
 from results_db import DBUnavailable
 
 if TYPE_CHECKING:

@@ -13,12 +13,12 @@ from rich.console import Console
 
 import results_db
 from contract.states import DONE_OK
-from orchestrator.run import scheduler
 from orchestrator.run.cluster import check_reachable, resolve_address
-from orchestrator.run.code_cache import requeue_other_code
-from orchestrator.run.paths import checkpoint_dir, storage_root
-from orchestrator.run.progress import Progress
-from orchestrator.run.trial_job import TrialJob
+from orchestrator.run.driver import scheduler
+from orchestrator.run.driver.code_cache import requeue_other_code
+from orchestrator.run.driver.paths import checkpoint_dir, storage_root
+from orchestrator.run.driver.progress import Progress
+from orchestrator.run.trial.trial_job import TrialJob
 from orchestrator.sweep.plan import Plan, make_plan, not_in_file_note  # noqa: F401 - re-exported
 from orchestrator.sweep.table import param_counts
 

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Engine
 
 from contract.states import DONE_OK
+from results_db.schema.vocab import DIMENSIONS
 from results_db.sqlread import frame, in_list
-from results_db.vocab import DIMENSIONS
 
 if TYPE_CHECKING:
     import polars as pl

@@ -47,7 +47,7 @@ class TrialJob:
     retries: int = 0
     heartbeat_s: float = DEFAULT_HEARTBEAT_S
     flush_s: float = 5.0
-    db_wait_s: float = 300.0  # how long a DB outage is ridden out (orchestrator/run/dbretry.py)
+    db_wait_s: float = 300.0  # how long a DB outage is ridden out (run/health/dbretry.py)
     train_storage: str | None = None  # Ray Train's run state (multi-worker), default beside
     extra: dict[str, Any] = field(default_factory=dict)
 

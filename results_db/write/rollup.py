@@ -4,7 +4,7 @@
 (block = step // BLOCK) of every series: the point count, the first step, the arg-min and the
 arg-max among its numbers (ties: the earliest step), its last point (its value may be NULL)
 and its first NULL step. A downsampled read whose buckets span >= BLOCK steps then reads these
-rows (~1/256 of the points) instead of the raw ``metrics`` (results_db/downsample.py), so a
+rows (~1/256 of the points) instead of the raw ``metrics`` (results_db/read/downsample.py), so a
 curve's cost stops growing with its length: 100 runs x 100k steps is ~39k rollup rows.
 
 Written at ingest: ``log_metrics`` calls ``update`` in its own transaction, so the rollup never
@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from results_db.multirow import execute_rows
+from results_db.write.multirow import execute_rows
 
 BLOCK = 256
 TABLE = "metric_rollup"

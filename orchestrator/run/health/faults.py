@@ -57,8 +57,8 @@ _TYPE_NAMES: dict[str, Fault] = {
     "DistNetworkError": Fault.WORKER_DIED,
     "RunCancelled": Fault.CANCELLED,
     "Preempted": Fault.PREEMPTED,  # trainer.Preempted: SIGTERM, checkpointed
-    "Superseded": Fault.SUPERSEDED,  # orchestrator.run.reporter: no longer the current attempt
-    "RetrySuperseded": Fault.SUPERSEDED,  # orchestrator.run.runner: ... and nobody holds the run
+    "Superseded": Fault.SUPERSEDED,  # run.trial.reporter: no longer the current attempt
+    "RetrySuperseded": Fault.SUPERSEDED,  # run.trial.runner: ... and nobody holds the run
     "KeyboardInterrupt": Fault.CANCELLED,
     "DBConnectionsExhausted": Fault.DB_CONNECTIONS,  # its subclass: no free server slot
     "DBUnavailable": Fault.DB_UNAVAILABLE,  # results_db.DBUnavailable: full disk, read-only

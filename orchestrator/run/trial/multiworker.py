@@ -16,8 +16,9 @@ gloo/NCCL group, ZeRO shards across the workers, MoE experts split into ``ep_siz
   whole worker group after a worker or node dies; metric writes are upserts per (run, name,
   step), so the steps the new attempt re-trains replace, never duplicate, the old points.
   Before training, rank 0 claims the run and broadcasts go/no-go: a run that was cancelled,
-  whose last failure is not worth retrying (its attempt's fault class, orchestrator/run/faults.py),
-  or that another driver holds, stops on every rank instead of training.
+  whose last failure is not worth retrying (its attempt's fault class,
+  orchestrator/run/health/faults.py), or that another driver holds, stops on every rank instead of
+  training.
 """
 
 from __future__ import annotations
@@ -35,9 +36,9 @@ from contract.reporter import MemoryReporter
 from contract.states import RunStatus
 from orchestrator.run.cluster import check_parallelism, host_label, live_nodes, scaling_kwargs
 from orchestrator.run.env import prepare_trial_env
-from orchestrator.run.faults import Fault, RetryPolicy, classify, describe
-from orchestrator.run.trial_job import TrialJob, run_id_of
-from orchestrator.run.trial_result import TrialResult, TrialStatus
+from orchestrator.run.health.faults import Fault, RetryPolicy, classify, describe
+from orchestrator.run.trial.trial_job import TrialJob, run_id_of
+from orchestrator.run.trial.trial_result import TrialResult, TrialStatus
 
 if TYPE_CHECKING:
     from ray.train import TrainContext
@@ -56,7 +57,7 @@ def dispatch_trial(config: dict[str, Any], jobs: Mapping[int, TrialJob]) -> None
     several."""
     job = jobs[run_id_of(config)]
     if not job.is_multiworker:
-        from orchestrator.run.runner import run_trial
+        from orchestrator.run.trial.runner import run_trial
 
         run_trial(job)
         return
@@ -227,8 +228,8 @@ def _gather_workers() -> list[dict[str, Any]]:
 def _rank0_attempt(job: TrialJob, attempt_id: int, workers: list[dict[str, Any]]
                    ) -> TrialResult:
     import results_db
-    from orchestrator.run.reporter import DBReporter
-    from orchestrator.run.runner import train_attempt
+    from orchestrator.run.trial.reporter import DBReporter
+    from orchestrator.run.trial.runner import train_attempt
 
     db = results_db.open(job.db_url, migrate=False)
     db.add_artifact(job.run_id, attempt_id, "workers", data={"workers": workers})

@@ -62,7 +62,7 @@ class Sweep(Base):
     created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
-# The columns of `runs` derived from the config JSON (results_db/dims.py) so SQL can group.
+# The columns of `runs` derived from the config JSON (results_db/schema/dims.py) so SQL can group.
 DIM_COLUMNS: tuple[str, ...] = (
     "gate_position", "gate_granularity", "gate_sharing", "gate_combine", "gate_activation",
     "gate_input_dependent", "n_gates", "nonlinearity", "lr", "n_layer", "d_model", "n_head",

@@ -19,20 +19,20 @@ from sqlalchemy.orm import Session
 
 from contract.metrics import PARAMS_GATES, PARAMS_TOTAL
 from contract.states import DONE_OK, RunStatus, allowed, check_transition, parse_status
-from results_db import rollup
-from results_db.claims import (
+from results_db.rows import AttemptWrite, NewRun, RegisterResult, RunRow
+from results_db.schema.dims import derive_dims
+from results_db.schema.tables import Artifact, Run, Sweep, utcnow
+from results_db.write import rollup
+from results_db.write.claims import (
     ClaimMixin,
     NotFound,
     beat_if_current,
     close_attempts,
     end_run,
 )
-from results_db.dims import derive_dims
-from results_db.multirow import execute_rows
-from results_db.prepared import Prepared, arg
-from results_db.provenance import upsert_provenance
-from results_db.rows import AttemptWrite, NewRun, RegisterResult, RunRow
-from results_db.schema import Artifact, Run, Sweep, utcnow
+from results_db.write.multirow import execute_rows
+from results_db.write.prepared import Prepared, arg
+from results_db.write.provenance import upsert_provenance
 
 Point = tuple[int, str, float | None]
 __all__ = ["NotFound", "WriterMixin", "clean_value"]

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, inspect, text
 
 from results_db.dberrors import DBForeign, DBNewer
-from results_db.migrate import HEAD_REVISION, REVISIONS
-from results_db.schema import Base
+from results_db.schema.migrate import HEAD_REVISION, REVISIONS
+from results_db.schema.tables import Base
 
 OUR_TABLES = frozenset(Base.metadata.tables)
 # Tables every gatesweep schema has had since revision 0001: a DB at an unknown revision that

@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING
 import results_db
 from contract.errors import UserError
 from contract.identity import group_keys
-from orchestrator.run import scheduler
-from orchestrator.run.progress import Progress
-from orchestrator.run.submit import jobs_for, register, summarise
+from orchestrator.run.driver import scheduler
+from orchestrator.run.driver.progress import Progress
+from orchestrator.run.driver.submit import jobs_for, register, summarise
 from orchestrator.sweep.decide import DecideSpec, progress_line
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ another code version than this process's (contract.provenance.code_version: comm
 hash of an uncommitted diff), or none at all (trained before provenance was recorded). Such a
 run is retrained from step 0: its checkpoints hold the other code's weights (a finished run's
 last checkpoint would only be re-evaluated), so they are removed first, only inside the
-storage folder (orchestrator/run/rerun.py's rule for ``--fresh``).
+storage folder (orchestrator/run/driver/rerun.py's rule for ``--fresh``).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 
 from contract.provenance import code_version, short_key
 from contract.states import DONE_OK, RunStatus
-from orchestrator.run.paths import checkpoint_dir
-from orchestrator.run.rerun import Placement, SweepRerun, remove_checkpoints
+from orchestrator.run.driver.paths import checkpoint_dir
+from orchestrator.run.driver.rerun import Placement, SweepRerun, remove_checkpoints
 
 if TYPE_CHECKING:
     from orchestrator.sweep.plan import Plan

@@ -5,7 +5,7 @@ current reading (db.decide_rows).
 The reading at each k is db.decide_rows' own rule (results_db.analysis.sequential.read_rows
 over the runs of seeds < k), not a copy of it: the intervals are valid at every look, so
 drawing every one of them is what they are for. Seeds are given in order (0, 1, 2, ...;
-orchestrator/run/adaptive.py), so "the first k seeds" is the sweep's state after its k-th.
+orchestrator/run/driver/adaptive.py), so "the first k seeds" is the sweep's state after its k-th.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from results_db.analysis.sequential import DecideRule, read_rows
-from results_db.frames import group_info, runs_wide
+from results_db.read.frames import group_info, runs_wide
 
 if TYPE_CHECKING:
     import polars as pl

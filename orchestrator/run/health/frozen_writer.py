@@ -14,7 +14,7 @@ readers never wait for the writer):
   transactions last milliseconds), and still holds it;
 - that pid is the recorded process of a running attempt this driver claimed, on this host,
   whose heartbeat is stale;
-- it made no progress meanwhile (orchestrator/run/liveness.py): stopped, or no CPU time. A
+- it made no progress meanwhile (orchestrator/run/health/liveness.py): stopped, or no CPU time. A
   holder that still runs is only starved on a loaded node and will commit; its window starts
   again.
 Then SIGKILL: the kernel drops the lock, SQLite rolls the open transaction back whole, Ray
@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 import results_db
 from contract.states import stale_after_s
 from orchestrator.run.cluster import parse_host_label
-from orchestrator.run.liveness import Sample, making_progress, sample
+from orchestrator.run.health.liveness import Sample, making_progress, sample
 
 if TYPE_CHECKING:
     from results_db import AttemptRow, ResultsDB

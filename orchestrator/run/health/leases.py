@@ -7,15 +7,16 @@ While a driver (``submit`` / ``rerun``) lives, a daemon thread every heartbeat i
 - records its own silent attempts promptly: an attempt it claimed whose heartbeat went stale
   (states.stale_after_s of its interval) ends ``failed`` with ``node_lost`` when Ray reports its
   node dead, else ``worker_died`` -- seconds after the death, whether or not Tune retries --
-  unless its process is only starved (orchestrator/run/liveness.py: still using CPU on a
+  unless its process is only starved (orchestrator/run/health/liveness.py: still using CPU on a
   loaded node), which is waited for up to states.MAX_SILENT_S;
 - watches the DB itself: a tick that cannot reach it is recorded in the driver's
-  ``OutageState`` (orchestrator/run/dbretry.py; the scheduler stops the sweep once the outage
+  ``OutageState`` (orchestrator/run/health/dbretry.py; the scheduler stops the sweep once the outage
   outlasts its bound). After an outage nobody could heartbeat, so no attempt is judged
   silent until one full staleness window has passed with the DB answering again. The same
   holds after a renewal that had to wait for the lock (longer than an interval): every other
   writer waited too, so their heartbeats are late through no fault of theirs;
-- on SQLite, watches the write lock (orchestrator/run/frozen_writer.py): one of its trials frozen
+- on SQLite, watches the write lock (orchestrator/run/health/frozen_writer.py): one of its trials
+frozen
   inside a write transaction holds it for everyone and is killed, so the sweep goes on.
 """
 
@@ -30,11 +31,11 @@ from typing import TYPE_CHECKING, Any
 
 from contract.states import MAX_SILENT_S, RunStatus, stale_after_s
 from orchestrator.run.cluster import parse_host_label
-from orchestrator.run.dbretry import OutageState
 from orchestrator.run.env import float_env
-from orchestrator.run.faults import Fault
-from orchestrator.run.frozen_writer import FrozenWriterWatch
-from orchestrator.run.liveness import Liveness, LivenessWatch
+from orchestrator.run.health.dbretry import OutageState
+from orchestrator.run.health.faults import Fault
+from orchestrator.run.health.frozen_writer import FrozenWriterWatch
+from orchestrator.run.health.liveness import Liveness, LivenessWatch
 from results_db import DBUnavailable
 
 if TYPE_CHECKING:

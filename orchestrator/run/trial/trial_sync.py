@@ -3,7 +3,7 @@
 A trial records its own end; ``DBSyncCallback`` records the deaths it cannot report itself
 (worker killed, node lost, crash before its try block) with their fault class, whether Tune
 retries them (``on_trial_recover``) or not (``on_trial_error``). ``OutageStopper`` ends the
-sweep once the driver gave up waiting for the DB (orchestrator/run/dbretry.py).
+sweep once the driver gave up waiting for the DB (orchestrator/run/health/dbretry.py).
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from ray.tune import Callback, Stopper
 
 import results_db
 from contract.states import RunStatus
-from orchestrator.run.dbretry import DBOutage, OutageState, db_wait_s, with_db_retry
-from orchestrator.run.faults import Fault, RetryPolicy, classify, describe
-from orchestrator.run.leases import node_fault
-from orchestrator.run.sweep_stop import mark_stopped
-from orchestrator.run.trial_job import run_id_of
+from orchestrator.run.health.dbretry import DBOutage, OutageState, db_wait_s, with_db_retry
+from orchestrator.run.health.faults import Fault, RetryPolicy, classify, describe
+from orchestrator.run.health.leases import node_fault
+from orchestrator.run.trial.sweep_stop import mark_stopped
+from orchestrator.run.trial.trial_job import run_id_of
 
 if TYPE_CHECKING:
     from ray.tune.experiment import Trial

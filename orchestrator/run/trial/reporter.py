@@ -27,7 +27,7 @@ checkpoint without a row (runner.drop_unrecorded_final). Each flush asks the DB 
 heartbeat), so an attempt that wakes from a stall cannot write before it learns.
 
 A results DB that cannot be written (disk full, server restarting) is waited for, up to
-``db_wait_s`` (orchestrator/run/dbretry.py): the flush blocks, so training pauses instead of
+``db_wait_s`` (orchestrator/run/health/dbretry.py): the flush blocks, so training pauses instead of
 running ahead of what is recorded; past the bound the flush raises and the attempt ends
 ``db_unavailable``.
 """
@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from contract.provenance import ARTIFACT as PROVENANCE
 from contract.reporter import CHECKPOINT, Reporter
 from contract.states import RunStatus
-from orchestrator.run.dbretry import with_db_retry
+from orchestrator.run.health.dbretry import with_db_retry
 from results_db.rows import AttemptWrite, NewArtifact
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ class DBReporter:
         return not (self._superseded.is_set() or self.stop_reason)
 
     def request_stop(self, reason: str) -> None:
-        """Ask the trainer to stop at its next step boundary (orchestrator/run/sigterm.py)."""
+        """Ask the trainer to stop at its next step boundary (orchestrator/run/trial/sigterm.py)."""
         self.stop_reason = self.stop_reason or reason
 
     def artifact(self, kind: str, payload: str | Path | Mapping[str, Any]) -> None:
@@ -129,7 +129,7 @@ class DBReporter:
         self._raise_if_superseded()
         with self._lock:
             if kind == PROVENANCE and not isinstance(payload, (str, Path)):
-                # one row per attempt in its own table (results_db/provenance.py), not a blob
+                # one row per attempt in its own table (results_db/write/provenance.py), not a blob
                 self._provenance = dict(payload)
             elif isinstance(payload, (str, Path)):
                 self._artifacts.append(NewArtifact(kind, path=str(payload)))

@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from results_db.rollup import BLOCK, TABLE, has_rollup
 from results_db.sqlread import frame
+from results_db.write.rollup import BLOCK, TABLE, has_rollup
 
 # The (run, name) step range of the current bucket ``b`` (bucket rows: run_id, name, lo, hi).
 _RANGE = "m.run_id = b.run_id AND m.name = b.name AND m.step BETWEEN b.lo AND b.hi"
@@ -186,7 +186,7 @@ _PG_CAGG = """cagg AS MATERIALIZED (SELECT run_id, name, qb,
 
 def rollup_sql(run_ids: Sequence[int] | None, names: Sequence[str] | None, max_points: int,
                dialect: str, block: int = BLOCK) -> tuple[str, dict[str, Any]]:
-    """Downsampling with the rollup table (results_db/rollup.py): a series' bounds and point
+    """Downsampling with the rollup table (results_db/write/rollup.py): a series' bounds and point
     count come from its rollup rows; a long series whose buckets span >= ``block`` steps is
     bucketed by whole rollup blocks (a block belongs to the bucket of its first step) and
     read from the rollup alone; other long series take the exact raw-point path; short ones

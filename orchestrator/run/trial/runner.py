@@ -10,14 +10,14 @@
   ``lost`` (resumable). Divergence is a result, not an error; a cancelled run ends quietly.
 - A *superseded* attempt (the DB says it is no longer the run's current one: it stalled and
   its driver recorded it dead, or another driver took the run over after its lease ran out)
-  stops without writing anything (orchestrator/run/reporter.py). If another attempt holds the
+  stops without writing anything (orchestrator/run/trial/reporter.py). If another attempt holds the
   run, the trial reports ``skipped`` with the holder and its driver waits for that run; if
   nobody does, the trial raises so that Tune retries the run as configured (``retries``).
 - A results DB that cannot be used is waited for up to ``job.db_wait_s`` at the claim and at
-  every write (orchestrator/run/dbretry.py), so a database restart pauses a trial, not ends it.
-  Past the bound a claim raises (Tune retries or records it), unless the driver has already
+  every write (orchestrator/run/health/dbretry.py), so a database restart pauses a trial, not ends
+  it. Past the bound a claim raises (Tune retries or records it), unless the driver has already
   given up on the same DB: then the trial reports "not started" and prints no traceback.
-- A trial whose driver has stopped the sweep (orchestrator/run/sweep_stop.py) does not claim
+- A trial whose driver has stopped the sweep (orchestrator/run/trial/sweep_stop.py) does not claim
   its run, and gives back a claim it won in the meantime (the run stays resumable).
 """
 
@@ -33,15 +33,15 @@ from typing import TYPE_CHECKING, TypeVar
 from contract.reporter import CHECKPOINT
 from contract.states import RunStatus
 from orchestrator.run.cluster import host_label
-from orchestrator.run.dbretry import DBOutage, with_db_retry
 from orchestrator.run.env import prepare_trial_env
-from orchestrator.run.faults import Fault, RetryPolicy, classify, describe
-from orchestrator.run.reporter import DBReporter, RunCancelled
-from orchestrator.run.sigterm import graceful_sigterm
-from orchestrator.run.sweep_stop import stopped
-from orchestrator.run.trial_db import trial_db
-from orchestrator.run.trial_job import TrialJob
-from orchestrator.run.trial_result import TrialResult
+from orchestrator.run.health.dbretry import DBOutage, with_db_retry
+from orchestrator.run.health.faults import Fault, RetryPolicy, classify, describe
+from orchestrator.run.trial.reporter import DBReporter, RunCancelled
+from orchestrator.run.trial.sigterm import graceful_sigterm
+from orchestrator.run.trial.sweep_stop import stopped
+from orchestrator.run.trial.trial_db import trial_db
+from orchestrator.run.trial.trial_job import TrialJob
+from orchestrator.run.trial.trial_result import TrialResult
 from results_db import DBUnavailable
 
 if TYPE_CHECKING:

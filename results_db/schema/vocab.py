@@ -17,7 +17,7 @@ from contract import gate_dims
 from contract.metrics import BENCH
 from contract.states import RunStatus
 
-# The gate dimension columns of `runs` (derived from model.gates by results_db/dims.py) plus
+# The gate dimension columns of `runs` (derived from model.gates by results_db/schema/dims.py) plus
 # the non-linearity-only control: what the paper's gate tables vary.
 GATE_DIMENSIONS: tuple[str, ...] = (
     "gate_position", "gate_granularity", "gate_sharing", "gate_combine", "gate_activation",

@@ -31,9 +31,9 @@ from sqlalchemy.exc import DBAPIError, ResourceClosedError
 from contract.config import RunSpec
 from contract.ids import parse_id
 from contract.states import DONE_BAD, DONE_OK, RunStatus, parse_status
-from results_db.downsample import read_metrics
+from results_db.read.downsample import read_metrics
 from results_db.rows import AttemptRow, RunRow
-from results_db.schema import DIM_COLUMNS, Artifact, Attempt, Base, Run, Summary, Sweep
+from results_db.schema.tables import DIM_COLUMNS, Artifact, Attempt, Base, Run, Summary, Sweep
 from results_db.sqlread import (
     QueryLimitError,
     QueryLimits,

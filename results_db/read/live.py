@@ -23,7 +23,7 @@ from contract.states import (
     stale_after_s,
     status_group,
 )
-from results_db.schema import Attempt, Metric, Run, Sweep, utcnow
+from results_db.schema.tables import Attempt, Metric, Run, Sweep, utcnow
 
 if TYPE_CHECKING:
     import polars as pl

@@ -17,7 +17,7 @@ from results_db.dberrors import DBUnavailable
 if TYPE_CHECKING:
     from alembic.config import Config
 
-MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+MIGRATIONS_DIR = Path(__file__).parents[1] / "migrations"
 _REV = re.compile(r'^(down_revision|revision)\s*=\s*["\']?([\w.-]+|None)["\']?', re.M)
 
 
@@ -33,7 +33,7 @@ def _scan() -> dict[str, str]:
     return out
 
 
-REVISIONS = _scan()  # every revision this gatesweep knows (results_db/ownership.py asks)
+REVISIONS = _scan()  # every revision this gatesweep knows (results_db/schema/ownership.py asks)
 _HEADS = sorted(set(REVISIONS) - set(REVISIONS.values()))
 # open() skips Alembic entirely when the DB is already at head, so trial processes open fast.
 HEAD_REVISION = _HEADS[0] if len(_HEADS) == 1 else ""  # "" (several heads): let Alembic decide

@@ -44,9 +44,9 @@ from contract.states import (
     run_status_after,
     stale_after_s,
 )
-from results_db.prepared import Prepared, arg
 from results_db.rows import AttemptRow
-from results_db.schema import Attempt, Run, utcnow
+from results_db.schema.tables import Attempt, Run, utcnow
+from results_db.write.prepared import Prepared, arg
 
 S = RunStatus
 
@@ -301,7 +301,7 @@ def beat_if_current(s: Session, attempt_id: int, what: str, run_id: int | None =
         run_id = s.scalar(select(Attempt.run_id).where(Attempt.id == attempt_id))
         if run_id is None:
             raise NotFound(f"{what}: attempt id {attempt_id} does not exist")
-    # prepared statements (results_db/prepared.py): a trial's flush runs these every time
+    # prepared statements (results_db/write/prepared.py): a trial's flush runs these every time
     c = s.connection()
     run_status = _RUN_STATUS_FOR_UPDATE.run(c, {"run_id": run_id}).scalar()
     now = utcnow()

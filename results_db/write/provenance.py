@@ -19,9 +19,9 @@ from sqlalchemy.orm import Session
 from contract.provenance import FIELDS
 from contract.states import DONE_OK
 from results_db.analysis.mixing import code_mix
-from results_db.prepared import Prepared, arg
-from results_db.schema import Attempt, Provenance, Run, Sweep, utcnow
+from results_db.schema.tables import Attempt, Provenance, Run, Sweep, utcnow
 from results_db.sqlread import frame
+from results_db.write.prepared import Prepared, arg
 
 if TYPE_CHECKING:
     import polars as pl
@@ -78,7 +78,7 @@ _UPSERTS: dict[str, Prepared] = {}
 
 
 def _upsert(dialect: str) -> Prepared:
-    """The upsert of ``dialect``, built and compiled once (results_db/prepared.py): built and
+    """The upsert of ``dialect``, built and compiled once (results_db/write/prepared.py): built and
     keyed at every write, the ~30-column upsert cost about 2 % of a short trial's CPU
     (docs/benchmarks.md, round 5)."""
     stmt = _UPSERTS.get(dialect)
