@@ -8,4 +8,5 @@ holds the floors), and every room may import contract, trainer and results_db be
           function, the DB-backed Reporter, leases and claims, fault classification, rerun.
   cli/    the ``orchestrator`` command: parses arguments, calls sweep/ and run/ and
           results_db, formats what they return. Nothing below it imports it.
+  __main__.py  ``python -m orchestrator``: the console script.
 """

@@ -21,6 +21,8 @@
     the orchestrator only through DASHBOARD_DOORS: the rerun path (its one write), the frame
     formatter its downloads share with the CLI, and the sweep-file reader (the Decide page reads a
     stored sweep's ``decide:`` block as `status` does).
+(e) Every package's __init__ docstring names exactly its modules (``name.py``) and folders of
+    code (``name/``): a new module is listed where a reader looks first.
 """
 
 from __future__ import annotations
@@ -378,3 +380,41 @@ def test_contract_is_torch_free() -> None:
            for mod, line in _imports(n, ast.parse(MODULES[n].read_text()))
            if mod.split(".")[0] in ("torch", "deepspeed", "ray", "sqlalchemy", "polars", "numpy")]
     assert not bad, "\n".join(bad)
+
+
+PRODUCT = ("contract", "orchestrator", "trainer", "results_db", "dashboard")
+NAMED_MODULE = re.compile(r"(?<![\w/.])(\w+)\.py\b")  # ``name.py``, not ``other/name.py``
+NAMED_FOLDER = re.compile(r"(?<![\w/.])(\w+)/(?!\w)")  # ``name/``, not ``a/b`` or ``and/or``
+
+
+def docstring_drift(init: Path, root: Path = ROOT) -> list[str]:
+    """What a package's __init__ docstring leaves out of its folder (modules ``name.py``,
+    folders of code ``name/``) or names that is not there."""
+    here = init.parent
+    have = {p.name for p in here.glob("*.py") if p.name != "__init__.py"} | \
+        {f"{d.name}/" for d in here.iterdir() if d.is_dir() and any(d.rglob("*.py"))}
+    doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+    named = {f"{m}.py" for m in NAMED_MODULE.findall(doc)} | \
+        {f"{d}/" for d in NAMED_FOLDER.findall(doc)}
+    rel = init.relative_to(root)
+    return [f"{rel}: does not name {n}" for n in sorted(have - named)] + \
+        [f"{rel}: names {n}, which is not there" for n in sorted(named - have)]
+
+
+def test_docstring_drift_checker_flags_missing_and_extra(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    (pkg / "room").mkdir(parents=True)
+    (pkg / "room" / "a.py").write_text("")
+    for name in ("kept.py", "left_out.py"):
+        (pkg / name).write_text("")
+    (pkg / "__init__.py").write_text('"""\n  kept.py   x\n  gone.py   y (and/or z: '
+                                     'other/left_out.py)\n  room/     w\n"""\n')
+    assert docstring_drift(pkg / "__init__.py", tmp_path) == [
+        "pkg/__init__.py: does not name left_out.py",
+        "pkg/__init__.py: names gone.py, which is not there"]
+
+
+def test_every_package_docstring_names_exactly_its_modules() -> None:
+    bad = [line for pkg in PRODUCT for init in sorted((ROOT / pkg).rglob("__init__.py"))
+           for line in docstring_drift(init)]
+    assert not bad, "package docstrings out of step with their folders:\n" + "\n".join(bad)

@@ -13,5 +13,6 @@ drawn by the Vega libraries inlined from the vl-convert-python package: no serve
 
 - model.py: what a report holds (sections of sentences, tables and charts);
 - content.py / runs.py: the sections, from the results DB;
-- html.py / markdown.py: the two formats; vega.py: the JS bundle and static figures.
+- html.py / markdown.py: the two formats; vega.py: the JS bundle and static figures;
+- __main__.py: the command line above.
 """

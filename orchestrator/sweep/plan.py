@@ -2,7 +2,7 @@
 ``submit --detach`` start from), plus the checks that need no training: data files.
 
 Light on purpose: no Ray, no torch, no results_db import here (``validate`` and every error
-path must answer fast); ``trainer.data`` is imported only when a run reads files.
+path must answer fast); ``trainer.data``, torch-free on import, checks the data a run reads.
 """
 
 from __future__ import annotations

@@ -1,3 +1,22 @@
 """What a result means, decided once: baseline rule, statistics, deltas with CIs, verdicts,
 main effects and LR stability. Pure polars/math (no SQL, no torch); ResultsDB exposes it
-through AnalysisMixin (results_db/analysis/api.py)."""
+through AnalysisMixin (api.py), the one module here that reads (results_db/read/frames.py).
+
+  api.py          AnalysisMixin: the ResultsDB methods that turn stored runs into conclusions
+  baseline.py     THE baseline rule of a sweep
+  columns.py      THE column schema of the leaderboard
+  compare.py      seed groups compared with the baseline: n, mean, std, delta, CI, verdict
+  stats.py        seed statistics and the uncertainty of a delta
+  tdist.py        Student's t quantiles and CDF
+  verdict.py      the verdict of one row from its delta CI
+  multiplicity.py how many rows are judged at once and at what level
+  summary.py      the leaderboard said in words
+  table.py        the ablation table: several metrics side by side
+  effects.py      main effects of each dimension (least squares)
+  bestlr.py       each variant at its best LR against the baseline at its best LR
+  stability.py    learning-rate stability (the paper's Table 2)
+  scaling.py      does a variant's gain survive scale
+  sequential.py   the rows of a ``decide:`` sweep, read anytime-validly
+  confseq.py      anytime-valid confidence sequences for a paired difference
+  mixing.py       did the runs a table compares come from the same code
+"""
