@@ -4,7 +4,13 @@ Over the latest provenance of each compared run (results_db/write/provenance.py)
 *mixed* when they differ in code version (commit, or the hash of an uncommitted diff), in a
 package that decides the numbers (MIX_COLUMNS) or in the accelerator kind. Runs that recorded
 no provenance (trained before it was recorded) make the answer unknown for them, which is said
-too; a sweep where no run recorded any says nothing (there is nothing to compare). The
+too; a sweep where no run recorded any says nothing (there is nothing to compare).
+
+Over the compared runs' configs: they are mixed when they were initialised by different
+schemes (``model.init``, contract/config.py: paired or legacy; a stored config without the
+field is legacy, contract/identity.py ADDED). Two schemes pair seeds differently, so a
+comparison across them neither has the variance the other promises nor, at one seed, the same
+initial weights: the sentence names it, whether or not provenance was recorded. The
 leaderboard, table, effects, stability and scaling outputs and the report print ``sentence``.
 """
 
@@ -13,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from contract.identity import ADDED
 from contract.provenance import short_key
 
 if TYPE_CHECKING:
@@ -21,9 +28,10 @@ if TYPE_CHECKING:
 # What makes two results "from different code or packages" (the storage libraries and ray do
 # not change a trained number; they are recorded and shown, not compared).
 MIX_COLUMNS: tuple[str, ...] = ("code_version", "python", "torch", "deepspeed", "accelerator")
+INIT = "init"  # model.init: a column of the compared runs (from their configs, not provenance)
 _LABELS = {"code_version": "code versions", "python": "Python versions",
            "torch": "torch versions", "deepspeed": "DeepSpeed versions",
-           "accelerator": "accelerator kinds"}
+           "accelerator": "accelerator kinds", INIT: "initialisation schemes (model.init)"}
 _SHOWN = 4  # values named per column; the rest are counted
 
 
@@ -33,6 +41,7 @@ class CodeMix:
     n_recorded: int  # of which recorded their provenance
     differing: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     # ^ column -> [(value, runs)], most runs first, for each MIX_COLUMN with several values
+    # (over the runs that recorded provenance) and INIT (over every compared run's config)
     resumed_across: int = 0  # runs whose attempts ran on more than one code version
     sentence: str | None = None
 
@@ -47,14 +56,30 @@ def _shown(col: str, value: str | None) -> str:
     return short_key(value) if col == "code_version" else value
 
 
+def _init_counts(runs: pl.DataFrame) -> list[tuple[str, int]]:
+    """[(scheme, runs)] over ``runs``' INIT column (null: stored before model.init existed,
+    so the pre-field scheme), most runs first; [] without the column."""
+    import polars as pl
+
+    if INIT not in runs.columns:
+        return []
+    before = ADDED["model"][INIT]
+    counts = runs.select(pl.col(INIT).fill_null(before)).to_series().value_counts()
+    return sorted(((str(v), int(n)) for v, n in counts.iter_rows()),
+                  key=lambda kv: (-kv[1], kv[0]))
+
+
 def code_mix(runs: pl.DataFrame, latest: pl.DataFrame) -> CodeMix:
-    """``runs``: the compared runs (``run_id``); ``latest``: their newest provenance rows
+    """``runs``: the compared runs (``run_id``, and INIT: their stored ``model.init``, null
+    where the config has none); ``latest``: their newest provenance rows
     (ProvenanceMixin.provenance(latest=True), with ``n_code_versions``)."""
     ids = set(runs["run_id"].to_list())
     rec = latest.filter(latest["run_id"].is_in(list(ids)))
     n_runs, n_rec = len(ids), rec.height
+    schemes = _init_counts(runs)
+    inits = {INIT: schemes} if len(schemes) > 1 else {}
     if n_rec == 0:
-        return CodeMix(n_runs, 0)
+        return CodeMix(n_runs, 0, inits, 0, _init_sentence(n_runs, schemes) if inits else None)
     differing: dict[str, list[tuple[str, int]]] = {}
     for col in MIX_COLUMNS:
         counts = rec.group_by(col).len().sort(["len", col], descending=[True, False],
@@ -62,8 +87,17 @@ def code_mix(runs: pl.DataFrame, latest: pl.DataFrame) -> CodeMix:
         if counts.height > 1:
             differing[col] = [(_shown(col, v), int(n)) for v, n in counts.iter_rows()]
     resumed = int((rec["n_code_versions"] > 1).sum()) if "n_code_versions" in rec.columns else 0
-    return CodeMix(n_runs, n_rec, differing, resumed,
-                   _sentence(n_runs, n_rec, differing, resumed))
+    said = _sentence(n_runs, n_rec, differing, resumed)
+    if inits:
+        said = " ".join(s for s in (_init_sentence(n_runs, schemes), said) if s)
+    return CodeMix(n_runs, n_rec, {**inits, **differing}, resumed, said)
+
+
+def _init_sentence(n_runs: int, schemes: list[tuple[str, int]]) -> str:
+    return (f"Mixed initialisation: the {n_runs} runs compared were initialised by "
+            f"{len(schemes)} {_LABELS[INIT]} ({_values(schemes)}; a run stored without "
+            "model.init is legacy), so their seeds do not start from the same weights and a "
+            "difference between them may come from the initialisation, not the variants.")
 
 
 def _values(values: list[tuple[str, int]]) -> str:

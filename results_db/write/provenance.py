@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from contract.provenance import FIELDS
 from contract.states import DONE_OK
-from results_db.analysis.mixing import code_mix
+from results_db.analysis.mixing import INIT, code_mix
 from results_db.schema.tables import Attempt, Provenance, Run, Sweep, utcnow
 from results_db.sqlread import frame
 from results_db.write.prepared import Prepared, arg
@@ -140,10 +140,12 @@ class ProvenanceMixin:
 
     def code_mix(self, sweep: str, states: Collection[str] = DONE_OK) -> CodeMix:
         """Whether the sweep's runs in ``states`` (the ones its tables compare) were trained
-        by different code or packages (results_db/analysis/mixing.py): ``.sentence`` says it
-        in one sentence, None when they were not (or no run recorded its provenance)."""
+        by different code or packages, or initialised by different schemes
+        (results_db/analysis/mixing.py): ``.sentence`` says it in one sentence, None when they
+        were not (or no run recorded its provenance and one scheme was used)."""
 
-        runs = frame(self.reader, select(Run.id.label("run_id"))
+        runs = frame(self.reader, select(Run.id.label("run_id"),  # null: stored without it
+                                         Run.config[("model", INIT)].as_string().label(INIT))
                      .join(Sweep, Sweep.id == Run.sweep_id)
                      .where(Sweep.name == sweep, Run.status.in_(list(states))))
         return code_mix(runs, self.provenance(sweep=sweep, states=states, latest=True))

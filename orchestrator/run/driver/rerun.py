@@ -203,7 +203,8 @@ def stored_spec(row: RunRow, sweep: str | None = None) -> RunSpec:
 
 
     try:
-        spec = RunSpec.model_validate(row.config)
+        # a config stored before a field existed reads as what it trained (model.init legacy)
+        spec = RunSpec.from_stored(row.config)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(map(str, first["loc"])) or "config"
