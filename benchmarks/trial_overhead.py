@@ -9,9 +9,9 @@ trains the same ``tiny`` RunSpecs twice, alternating run by run so that load dri
 2. gatesweep: ``orchestrator.run.trial.runner.execute_job`` against the results DB (claim, reporter
    with its heartbeat thread, flushes, artifacts, the end), one DB handle per process as a
    reused trial actor has (orchestrator/run/trial/trial_db.py).
-Per trial it counts transactions and statements (results_db.write.counters; the pool's pings run on
-the raw connection and are not counted) and the CPU of this process and of the PostgreSQL
-server's processes. Prints the figures side by side and the extra per trial.
+Per trial it counts transactions and statements (tests/support/sqlcounter.py; the pool's pings
+run on the raw connection and are not counted) and the CPU of this process and of the
+PostgreSQL server's processes. Prints the figures side by side and the extra per trial.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def main() -> None:
         with results_db.open(url) as db:
             rows = register(db, plan, force=False).to_run
         jobs = jobs_for(rows, plan, tmp / "storage", url)
-        from results_db.write.counters import SQLCounter
+        from tests.support.sqlcounter import SQLCounter
 
         counter = SQLCounter()
         # the first of each: imports, DeepSpeed's op build, the engine's first compilations

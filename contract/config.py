@@ -259,10 +259,6 @@ class ModelConfig(StrictModel):
             check_param_match(self)
         return self
 
-    @property
-    def n_gate_positions(self) -> int:
-        return len(self.gates)
-
 
 class TrainConfig(StrictModel):
     steps: int = Field(default=200, ge=1)

@@ -55,8 +55,3 @@ def flops_per_token(cfg: ModelConfig, seq_len: int) -> FlopCounts:
     n = c.attention + c.gates + ffn + switch + head
     attention = FWD_BWD * 2 * cfg.n_layer * seq_len * cfg.n_head * cfg.head_dim
     return FlopCounts(matmul_params=n, attention=attention, gates=FWD_BWD * c.gates)
-
-
-def training_flops(cfg: ModelConfig, seq_len: int, tokens: int) -> int:
-    """Training FLOPs of ``tokens`` tokens: flops_per_token(cfg, seq_len).total * tokens."""
-    return flops_per_token(cfg, seq_len).total * tokens

@@ -36,10 +36,6 @@ class ParamCounts:
     norms: int  # block, final, QK-norm, sandwich and G1-RMSNorm weights
     switch_head: int  # SwitchHead routers and extra experts' weights (whole projections)
 
-    @property
-    def non_embedding(self) -> int:
-        return self.total - self.embedding
-
 
 def count(cfg: ModelConfig) -> tuple[int, int]:
     """(total, gate) parameters of ``cfg``, exactly those of the built model."""

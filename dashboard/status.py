@@ -24,33 +24,13 @@ WAITING_STATES: tuple[str, ...] = GROUPS["waiting"]
 ACTIVE_STATES: tuple[str, ...] = LIVE_STATES + WAITING_STATES
 
 
-def _sweep_col(frame: pl.DataFrame) -> str:
-    for col in ("sweep", "name", "sweep_name"):
-        if col in frame.columns:
-            return col
-    raise ValueError(f"sweep_status frame has no sweep column; columns: {frame.columns}")
-
-
 def status_table(frame: pl.DataFrame) -> pl.DataFrame:
-    """db.sweep_status() (long: sweep, status, n -- or already wide) -> sweep, <states>, the
-    contract's groups (done-ok, done-bad, live, waiting), total, finished, progress
-    (finished / total, 0..1)."""
-    if frame.is_empty():
-        return pl.DataFrame(schema={"sweep": pl.String, **{s: pl.Int64 for s in STATES},
-                                    **{g: pl.Int64 for g in GROUPS}})
-    sweep = _sweep_col(frame)
-    if "status" in frame.columns:  # long -> wide
-        count = next(c for c in ("n", "count", "runs", "len") if c in frame.columns)
-        frame = frame.pivot(on="status", index=sweep, values=count, aggregate_function="sum")
-    frame = frame.rename({sweep: "sweep"}) if sweep != "sweep" else frame
-    missing = [s for s in STATES if s not in frame.columns]
-    frame = frame.with_columns([pl.lit(0, pl.Int64).alias(s) for s in missing])
-    frame = frame.with_columns([pl.col(s).fill_null(0).cast(pl.Int64) for s in STATES])
-    total = pl.sum_horizontal(list(STATES))
-    done = pl.sum_horizontal(list(DONE_STATES))
+    """db.sweep_status() (sweep, <states>, total, done) -> sweep, <states>, the contract's
+    groups (done-ok, done-bad, live, waiting), total, finished, progress (finished / total,
+    0..1)."""
     groups = [pl.sum_horizontal([pl.col(s) for s in members] or [pl.lit(0)]).alias(name)
               for name, members in GROUPS.items()]
-    out = frame.select("sweep", *STATES).with_columns(*groups, total=total, finished=done)
+    out = frame.select("sweep", *STATES, *groups, "total", finished="done")
     return out.with_columns(progress=pl.when(pl.col("total") > 0)
                             .then(pl.col("finished") / pl.col("total")).otherwise(0.0))
 

@@ -13,12 +13,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PRODUCT = ("contract", "trainer", "results_db", "orchestrator", "dashboard")
 MOVED = ("results_db/synth.py", "results_db/loadgen.py", "results_db/pgtemp.py",
-         "dashboard/sample.py")
+         "dashboard/sample.py", "results_db/write/counters.py")
 
 
 def test_scaffolding_modules_live_in_tests_support() -> None:
     assert not [m for m in MOVED if (ROOT / m).exists()]
-    for name in ("synth", "loadgen", "pgtemp", "dashboard_sample", "dbfaults"):
+    for name in ("synth", "loadgen", "pgtemp", "dashboard_sample", "dbfaults", "sqlcounter",
+                 "migrations"):
         assert (ROOT / "tests" / "support" / f"{name}.py").is_file(), name
 
 

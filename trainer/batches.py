@@ -12,7 +12,6 @@ held-out array (the same for every seed, so runs compare). Import these names fr
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -55,10 +54,6 @@ class SyntheticSource:
         self.successors = _distinct_successors(vocab_size, k, g)  # (V, k)
         self.p = torch.tensor(self.SUCCESSOR_P)
         self.copy_prob = copy_prob
-
-    @classmethod
-    def entropy_rate(cls) -> float:
-        return -sum(p * math.log(p) for p in cls.SUCCESSOR_P)
 
     def sample(self, g: torch.Generator, batch: int, length: int) -> torch.Tensor:
         """(batch, length) long tokens."""

@@ -39,7 +39,6 @@ class SwitchProjection(nn.Module):
         if not self.weight.is_meta:
             nn.init.normal_(self.weight, std=init_std)
             nn.init.normal_(self.router.weight, std=init_std)
-        self.last_selection: torch.Tensor | None = None  # (B, T, H, E) bool, for tests/probes
 
     def init_parts(self) -> dict[str, list[Part]]:
         """Paired init (trainer/initialise.py): expert 0 draws what the plain projection this
@@ -57,7 +56,6 @@ class SwitchProjection(nn.Module):
         else:
             top = scores.topk(self.top_k, dim=-1).indices  # (B, T, H, k)
             keep = torch.zeros_like(scores, dtype=torch.bool).scatter_(-1, top, True)
-        self.last_selection = keep.detach()
         return scores * keep
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -130,19 +130,6 @@ def _redact(url: str) -> str:
     return results_db.redacted(url)
 
 
-def wait_for_job(client: Any, job_id: str, timeout_s: float = 600) -> str:
-    """Poll until the job ends; returns its final status name (SUCCEEDED, FAILED, STOPPED)."""
-    from ray.job_submission import JobStatus
-
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        status = client.get_job_status(job_id)
-        if status in (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED):
-            return str(status.value)
-        time.sleep(1)
-    raise TimeoutError(f"Ray job {job_id} still running after {timeout_s:g} s")
-
-
 def follow_hint(job: DetachedJob, db_url: str) -> str:
     """What the user types next (printed by ``submit --detach``)."""
     addr = f" --address {job.address}" if job.address else ""

@@ -12,7 +12,6 @@ node) or an fsspec/pyarrow URL (``s3://``, ``gs://``); see docs/cluster.md.
 
 from __future__ import annotations
 
-import math
 import os
 import socket
 import time
@@ -125,11 +124,6 @@ def check_parallelism(spec: RunSpec) -> None:
         raise UserError(f"run {spec.name}: model.moe.ep_size={moe.ep_size} must divide "
                         f"resources.workers={workers} (DeepSpeed splits the ranks into "
                         f"expert-parallel groups of ep_size)")
-
-
-def best_ep_size(n_experts: int, workers: int) -> int:
-    """The largest expert-parallel size that divides both the experts and the workers."""
-    return math.gcd(n_experts, workers)
 
 
 def _is_url(path: str) -> bool:

@@ -229,24 +229,12 @@ class ReaderMixin:
                                 done=pl.sum_horizontal(terminal))
 
     def attempts(self, run_id: int) -> list[AttemptRow]:
-        """The run's attempts as AttemptRow objects, oldest first (``attempts_frame`` for
-        the polars form)."""
+        """The run's attempts as AttemptRow objects, oldest first."""
         from sqlalchemy.orm import Session
 
         with Session(self.reader) as s:
             return [AttemptRow.of(a) for a in s.scalars(
                 select(Attempt).where(Attempt.run_id == run_id).order_by(Attempt.number))]
-
-    attempt_rows = attempts  # alias
-
-    def attempts_frame(self, run_id: int) -> pl.DataFrame:
-        """The run's attempts, oldest first: id, run_id, number, status, started, ended,
-        heartbeat, host, pid, trial_id, error, traceback."""
-        cols = [Attempt.id, Attempt.run_id, Attempt.number, Attempt.status, Attempt.started,
-                Attempt.ended, Attempt.heartbeat, Attempt.host, Attempt.pid, Attempt.trial_id,
-                Attempt.error, Attempt.traceback]
-        return frame(self.reader, select(*cols).where(Attempt.run_id == run_id)
-                     .order_by(Attempt.number))
 
     def artifact_paths(self, run_id: int, kind: str) -> list[str | None]:
         """The paths of run ``run_id``'s artifacts of ``kind`` (its checkpoints, its

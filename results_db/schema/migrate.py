@@ -49,19 +49,13 @@ def older_revisions(head: str) -> set[str]:
     return older
 
 
-def _alembic_config(connection: object) -> Config:
+def alembic_config(connection: object) -> Config:
     from alembic.config import Config  # lazy: alembic costs ~0.1 s to import
 
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
     cfg.attributes["connection"] = connection
     return cfg
-
-
-def head_revision() -> str:
-    from alembic.script import ScriptDirectory
-
-    return ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head() or ""
 
 
 def current_revision(engine: Engine) -> str | None:
@@ -89,13 +83,5 @@ def upgrade_engine(engine: Engine, revision: str = "head") -> None:
     from alembic import command
 
     with engine.connect() as conn:
-        command.upgrade(_alembic_config(conn), revision)
-        conn.commit()
-
-
-def downgrade_engine(engine: Engine, revision: str) -> None:
-    from alembic import command
-
-    with engine.connect() as conn:
-        command.downgrade(_alembic_config(conn), revision)
+        command.upgrade(alembic_config(conn), revision)
         conn.commit()

@@ -7,7 +7,6 @@
   rollup.py        the metric rollup a downsampled curve reads, kept at ingest
   provenance.py    ProvenanceMixin: what produced each attempt, written and read
   sqlite_lock.py   which process holds a SQLite DB's write lock (/proc/locks)
-  counters.py      transactions and statements counted on every engine of this process
 
 May import: results_db.schema, results_db.engine, .rows, .sqlread, .dberrors,
 results_db.analysis (its pure rules), contract. Never the read room.

@@ -19,7 +19,7 @@ from dashboard.configdiff import config_diff
 from dashboard.export import to_csv, to_latex, to_markdown
 from dashboard.labels import activation_label, human_count, method_label, score_shape
 from dashboard.mdtext import code, md
-from dashboard.status import DONE_STATES, LIVE_STATES, status_table
+from dashboard.status import DONE_STATES, LIVE_STATES, STATES, status_table
 from dashboard.tables import fmt_delta_ci, fmt_lr, fmt_mean_std, fmt_num, fmt_pct, row_labels
 from tests.support import dashboard_sample as sample
 
@@ -148,15 +148,20 @@ def test_config_diff_lists_changed_leaves_only() -> None:
                                        ("model.n_kv_head", "4", "2")]
 
 
-def test_status_table_from_long_and_wide_frames() -> None:
-    long = pl.DataFrame({"sweep": ["a", "a", "b"], "status": ["running", "succeeded", "failed"],
-                         "n": [1, 3, 2]})
-    out = status_table(long)
-    a = out.filter(pl.col("sweep") == "a").row(0, named=True)
+def _sweep_status(**counts: int) -> pl.DataFrame:
+    """One sweep's row as db.sweep_status() returns it (every state, total, done)."""
+    row = {s: counts.get(s, 0) for s in STATES}
+    done = sum(row[s] for s in DONE_STATES)
+    return pl.DataFrame({"sweep": ["s"], **{k: [v] for k, v in row.items()},
+                         "total": [sum(row.values())], "done": [done]})
+
+
+def test_status_table_adds_groups_and_progress() -> None:
+    a = status_table(_sweep_status(running=1, succeeded=3)).row(0, named=True)
     assert (a["running"], a["succeeded"], a["pending"], a["total"], a["finished"]) == \
         (1, 3, 0, 4, 3)
     assert a["progress"] == pytest.approx(0.75)
-    assert status_table(out.select("sweep", "running", "failed")).row(1, named=True)["total"] == 2
+    assert status_table(_sweep_status()).row(0, named=True)["progress"] == 0.0
 
 
 def test_status_groups_are_the_contracts_lost_is_waiting_not_finished() -> None:
@@ -164,9 +169,8 @@ def test_status_groups_are_the_contracts_lost_is_waiting_not_finished() -> None:
     status` and db.sweep_status count it as waiting, never finished; pending is not live."""
     from contract.states import status_group
 
-    wide = pl.DataFrame({"sweep": ["s"], "succeeded": [2], "failed": [1], "lost": [3],
-                         "pending": [4], "running": [5]})
-    row = status_table(wide).row(0, named=True)
+    row = status_table(_sweep_status(succeeded=2, failed=1, lost=3, pending=4, running=5)
+                       ).row(0, named=True)
     assert (row["finished"], row["total"]) == (3, 15)
     assert row["progress"] == pytest.approx(3 / 15)
     assert (row["done-ok"], row["done-bad"], row["live"], row["waiting"]) == (2, 1, 5, 7)

@@ -20,7 +20,6 @@ from contract.config import Resources, RunSpec
 from contract.errors import UserError
 from orchestrator.run.cluster import (
     NodeResources,
-    best_ep_size,
     check_fits,
     check_parallelism,
     filesystem_type,
@@ -74,7 +73,6 @@ def test_fit_errors_name_the_field() -> None:
 
 
 def test_expert_parallel_size() -> None:
-    assert best_ep_size(128, 64) == 64 and best_ep_size(132, 64) == 4
     spec = RunSpec(name="m", model={"preset": "tiny-moe", "moe": {"n_experts": 4, "d_expert": 8,
                                                                   "ep_size": 4}},
                    resources={"workers": 2})
@@ -199,12 +197,23 @@ def test_detach_builds_the_cluster_command(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def _wait_for_job(client: Any, job_id: str, timeout_s: float = 600) -> str:
+    """Poll until the job ends; returns its final status name (SUCCEEDED, FAILED, STOPPED)."""
+    from ray.job_submission import JobStatus
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        status = client.get_job_status(job_id)
+        if status in (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED):
+            return str(status.value)
+        time.sleep(1)
+    raise TimeoutError(f"Ray job {job_id} still running after {timeout_s:g} s")
+
+
 def test_detached_submit_runs_as_a_ray_job(ray_two_nodes_jobs: TwoNodes, tmp_path: Path
                                            ) -> None:
     """The submitting process exits at once; the cluster finishes the sweep on its own."""
     from ray.job_submission import JobSubmissionClient
-
-    from orchestrator.cli.detach import wait_for_job
 
     cluster = ray_two_nodes_jobs
     url = f"sqlite:///{tmp_path / 'd.db'}"
@@ -224,7 +233,7 @@ def test_detached_submit_runs_as_a_ray_job(ray_two_nodes_jobs: TwoNodes, tmp_pat
     job_id = match.group(1)
     assert cluster.dashboard is not None
     client = JobSubmissionClient(cluster.dashboard)
-    status = wait_for_job(client, job_id, timeout_s=300)
+    status = _wait_for_job(client, job_id, timeout_s=300)
     assert status == "SUCCEEDED", client.get_job_logs(job_id)[-3000:]
     db = results_db.open(url)
     assert db.runs()["status"].to_list() == ["succeeded"]

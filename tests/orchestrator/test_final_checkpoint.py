@@ -98,7 +98,7 @@ def test_a_recorded_final_checkpoint_is_kept(tmp_path: Path) -> None:
 
 def test_a_short_trial_writes_in_two_transactions(tmp_path: Path) -> None:
     """Claim, then the end with every point, the summary and the final checkpoint's row."""
-    from results_db.write.counters import SQLCounter
+    from tests.support.sqlcounter import SQLCounter
 
     db, job = _setup(tmp_path, steps=2, checkpoint_every=0)
     counter = SQLCounter()

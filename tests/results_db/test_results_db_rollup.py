@@ -12,10 +12,11 @@ from sqlalchemy import text
 
 import results_db
 from results_db.read.downsample import metrics_sql, read_metrics
-from results_db.schema.migrate import downgrade_engine, upgrade_engine
+from results_db.schema.migrate import upgrade_engine
 from results_db.sqlread import frame
 from results_db.write import rollup
 from tests.results_db.test_results_db_downsample import reference
+from tests.support.migrations import downgrade_engine
 from tests.support.synth import add_finished_run
 
 B = rollup.BLOCK

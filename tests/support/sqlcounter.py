@@ -1,8 +1,8 @@
 """Transactions and statements counted on every SQLAlchemy engine of this process.
 
-For benchmarks (benchmarks/trial_overhead.py): how many round trips a code path costs,
-without anyone outside results_db speaking SQLAlchemy. The pool's pings (engine.py) run on
-the raw driver connection and are not counted.
+For tests and benchmarks (benchmarks/trial_overhead.py): how many round trips a code path
+costs. The pool's pings (results_db/engine.py) run on the raw driver connection and are not
+counted.
 """
 
 from __future__ import annotations
