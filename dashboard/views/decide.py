@@ -76,6 +76,14 @@ def _interval(lo: float | None, hi: float | None, scale: float) -> str:
     return f"[{lo * scale:+.2f}, {hi * scale:+.2f}]"
 
 
+PAIR_CORR = "pairing ρ"
+SEED_MULTIPLIER = "seed multiplier (measured)"
+
+
+def _number(v: float | None, fmt: str, unit: str = "") -> str:
+    return "–" if v is None else f"{v:{fmt}}{unit}"
+
+
 def rows_frame(rows: pl.DataFrame, spec: DecideSpec) -> pl.DataFrame:
     """db.decide_rows as the strings the page shows."""
     scale, unit = _scale(spec)
@@ -85,7 +93,9 @@ def rows_frame(rows: pl.DataFrame, spec: DecideSpec) -> pl.DataFrame:
             f"interval{unit}": _interval(r["low"], r["high"], scale),
             "verdict": r["verdict"],
             "state": "undecided" if r["verdict"] == UNDECIDED else "decided",
-            "more seeds (about)": "–" if r["more_seeds"] is None else str(r["more_seeds"])}
+            "more seeds (about)": "–" if r["more_seeds"] is None else str(r["more_seeds"]),
+            PAIR_CORR: _number(r.get("pair_corr"), "+.2f"),
+            SEED_MULTIPLIER: _number(r.get("seed_multiplier"), ".2g", "×")}
            for r in rows.iter_rows(named=True)]
     return pl.DataFrame(out) if out else pl.DataFrame(schema={"variant": pl.String})
 
@@ -169,6 +179,13 @@ def render(url: str, sweep: str) -> None:  # app.py offers it for decide: sweeps
         st.caption("No row's interval is bounded yet: more seeds are on their way.")
     table = rows_frame(rows, spec)
     st.dataframe(table, hide_index=True, key="dc_rows", height=table_height(table.height))
+    st.caption(f"**{PAIR_CORR}**: the correlation of the row's and the baseline's "
+               f"{code(spec.metric)} over their paired seeds (the same seed: the same data "
+               "order and, under model.init paired, the same initial shared weights). "
+               f"**{SEED_MULTIPLIER}**: (var(row) + var(baseline)) / var(row - baseline) over "
+               "those seeds, what pairing bought: a paired seed is worth about that many "
+               "unpaired ones (1 / (1 - ρ) when both spreads are equal; below 1 when pairing "
+               "hurt). From 3 paired seeds.")
 
 
 def _budget(spec: DecideSpec, spent: Any) -> None:

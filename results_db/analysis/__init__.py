@@ -18,5 +18,6 @@ through AnalysisMixin (api.py), the one module here that reads (results_db/read/
   scaling.py      does a variant's gain survive scale
   sequential.py   the rows of a ``decide:`` sweep, read anytime-validly
   confseq.py      anytime-valid confidence sequences for a paired difference
+  pairing.py      what pairing the seeds bought: correlation, seed multiplier
   mixing.py       did the runs a table compares come from the same code
 """

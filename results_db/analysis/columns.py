@@ -36,6 +36,10 @@ STATS: tuple[Stat, ...] = (
     Stat("ci_method", "String", None),  # paired | welch
     Stat("verdict", "String", "verdict"),  # results_db.schema.vocab.VERDICTS
     Stat("seeds_needed", "Int64", "seeds_needed"),  # to resolve min_effect
+    # what pairing the seeds bought (pairing.py; paired rows with >= 3 seeds): the correlation
+    # of baseline and variant over the seeds, and the measured variance ratio it is worth
+    Stat("pair_corr", "Float64", "pair_corr"),
+    Stat("seed_multiplier", "Float64", "seed_multiplier"),
     Stat("ci_level", "Float64", None),  # the CI's confidence level (multiplicity.row_level)
     Stat("p_value", "Float64", None),  # two-sided t-test of "no change" (same t and df as the CI)
 )

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from contract.analysis_defaults import CORRECTION, FAMILY_ERROR, MIN_EFFECT
 from contract.states import RunStatus, parse_status
-from results_db.analysis import multiplicity
+from results_db.analysis import multiplicity, pairing
 from results_db.analysis.columns import RULE, STAT_COLUMNS, STATS
 from results_db.analysis.stats import seeds_needed_many, t_column
 from results_db.analysis.tdist import two_sided_p
@@ -108,7 +108,8 @@ def _match(groups: pl.DataFrame, baseline: str | None) -> pl.DataFrame:
 
 
 def _paired_diffs(values: pl.DataFrame, ok: pl.Expr, table: pl.DataFrame) -> pl.DataFrame:
-    """Per paired group: mean and sd of the per-seed differences x_seed - base_seed."""
+    """Per paired group: mean and sd of the per-seed differences x_seed - base_seed, and what
+    the pairing bought (pairing.py: pair_corr, seed_multiplier)."""
     import polars as pl
 
     runs = values.filter(ok).select("group_key", "seed", "value")
@@ -117,7 +118,8 @@ def _paired_diffs(values: pl.DataFrame, ok: pl.Expr, table: pl.DataFrame) -> pl.
          .join(runs.rename({"group_key": "base_key", "value": "base_value"}),
                on=["base_key", "seed"]))
     return d.group_by("group_key").agg(d_mean=(pl.col("value") - pl.col("base_value")).mean(),
-                                       d_std=(pl.col("value") - pl.col("base_value")).std())
+                                       d_std=(pl.col("value") - pl.col("base_value")).std(),
+                                       *pairing.aggs("value", "base_value"))
 
 
 def _ci(t: pl.DataFrame, paired_diffs: pl.DataFrame, correction: str,

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from contract.states import DONE_OK
-from results_db.analysis import confseq, multiplicity
+from results_db.analysis import confseq, multiplicity, pairing
 from results_db.analysis.compare import matched_groups
 from results_db.schema.vocab import NEEDS_SEEDS, RESULT_STATES
 
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     import polars as pl
 
 RULES = (multiplicity.BONFERRONI, multiplicity.HOLM)  # multiplicity.py owns both
+_UNPAIRED = pairing.Pairing(None, None)  # a row with no seed finished on both sides
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,8 @@ class DecideRule:
 
 
 def _pairs(values: pl.DataFrame, table: pl.DataFrame, relative: bool) -> pl.DataFrame:
-    """(group_key, seed, d) for every seed both a row and its baseline group finished."""
+    """(group_key, seed, d, value, base) for every seed both a row and its baseline group
+    finished."""
     import polars as pl
 
     ok = values.filter(pl.col("value").is_finite().fill_null(False)
@@ -63,17 +65,18 @@ def _pairs(values: pl.DataFrame, table: pl.DataFrame, relative: bool) -> pl.Data
     if relative:
         d = d.filter(pl.col("base") != 0)
         diff = diff / pl.col("base").abs()
-    return d.select("group_key", "seed", d=diff).sort("group_key", "seed")
+    return d.select("group_key", "seed", "value", "base", d=diff).sort("group_key", "seed")
 
 
 def read_rows(values: pl.DataFrame, info: pl.DataFrame, baseline: str | None,
               rule: DecideRule, method: str = "bonferroni") -> pl.DataFrame:
     """One row per non-baseline group with a baseline: variant, lr, group_key, base_key, n
     (paired seeds), n_diverged, seeds (all seeds the row has a finished run for), mean, low,
-    high (of the difference; relative ones as fractions), p_value, verdict, more_seeds (about
-    how many more paired seeds would decide it if the spread stays; null when the cap would
-    not), family (R), level (1 - alpha / R). ``values``: (run_id, group_key, seed, status,
-    value) of the sweep's runs; ``info``: frames.group_info."""
+    high (of the difference; relative ones as fractions), p_value, pair_corr and
+    seed_multiplier (what pairing the seeds bought: pairing.py, over the raw values), verdict,
+    more_seeds (about how many more paired seeds would decide it if the spread stays; null when
+    the cap would not), family (R), level (1 - alpha / R). ``values``: (run_id, group_key,
+    seed, status, value) of the sweep's runs; ``info``: frames.group_info."""
     import polars as pl
 
     if method not in RULES:
@@ -86,6 +89,8 @@ def read_rows(values: pl.DataFrame, info: pl.DataFrame, baseline: str | None,
     alpha_row = rule.error_rate / family
     pairs = _pairs(values, table, rule.relative)
     by_row = {k: grp["d"].to_numpy() for (k,), grp in pairs.group_by("group_key")}
+    paired = {k: pairing.pairing(grp["value"].to_list(), grp["base"].to_list())
+              for (k,), grp in pairs.group_by("group_key")}
     done = (values.filter(pl.col("status").is_in([s.value for s in DONE_OK]))
             .group_by("group_key").agg(pl.col("seed").unique().sort().alias("done")))
     done_by = dict(zip(done["group_key"].to_list(), done["done"].to_list(), strict=True))
@@ -97,7 +102,9 @@ def read_rows(values: pl.DataFrame, info: pl.DataFrame, baseline: str | None,
                     "n": reading.n, "n_diverged": r["n_diverged"],
                     "seeds": done_by.get(r["group_key"], []),
                     "mean": reading.mean if reading.n else None, "sd": reading.sd,
-                    "low": reading.low, "high": reading.high, "p_value": reading.p_value})
+                    "low": reading.low, "high": reading.high, "p_value": reading.p_value,
+                    "pair_corr": paired.get(r["group_key"], _UNPAIRED).corr,
+                    "seed_multiplier": paired.get(r["group_key"], _UNPAIRED).multiplier})
     frame = pl.DataFrame(out, infer_schema_length=None)
     low, high = frame["low"].to_numpy(), frame["high"].to_numpy()
     ran = np.array([len(s) for s in frame["seeds"].to_list()])
