@@ -9,6 +9,8 @@ with a ``decide:`` block.
 
 from __future__ import annotations
 
+from typing import cast
+
 import streamlit as st
 
 from dashboard import data, urlstate
@@ -59,7 +61,7 @@ def _pick_sweep(url: str) -> str | None:
         data.sweeps.clear()  # `submit` just printed): read the list again, not show another
         names = data.sweeps(url)["name"].to_list()
     index = names.index(wanted) if wanted in names else len(names) - 1  # newest by default
-    return st.sidebar.selectbox("Sweep", names, index=index, key="sweep")
+    return cast("str | None", st.sidebar.selectbox("Sweep", names, index=index, key="sweep"))
 
 
 def _pages(url: str, sweep: str | None) -> list[str]:

@@ -9,7 +9,7 @@ import math
 import re
 import warnings
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import altair as alt
 import numpy as np
@@ -314,7 +314,7 @@ def histograms(rows: list[dict[str, Any]], colors: dict[str, str]) -> alt.FacetC
     last = frame.group_by("row", maintain_order=True).last().with_columns(
         lo=pl.col("hi")).select(frame.columns)
     frame = pl.concat([frame, last]).sort("row", "lo")
-    return alt.Chart(frame.to_pandas()).mark_area(
+    return cast(alt.FacetChart, alt.Chart(frame.to_pandas()).mark_area(
         interpolate="step-after", line=True, opacity=0.75).encode(
         x=alt.X("lo:Q", title="gate score"),
         y=alt.Y("frac:Q", title="fraction"),
@@ -323,7 +323,7 @@ def histograms(rows: list[dict[str, Any]], colors: dict[str, str]) -> alt.FacetC
         tooltip=["row", "lo", "hi", alt.Tooltip("frac:Q", format=".3f")]).properties(
         width=220, height=140).facet(facet=alt.Facet("row:N", title=None,
                                                      header=alt.Header(labelLimit=0)),
-                                     columns=4).resolve_scale(x="independent", y="independent")
+                                     columns=4).resolve_scale(x="independent", y="independent"))
 
 
 VS_LR_LEGEND_COLUMNS = 1

@@ -35,7 +35,7 @@ def db_url() -> str:
 
 
 @st.cache_resource(show_spinner=False)
-def open_db(url: str) -> Any:
+def open_db(url: str) -> results_db.ResultsDB:
     """One read-only ResultsDB per URL for the whole server process (the rerun button writes
     through orchestrator.run.driver.rerun, which opens its own)."""
     return results_db.open(url, readonly=True)

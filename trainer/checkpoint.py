@@ -26,7 +26,7 @@ import pickle
 import re
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch.distributed as tdist
 
@@ -248,7 +248,7 @@ def _load_tag(engine: Any, path: Path) -> tuple[Any, Any]:
     inner = engine.checkpoint_engine
     engine.checkpoint_engine = _WeightsOnly(inner)
     try:
-        return engine.load_checkpoint(str(path.parent), tag=path.name)
+        return cast("tuple[Any, Any]", engine.load_checkpoint(str(path.parent), tag=path.name))
     finally:
         engine.checkpoint_engine = inner
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import torch
 import torch.nn.functional as F
@@ -48,7 +48,7 @@ class _WithDecode:
         self._inner, self._decode = tok, decode
 
     def encode(self, text: str) -> list[int]:
-        return self._inner.encode(text)
+        return cast("list[int]", self._inner.encode(text))
 
     def decode(self, ids: list[int]) -> str:
         return self._decode(ids)
@@ -66,7 +66,7 @@ def eval_tokenizer(tok: Any) -> TextTokenizer:
     """``tok`` with a ``decode``: its own, bytes for the byte tokenizer, or the
     ``tokenizers.Tokenizer`` inside trainer.tokenizer.JsonTokenizer."""
     if hasattr(tok, "decode"):
-        return tok
+        return cast(TextTokenizer, tok)
     if getattr(tok, "identity", None) == "bytes":
         return _WithDecode(tok, _decode_bytes)
     inner = getattr(tok, "_tok", None)

@@ -53,7 +53,7 @@ def model_logits(model: nn.Module, idx: torch.Tensor) -> torch.Tensor:
     """
     out = model(idx)
     logits = out.logits if hasattr(out, "logits") else out
-    return logits.float()
+    return cast(torch.Tensor, logits).float()
 
 
 def scaling_for(method: RopeMethod, factor: int, train_len: int) -> RopeScaling | None:

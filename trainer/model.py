@@ -183,7 +183,8 @@ class GatedLM(nn.Module):
             return groups
         from deepspeed.moe.utils import split_params_into_different_moe_groups_for_optimizer
 
-        return split_params_into_different_moe_groups_for_optimizer(groups)
+        return cast("list[dict[Any, Any]]",
+                    split_params_into_different_moe_groups_for_optimizer(groups))
 
 
 def build_model(cfg: ModelConfig, device: torch.device | str | None = None,

@@ -20,6 +20,8 @@ The expert-parallel process group is created by ``deepspeed.initialize`` (it cal
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -39,7 +41,7 @@ class SwiGLU(nn.Module):
         self.down = nn.Linear(d_ff, d_model, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down(F.silu(self.gate(x)) * self.up(x))
+        return cast(torch.Tensor, self.down(F.silu(self.gate(x)) * self.up(x)))
 
 
 class MoEFFN(nn.Module):
@@ -60,11 +62,11 @@ class MoEFFN(nn.Module):
 
     @property
     def router(self) -> nn.Linear:
-        return self.moe.deepspeed_moe.gate.wg
+        return cast(nn.Linear, self.moe.deepspeed_moe.gate.wg)
 
     @property
     def experts(self) -> nn.ModuleList:
-        return self.moe.deepspeed_moe.experts.deepspeed_experts
+        return cast(nn.ModuleList, self.moe.deepspeed_moe.experts.deepspeed_experts)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         # DeepSpeed's top-1 gate asserts tokens >= min_capacity; a short generation prompt

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, cast
 
 import altair as alt
 import polars as pl
@@ -207,8 +207,8 @@ def scatter_chart(pts: pl.DataFrame, x: str, metric: str, group: str | None,
                                        alt.Tooltip(f"{metric}:Q", format=".4g")]}
     if not numeric:
         enc["xOffset"] = alt.XOffset("jitter:Q", scale=alt.Scale(domain=[-1.5, 1.5]))
-    return alt.Chart(frame.to_pandas()).mark_circle(size=70, opacity=0.85).encode(
-        **enc).properties(height=320)
+    return cast(alt.LayerChart | alt.FacetChart, alt.Chart(frame.to_pandas()).mark_circle(
+        size=70, opacity=0.85).encode(**enc).properties(height=320))
 
 
 def group_frame(shown: pl.DataFrame, group: str, metric: str) -> pl.DataFrame:

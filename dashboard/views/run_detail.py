@@ -6,7 +6,7 @@ packages, device), and its config diff against the baseline."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import polars as pl
 import streamlit as st
@@ -49,7 +49,8 @@ def _pick_run(runs: pl.DataFrame) -> int:
     labels = {r["id"]: f"{r['id']} · {r['name']} · {r['status']}"
               for r in mine.iter_rows(named=True)}
     index = ids.index(hit["id"][0]) if hit.height and hit["id"][0] in ids else 0
-    return c2.selectbox("Run", ids, index=index, format_func=labels.__getitem__, key="rd_run")
+    return cast(int, c2.selectbox("Run", ids, index=index, format_func=labels.__getitem__,
+                                  key="rd_run"))
 
 
 def _baseline_id(url: str, sweep: str, runs: pl.DataFrame, seed: int) -> int | None:

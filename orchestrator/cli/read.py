@@ -142,8 +142,8 @@ def sweep_eta(live: pl.DataFrame) -> float | None:
     now = datetime.now(timezone.utc)
     lengths = [(now - st).total_seconds() + eta for st, eta in
                zip(known["started"], known["eta_s"])]
-    return float(max(known["eta_s"])) + pending * (sum(lengths) / len(lengths)) \
-        / max(1, running.height)
+    return float(max(known["eta_s"]) + pending * (sum(lengths) / len(lengths))
+                 / max(1, running.height))
 
 
 def _fmt_eta(s: float | None) -> str:

@@ -339,7 +339,7 @@ def _equal(got: Any, want: Any) -> bool:
     if isinstance(got, (int, float)) and isinstance(want, (int, float)) \
             and not isinstance(got, bool) and not isinstance(want, bool):
         return math.isclose(float(got), float(want), rel_tol=1e-9)
-    return got == want
+    return bool(got == want)
 
 
 def _check_rules_used(use: _RuleUse, src: Source, issues: list[SpecIssue]) -> None:

@@ -22,10 +22,13 @@ no longer with sorting them: see docs/benchmarks.md.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from results_db.sqlread import frame
 from results_db.write.rollup import BLOCK, TABLE, has_rollup
+
+if TYPE_CHECKING:
+    import polars as pl
 
 # The (run, name) step range of the current bucket ``b`` (bucket rows: run_id, name, lo, hi).
 _RANGE = "m.run_id = b.run_id AND m.name = b.name AND m.step BETWEEN b.lo AND b.hi"
@@ -237,7 +240,7 @@ def metrics_sql(run_ids: Sequence[int] | None, names: Sequence[str] | None,
 
 
 def read_metrics(engine: Any, run_ids: Sequence[int] | None, names: Sequence[str] | None,
-                 max_points: int | None) -> Any:
+                 max_points: int | None) -> pl.DataFrame:
     """``db.metrics`` as a DataFrame (run_id, name, step, value): downsampled reads use the
     rollup when this DB has it (a read-only DB may predate migration 0003_rollup)."""
     if max_points and max_points >= 4:

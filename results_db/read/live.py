@@ -139,7 +139,7 @@ def _age_s(ts: Any, now: datetime) -> float | None:
         ts = datetime.fromisoformat(ts)
     if ts.tzinfo is None:
         ts = ts.replace(tzinfo=now.tzinfo)
-    return (now - ts).total_seconds()
+    return float((now - ts).total_seconds())
 
 
 def _derive(r: dict[str, Any], a: dict[str, Any], pt: dict[str, Any], tps: float | None,
