@@ -48,7 +48,7 @@ def test_keys_groups_and_diff(db_url: str, monkeypatch: pytest.MonkeyPatch) -> N
     frame = runs.join(ppl.select(pl.col("run_id").alias("id"), "value"), on="id")
     expect = group_stats(frame, "lr", "value")
     assert list(shown.iloc[:, 0]) == ["3e-3", "1e-2", "3e-2", "1e-1"]
-    assert list(shown["runs"]) == [str(n) for n in expect["runs"]] == ["9", "9", "30", "9"]
+    assert list(shown["runs"]) == [str(n) for n in expect["runs"]] == ["9", "30", "9", "9"]
     assert list(shown["mean val/ppl"]) == [f"{m:.3f}" for m in expect["mean"]]
     # the default diff: the first run against the first run of another variant
     diff = at.table[1].value.set_index("key")
