@@ -15,6 +15,7 @@ from results_db.engine import (
 from results_db.read.live import LiveMixin
 from results_db.read.query import ReaderMixin, ReadOnlyQueryError
 from results_db.schema.migrate import ensure_head
+from results_db.write.decide_records import DecideRecordsMixin
 from results_db.write.provenance import ProvenanceMixin
 from results_db.write.sqlite_lock import write_lock_holder
 from results_db.write.store import WriterMixin
@@ -22,10 +23,12 @@ from results_db.write.store import WriterMixin
 __all__ = ["ReadOnlyQueryError", "ResultsDB"]
 
 
-class ResultsDB(WriterMixin, ReaderMixin, AnalysisMixin, LiveMixin, ProvenanceMixin):
+class ResultsDB(WriterMixin, ReaderMixin, AnalysisMixin, LiveMixin, ProvenanceMixin,
+                DecideRecordsMixin):
     """Writes (WriterMixin, store.py), polars reads (ReaderMixin, query.py), conclusions
-    (AnalysisMixin, analysis/api.py), live-run reads (LiveMixin, live.py) and what produced
-    each attempt (ProvenanceMixin, provenance.py)."""
+    (AnalysisMixin, analysis/api.py), live-run reads (LiveMixin, live.py), what produced
+    each attempt (ProvenanceMixin, provenance.py) and what an adaptive sweep decided under
+    which rule (DecideRecordsMixin, decide_records.py)."""
 
     def __init__(self, url: URL, migrate: bool = True, readonly: bool = False) -> None:
         self.url: URL = url

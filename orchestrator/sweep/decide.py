@@ -9,16 +9,21 @@ decide:
   error_rate: 0.05         # family-wise, over the sweep's variant rows
   first_seeds: 3           # every row (and the baseline) starts with these
   max_seeds: 20            # a row still open here is inconclusive
+  test: mixture_t          # or sign: no Gaussian assumption, more seeds (docs/reproduction.md)
   budget: {runs: 200, hours: 1.0, gpu_hours: 50}   # any of them; the sweep stops at the first
 ```
 Seeds are allocated by the run room (orchestrator/run/driver/adaptive.py); the statistics are
 results_db's (results_db/analysis/sequential.py). A sweep without the block runs its seeds as
 before. The block replaces ``seeds``/``axes.seed``: the seeds are what it allocates.
+
+The rule is fixed once the sweep has runs: a resubmit that changes it (``rule_differences``) or
+the sweep's rows is refused, unless ``submit --change-rule``, which records the change
+(results_db/write/decide_records.py) and every verdict after it says so.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, model_validator
 
@@ -58,6 +63,8 @@ class DecideSpec(StrictModel):
     max_seeds: int = Field(default=20, ge=2, le=MAX_SEEDS)
     budget: Budget = Field(default_factory=Budget)
     mixture_g: float = Field(default=MIXTURE_G, gt=0, le=1e4)
+    # mixture_t: Gaussian differences (confseq.py); sign: any continuous ones (signcs.py)
+    test: Literal["mixture_t", "sign"] = "mixture_t"
 
     @model_validator(mode="after")
     def _bounds(self) -> DecideSpec:
@@ -78,7 +85,27 @@ class DecideSpec(StrictModel):
     def rule(self) -> DecideRule:
         return DecideRule(metric=self.metric, margin=self.margin, relative=self.relative,
                           error_rate=self.error_rate, max_seeds=self.max_seeds,
-                          higher_is_better=higher_is_better(self.metric), g=self.mixture_g)
+                          higher_is_better=higher_is_better(self.metric), g=self.mixture_g,
+                          test=self.test)
+
+
+def rule_differences(stored: DecideSpec | None, new: DecideSpec | None) -> list[str]:
+    """What ``new`` changes of the rule ``stored`` decided under: "key: old -> new" for every
+    rule key (metric, margin, error rate, mixture g, test, first/max seeds...) that differs,
+    and for a budget bound that shrank (a larger budget only lets open rows go on). A block
+    added or removed is a change too (a fixed-seed reading of adaptive seeds is invalid)."""
+    if stored is None and new is None:
+        return []
+    if stored is None or new is None:
+        return [f"decide: {'present' if stored else '(none)'} -> {'present' if new else '(none)'}"]
+    old_doc, new_doc = stored.model_dump(mode="json"), new.model_dump(mode="json")
+    out = [f"decide.{k}: {old_doc[k]} -> {new_doc[k]}" for k in old_doc
+           if k != "budget" and old_doc[k] != new_doc[k]]
+    for k, old in old_doc["budget"].items():
+        now = new_doc["budget"][k]
+        if now is not None and (old is None or now < old):
+            out.append(f"decide.budget.{k}: {old} -> {now} (a budget may only grow)")
+    return out
 
 
 def row_issues(src: Source, variants: list[str]) -> list[SpecIssue]:

@@ -21,17 +21,21 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from contract.states import DONE_OK
-from results_db.analysis import confseq, multiplicity, pairing
+from contract.states import DONE_OK, RunStatus
+from results_db.analysis import confseq, multiplicity, pairing, signcs
 from results_db.analysis.compare import matched_groups
-from results_db.schema.vocab import NEEDS_SEEDS, RESULT_STATES
+from results_db.schema.vocab import NEEDS_SEEDS
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import polars as pl
+
+    from results_db.write.decide_records import RuleChange
 
 RULES = (multiplicity.BONFERRONI, multiplicity.HOLM)  # multiplicity.py owns both
 _UNPAIRED = pairing.Pairing(None, None)  # a row with no seed finished on both sides
@@ -48,35 +52,87 @@ class DecideRule:
     max_seeds: int  # a row that reaches it undecided is inconclusive
     higher_is_better: bool
     g: float = confseq.MIXTURE_G
+    test: str = "mixture_t"  # TESTS: which confidence sequence reads the differences
 
 
-def _pairs(values: pl.DataFrame, table: pl.DataFrame, relative: bool) -> pl.DataFrame:
-    """(group_key, seed, d, value, base) for every seed both a row and its baseline group
-    finished."""
-    import polars as pl
+TESTS = ("mixture_t", "sign")  # confseq.py (Gaussian differences), signcs.py (any continuous)
+# |sample skewness| of a row's differences above which the mixture t's Gaussian guarantee is
+# doubtful: at skewness 1 its family-wise error already exceeds the declared rate in
+# benchmarks/decide_sim.py (docs/reproduction.md, "Deciding with fewer seeds").
+SKEW_LIMIT = 1.0
+_OPEN = (RunStatus.PENDING, RunStatus.RUNNING)  # not ended: not read yet
 
-    ok = values.filter(pl.col("value").is_finite().fill_null(False)
-                       & pl.col("status").is_in(list(RESULT_STATES)))
-    runs = ok.select("group_key", "seed", "value")
-    rows = table.filter(~pl.col("is_baseline") & pl.col("base_key").is_not_null())
-    d = (runs.join(rows.select("group_key", "base_key"), on="group_key")
-         .join(runs.rename({"group_key": "base_key", "value": "base"}), on=["base_key", "seed"]))
-    diff = pl.col("value") - pl.col("base")
-    if relative:
-        d = d.filter(pl.col("base") != 0)
-        diff = diff / pl.col("base").abs()
-    return d.select("group_key", "seed", "value", "base", d=diff).sort("group_key", "seed")
+
+def _states(values: pl.DataFrame) -> dict[str, dict[int, tuple[str, float | None]]]:
+    """group_key -> seed -> (status, value) of the sweep's runs (one run per seed)."""
+    out: dict[str, dict[int, tuple[str, float | None]]] = {}
+    for g, seed, status, value in values.select("group_key", "seed", "status",
+                                                "value").iter_rows():
+        out.setdefault(str(g), {})[int(seed)] = (str(status), value)
+    return out
+
+
+@dataclass
+class _Row:
+    """A row's seeds sorted by kind (module docstring): the read sequence and the counts."""
+
+    read: list[tuple[int, float]]  # (seed, d) in reading order; +-inf: one-sided divergence
+    values: list[tuple[float, float]]  # (variant, baseline) of the pairs with two values
+    incomplete: int = 0  # a side failed, was cancelled or lost, or has no value
+    diverged_variant: int = 0  # the variant diverged and the baseline did not
+    diverged_base: int = 0
+    registered: int = 0
+
+
+def _row(mine: dict[int, tuple[str, float | None]], base: dict[int, tuple[str, float | None]],
+         rule: DecideRule, order: dict[int, int]) -> _Row:
+    """Every registered seed of a row against its baseline seed. A pair with both values gives
+    d = x - b (relative: / |b|); a one-sided divergence gives the worse side's infinity
+    (read by the sign test; the mixture t holds the row open instead); both diverged is a tie
+    (no sign, no size); a side pending or running is not read yet. Reading order: the pair's
+    recorded look (``order``), then the pairs no look recorded yet, by seed."""
+    worse = -math.inf if rule.higher_is_better else math.inf  # d when the variant is worse
+    row = _Row([], [], registered=len(mine))
+    seq: list[tuple[int, int, float]] = []
+    for seed, (status, x) in mine.items():
+        b_status, b = base.get(seed, ("missing", None))
+        if status in _OPEN or b_status in _OPEN:
+            continue
+        ok_x = status == RunStatus.SUCCEEDED and x is not None and math.isfinite(x)
+        ok_b = b_status == RunStatus.SUCCEEDED and b is not None and math.isfinite(b)
+        if ok_x and ok_b and not (rule.relative and b == 0):
+            assert x is not None and b is not None
+            d = (x - b) / abs(b) if rule.relative else x - b
+            seq.append((order.get(seed, 1 << 30), seed, d))
+            row.values.append((x, b))
+        elif status == RunStatus.DIVERGED and ok_b:
+            seq.append((order.get(seed, 1 << 30), seed, worse))
+            row.diverged_variant += 1
+        elif b_status == RunStatus.DIVERGED and ok_x:
+            seq.append((order.get(seed, 1 << 30), seed, -worse))
+            row.diverged_base += 1
+        elif not (status == b_status == RunStatus.DIVERGED):
+            row.incomplete += 1
+    row.read = [(seed, d) for _, seed, d in sorted(seq)]
+    return row
 
 
 def read_rows(values: pl.DataFrame, info: pl.DataFrame, baseline: str | None,
-              rule: DecideRule, method: str = "bonferroni") -> pl.DataFrame:
+              rule: DecideRule, method: str = "bonferroni",
+              order: dict[tuple[str, int], int] | None = None,
+              settled: dict[str, dict[str, Any]] | None = None) -> pl.DataFrame:
     """One row per non-baseline group with a baseline: variant, lr, group_key, base_key, n
-    (paired seeds), n_diverged, seeds (all seeds the row has a finished run for), mean, low,
-    high (of the difference; relative ones as fractions), p_value, pair_corr and
-    seed_multiplier (what pairing the seeds bought: pairing.py, over the raw values), verdict,
-    more_seeds (about how many more paired seeds would decide it if the spread stays; null when
-    the cap would not), family (R), level (1 - alpha / R). ``values``: (run_id, group_key,
-    seed, status, value) of the sweep's runs; ``info``: frames.group_info."""
+    (pairs read), n_diverged, seeds (all seeds the row has a finished run for), read_seeds
+    (the seeds read, in reading order), incomplete, diverged_variant, diverged_base, mean,
+    low, high (of the difference -- the median for the sign test; relative ones as
+    fractions), p_value, skew, pair_corr and seed_multiplier (what pairing the seeds bought:
+    pairing.py, over the raw values), verdict, settled_look, note, more_seeds (about how many
+    more paired seeds would decide it if the spread stays; null when the cap would not, and
+    for the sign test), family (R), level (1 - alpha / R), rule, test.
+    ``values``: (run_id, group_key, seed, status, value) of every run of the sweep;
+    ``info``: frames.group_info; ``order``: (group_key, seed) -> recorded look (db.pair_order);
+    ``settled``: group_key -> the look that decided it under the current rule (db.settled),
+    whose verdict and interval stand: a verdict never flips back."""
     import polars as pl
 
     if method not in RULES:
@@ -87,41 +143,112 @@ def read_rows(values: pl.DataFrame, info: pl.DataFrame, baseline: str | None,
     rows = table.filter(~pl.col("is_baseline") & pl.col("base_key").is_not_null())
     family = max(rows.height, 1)
     alpha_row = rule.error_rate / family
-    pairs = _pairs(values, table, rule.relative)
-    by_row = {k: grp["d"].to_numpy() for (k,), grp in pairs.group_by("group_key")}
-    paired = {k: pairing.pairing(grp["value"].to_list(), grp["base"].to_list())
-              for (k,), grp in pairs.group_by("group_key")}
+    states = _states(values)
+    order = order or {}
     done = (values.filter(pl.col("status").is_in([s.value for s in DONE_OK]))
             .group_by("group_key").agg(pl.col("seed").unique().sort().alias("done")))
     done_by = dict(zip(done["group_key"].to_list(), done["done"].to_list(), strict=True))
-    out = []
+    out, parts = [], []
     for r in rows.iter_rows(named=True):
-        d = by_row.get(r["group_key"], np.array([]))
-        reading = confseq.read(d, alpha_row, rule.g)
+        key = r["group_key"]
+        seeds = _row(states.get(key, {}), states.get(r["base_key"], {}), rule,
+                     {s: look for (g, s), look in order.items() if g == key})
+        parts.append(seeds)
+        d = np.array([v for _, v in seeds.read], dtype=float)
+        finite = d[np.isfinite(d)]
+        reading = (signcs.read(d, alpha_row) if rule.test == "sign"
+                   else confseq.read(finite, alpha_row, rule.g))
+        paired = (pairing.pairing([x for x, _ in seeds.values], [b for _, b in seeds.values])
+                  if seeds.values else _UNPAIRED)
         out.append({**{k: r.get(k) for k in ("variant", "lr", "group_key", "base_key")},
                     "n": reading.n, "n_diverged": r["n_diverged"],
-                    "seeds": done_by.get(r["group_key"], []),
+                    "seeds": done_by.get(key, []), "read_seeds": [s for s, _ in seeds.read],
+                    "incomplete": seeds.incomplete,
+                    "diverged_variant": seeds.diverged_variant,
+                    "diverged_base": seeds.diverged_base,
                     "mean": reading.mean if reading.n else None, "sd": reading.sd,
                     "low": reading.low, "high": reading.high, "p_value": reading.p_value,
-                    "pair_corr": paired.get(r["group_key"], _UNPAIRED).corr,
-                    "seed_multiplier": paired.get(r["group_key"], _UNPAIRED).multiplier})
+                    "skew": _skew(finite),
+                    "pair_corr": paired.corr, "seed_multiplier": paired.multiplier})
     frame = pl.DataFrame(out, infer_schema_length=None)
     low, high = frame["low"].to_numpy(), frame["high"].to_numpy()
-    ran = np.array([len(s) for s in frame["seeds"].to_list()])
-    verdict = confseq.verdicts(low, high, rule.margin, rule.higher_is_better,
-                               at_cap=ran >= rule.max_seeds)
+    at_cap = np.array([p.registered >= rule.max_seeds for p in parts])
+    verdict = confseq.verdicts(low, high, rule.margin, rule.higher_is_better, at_cap=at_cap)
     if method == "holm":
         mean = frame["mean"].fill_null(0.0).to_numpy()
         hit = multiplicity.holm(frame["p_value"].to_numpy(), rule.error_rate)
         good = mean > 0 if rule.higher_is_better else mean < 0
         verdict = np.where(hit, np.where(good, confseq.BETTER, confseq.WORSE), verdict)
-    more = [_more(m, s, n, rule, alpha_row) if v in (confseq.UNDECIDED,) else None
+    if rule.test == "mixture_t":  # one-sided divergences: the t rule cannot read their size
+        open_ = np.where(at_cap, confseq.INCONCLUSIVE, confseq.UNDECIDED)
+        var_div = np.array([p.diverged_variant > 0 for p in parts])
+        base_div = np.array([p.diverged_base > 0 for p in parts])
+        blocked = ((var_div & np.isin(verdict, [confseq.BETTER, confseq.WITHIN]))
+                   | (base_div & np.isin(verdict, [confseq.WORSE, confseq.WITHIN])))
+        verdict = np.where(blocked, open_, verdict)
+    verdict, low, high, looks = _settle(frame["group_key"].to_list(), verdict, low, high,
+                                        settled or {})
+    more = [_more(m, s, n, rule, alpha_row) if v == confseq.UNDECIDED and rule.test ==
+            "mixture_t" else None
             for m, s, n, v in zip(frame["mean"], frame["sd"], frame["n"], verdict,
                                   strict=True)]
-    return frame.with_columns(verdict=pl.Series(verdict.tolist(), dtype=pl.String),
+    frame = frame.with_columns(low=pl.Series(low), high=pl.Series(high),
+                               verdict=pl.Series(verdict.tolist(), dtype=pl.String),
+                               settled_look=pl.Series(looks, dtype=pl.Int64))
+    return frame.with_columns(note=pl.Series(_notes(frame, rule), dtype=pl.String),
                               more_seeds=pl.Series(more, dtype=pl.Int64),
                               family=pl.lit(family), level=pl.lit(1.0 - alpha_row),
-                              rule=pl.lit(method))
+                              rule=pl.lit(method), test=pl.lit(rule.test))
+
+
+def _skew(d: np.ndarray) -> float | None:
+    """The bias-corrected sample skewness of a row's finite differences (three or more, with a
+    spread), else None."""
+    if len(d) < 3 or float(np.std(d)) == 0.0:
+        return None
+    from scipy import stats  # scipy: 0.3 s that `import results_db` does not pay
+
+    return float(stats.skew(d, bias=False))
+
+
+def _settle(keys: list[str], verdict: np.ndarray, low: np.ndarray, high: np.ndarray,
+            settled: dict[str, dict[str, Any]]
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int | None]]:
+    """A row a recorded look decided keeps that look's verdict and interval (NULL ends of a
+    stored interval are unbounded)."""
+    verdict, low, high = verdict.astype(object), low.copy(), high.copy()
+    looks: list[int | None] = []
+    for i, key in enumerate(keys):
+        s = settled.get(key)
+        looks.append(None if s is None else int(s["look"]))
+        if s is not None:
+            verdict[i] = s["verdict"]
+            low[i] = -math.inf if s["low"] is None else s["low"]
+            high[i] = math.inf if s["high"] is None else s["high"]
+    return verdict, low, high, looks
+
+
+def _notes(frame: pl.DataFrame, rule: DecideRule) -> list[str | None]:
+    """What qualifies a row's verdict, in words: incomplete pairs, one-sided divergences, a
+    skew the mixture t's guarantee does not cover, the look that settled it."""
+    out: list[str | None] = []
+    for r in frame.iter_rows(named=True):
+        said = []
+        if r["incomplete"]:
+            said.append(f"{r['incomplete']} pair(s) incomplete (a side failed or was lost)")
+        for side, k in (("variant", r["diverged_variant"]), ("baseline", r["diverged_base"])):
+            if k:
+                said.append(f"{k} seed(s) diverged on the {side}'s side only"
+                            + (": the mixture t cannot size them (test: sign reads them)"
+                               if rule.test == "mixture_t" else ""))
+        if rule.test == "mixture_t" and r["skew"] is not None and abs(r["skew"]) > SKEW_LIMIT:
+            said.append(f"skewed differences (skewness {r['skew']:+.1f}, beyond "
+                        f"+-{SKEW_LIMIT:g}): the mixture t assumes Gaussian ones; test: sign "
+                        "does not")
+        if r["settled_look"] is not None:
+            said.append(f"decided at look {r['settled_look']}")
+        out.append("; ".join(said) or None)
+    return out
 
 
 def _more(mean: float | None, sd: float | None, n: int, rule: DecideRule, alpha: float
@@ -159,10 +286,12 @@ def spent(attempts: pl.DataFrame, runs: int, now: datetime) -> Spent:
     return Spent(runs, max(wall, 0.0), gpu)
 
 
-def sentence(rows: pl.DataFrame, rule: DecideRule, sweep: str, baseline: str | None) -> str:
+def sentence(rows: pl.DataFrame, rule: DecideRule, sweep: str, baseline: str | None,
+             changes: Sequence[RuleChange] = ()) -> str:
     """The adaptive sweep in one sentence, with the rule it used: how many rows are better,
     worse, within noise, undecided (the largest "about k more seeds") and inconclusive at
-    the seed cap, and the family-wise error rate and correction behind those words."""
+    the seed cap (with their incomplete pairs), the family-wise error rate and correction
+    behind those words, and every change of the rule after the sweep had runs."""
     if rows.height == 0:
         return f"{sweep}: no variant row has paired seeds with a baseline yet on {rule.metric}"
     counts = dict(rows["verdict"].value_counts().rows())
@@ -175,11 +304,19 @@ def sentence(rows: pl.DataFrame, rule: DecideRule, sweep: str, baseline: str | N
         parts.append(f"{n_open} undecided" + (f" (up to about {max(most)} more seeds)"
                                               if most else ""))
     if n_cap := counts.get(confseq.INCONCLUSIVE, 0):
-        parts.append(f"{n_cap} inconclusive at {rule.max_seeds} seeds")
+        capped = rows.filter(rows["verdict"] == confseq.INCONCLUSIVE)
+        broken = int(capped["incomplete"].sum()) if "incomplete" in capped.columns else 0
+        parts.append(f"{n_cap} inconclusive at {rule.max_seeds} seeds"
+                     + (f" ({broken} pairs incomplete)" if broken else ""))
     how = ("after Holm over" if rows["rule"][0] == "holm" else "Bonferroni over")
-    return (f"{sweep}: of {rows.height} rows vs the baseline '{baseline}' on {rule.metric}, "
-            + ", ".join(parts) + f"; anytime-valid intervals, {how} {rows.height} rows, "
-            f"family-wise error <= {rule.error_rate * 100:g} %.")
+    test = "sign-test" if rule.test == "sign" else "mixture-t"
+    said = (f"{sweep}: of {rows.height} rows vs the baseline '{baseline}' on {rule.metric}, "
+            + ", ".join(parts) + f"; anytime-valid {test} intervals, {how} {rows.height} "
+            f"rows, family-wise error <= {rule.error_rate * 100:g} %.")
+    for c in changes:
+        said += (f" The rule changed after {c.seeds} seeds ({c.runs} runs, "
+                 f"{c.changed:%Y-%m-%d %H:%M} UTC): " + "; ".join(c.differences()) + ".")
+    return said
 
 
 def onto_board(board: pl.DataFrame, rows: pl.DataFrame, rule: DecideRule) -> pl.DataFrame:

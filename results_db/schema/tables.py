@@ -204,3 +204,51 @@ class Provenance(Base):
     world_size: Mapped[int] = mapped_column(Integer, default=1)
     deepspeed_config: Mapped[Any | None] = mapped_column(JSON)
     recorded: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class DecideRuleChange(Base):
+    """A ``decide:`` rule changed after its sweep had runs (``submit --change-rule``): the rule
+    before and after, and the seeds and runs the sweep had then (migration 0007)."""
+
+    __tablename__ = "decide_rule_changes"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    sweep_id: Mapped[int] = mapped_column(ForeignKey("sweeps.id", ondelete="CASCADE"))
+    version: Mapped[int] = mapped_column(Integer)  # the rule version this change starts (2, 3..)
+    changed: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    seeds: Mapped[int] = mapped_column(Integer)  # the most seeds any row had registered then
+    runs: Mapped[int] = mapped_column(Integer)
+    before: Mapped[Any] = mapped_column(JSON)
+    after: Mapped[Any] = mapped_column(JSON)
+    __table_args__ = (UniqueConstraint("sweep_id", "version",
+                                       name="uq_decide_rule_changes_version"),)
+
+
+class DecidePair(Base):
+    """A complete (variant seed, baseline seed) pair of a decide row and the look that first
+    read it: the order its confidence sequence reads pairs in (append-only)."""
+
+    __tablename__ = "decide_pairs"
+    sweep_id: Mapped[int] = mapped_column(ForeignKey("sweeps.id", ondelete="CASCADE"),
+                                          primary_key=True)
+    group_key: Mapped[str] = mapped_column(String(32), primary_key=True)
+    seed: Mapped[int] = mapped_column(Integer, primary_key=True)
+    look: Mapped[int] = mapped_column(Integer)
+
+
+class DecideLook(Base):
+    """One look's reading of one decide row: pairs, incomplete pairs, interval and verdict
+    under the rule version then in force."""
+
+    __tablename__ = "decide_looks"
+    sweep_id: Mapped[int] = mapped_column(ForeignKey("sweeps.id", ondelete="CASCADE"),
+                                          primary_key=True)
+    look: Mapped[int] = mapped_column(Integer, primary_key=True)
+    group_key: Mapped[str] = mapped_column(String(32), primary_key=True)
+    rule_version: Mapped[int] = mapped_column(Integer)
+    n: Mapped[int] = mapped_column(Integer)
+    incomplete: Mapped[int] = mapped_column(Integer)
+    mean: Mapped[float | None] = mapped_column(Float)
+    low: Mapped[float | None] = mapped_column(Float)
+    high: Mapped[float | None] = mapped_column(Float)
+    verdict: Mapped[str] = mapped_column(String(32))
+    recorded: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -6,6 +6,7 @@
   multirow.py      one multi-row statement per batch, not one per row
   rollup.py        the metric rollup a downsampled curve reads, kept at ingest
   provenance.py    ProvenanceMixin: what produced each attempt, written and read
+  decide_records.py DecideRecordsMixin: a decide: sweep's rule changes, pairs and looks
   sqlite_lock.py   which process holds a SQLite DB's write lock (/proc/locks)
 
 May import: results_db.schema, results_db.engine, .rows, .sqlread, .dberrors,

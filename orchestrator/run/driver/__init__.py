@@ -2,6 +2,7 @@
 
   submit.py        register a Plan in the DB (dedupe by fingerprint) and schedule it
   adaptive.py      submit for a ``decide:`` sweep: seeds go where a row's verdict is open
+  rule_lock.py     a sweep's decide: rule and rows, fixed once it has runs (--change-rule)
   scheduler.py     the Ray session and Tuner (one trial per pending run), Ctrl-C -> cancelled
   rerun.py         rerun_runs / spawn_rerun (also the dashboard's rerun button)
   code_cache.py    what ``cached_by: config_and_code`` re-queues when the code changed

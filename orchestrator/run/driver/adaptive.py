@@ -25,7 +25,9 @@ from typing import TYPE_CHECKING
 import results_db
 from contract.errors import UserError
 from contract.identity import group_keys
-from orchestrator.run.driver import scheduler
+from orchestrator.run.cluster import check_reachable, resolve_address
+from orchestrator.run.driver import rule_lock, scheduler
+from orchestrator.run.driver.paths import checkpoint_dir, storage_root
 from orchestrator.run.driver.progress import Progress
 from orchestrator.run.driver.submit import jobs_for, register, summarise
 from orchestrator.sweep.decide import DecideSpec, progress_line
@@ -84,27 +86,34 @@ def _registered(db: ResultsDB, sweep: str) -> dict[str, set[int]]:
 
 def next_round(db: ResultsDB, plan: Plan, seeds: Seeds, decide: DecideSpec,
                allowed: int | None) -> list[ExpandedRun]:
-    """The runs of the next round (module docstring), at most ``allowed`` of them."""
+    """The runs of the next round (module docstring), at most ``allowed`` of them, in whole
+    pairs: a row's seed comes with its baseline's, and a budget cut never takes one without
+    the other. A row seed whose baseline seed is missing (a cut by an older gatesweep) gets
+    it first."""
     have = _registered(db, plan.spec.name)
-    want: list[tuple[str, int]] = []
-    for group in seeds.groups:  # first seeds of every group, the baseline's included
-        want += [(group, s) for s in range(decide.first_seeds)
-                 if s not in have.get(group, set()) and (group, s) in seeds.runs]
-    if not want:
+    units: list[list[tuple[str, int]]] = []
+    for s in range(decide.first_seeds):  # first seeds of every group, seed by seed
+        units += [[(group, s)] for group in seeds.groups
+                  if s not in have.get(group, set()) and (group, s) in seeds.runs]
+    if not units:
         rows = db.decide_rows(plan.spec.name, decide.rule())
         for row in _open_rows(rows):
             group, base = str(row["group_key"]), str(row["base_key"])
-            taken = have.get(group, set())
+            taken, based = have.get(group, set()), have.get(base, set())
+            units += [[(base, s)] for s in sorted(taken - based) if (base, s) in seeds.runs]
             if len(taken) >= decide.max_seeds:
                 continue
             seed = seeds.next_seed(group, taken)
             if seed is None:
                 continue
-            want.append((group, seed))
-            if seed not in have.get(base, set()):
-                want.append((base, seed))
-    picked = [seeds.runs[k] for k in dict.fromkeys(want) if k in seeds.runs]
-    return picked if allowed is None else picked[:allowed]
+            units.append([(group, seed)] + ([(base, seed)] if seed not in based else []))
+    picked: list[tuple[str, int]] = []
+    for unit in units:
+        fresh = [k for k in unit if k in seeds.runs and k not in picked]
+        if allowed is not None and len(picked) + len(fresh) > allowed:
+            break
+        picked += fresh
+    return [seeds.runs[k] for k in picked]
 
 
 def _check_metric(db: ResultsDB, sweep: str, decide: DecideSpec) -> None:
@@ -128,13 +137,19 @@ def _open_rows(rows: pl.DataFrame) -> list[dict[str, object]]:
 
 def run_adaptive(db_url: str, plan: Plan, *, storage: Path, address: str | None,
                  max_concurrent: int | None, stale_after: float | None,
-                 console: Console) -> int:
+                 console: Console, change_rule: bool = False) -> int:
     """Rounds until every row decided, reached max_seeds, or the budget ended; returns the
     exit code (0 when every run it ran succeeded or diverged)."""
     decide = plan.spec.decide
     assert decide is not None  # submit only comes here for a decide: sweep
     say: Callable[[str], None] = lambda m: console.print(m, highlight=False)  # noqa: E731
+    storage = storage_root(storage)  # every run's folder inside it, before the DB changes
+    for r in plan.runs:
+        checkpoint_dir(storage, plan.spec.name, r.name)
+    check_reachable(resolve_address(address))  # before anything is registered
     db = results_db.open(db_url)
+    changed = rule_lock.check_rule(db, plan, change_rule)  # refused: nothing written
+    rule_lock.record(db, plan, changed)
     db.reconcile()
     if stale_after is not None:
         db.reconcile(stale_after_s=stale_after)
@@ -160,6 +175,7 @@ def run_adaptive(db_url: str, plan: Plan, *, storage: Path, address: str | None,
         if batch:
             tried.update(r.id for r in batch)
             final.update(scheduler.execute(jobs_for(batch, plan, storage, db_url), opts))
+            db.record_decide_look(plan.spec.name, decide.rule())  # the order pairs are read in
         used = db.decide_spent(plan.spec.name)
         allowed = budget_left(decide, used)
         say(progress_line(db, plan.spec.name, decide, used))

@@ -14,7 +14,7 @@ from rich.console import Console
 import results_db
 from contract.states import DONE_OK
 from orchestrator.run.cluster import check_reachable, resolve_address
-from orchestrator.run.driver import scheduler
+from orchestrator.run.driver import rule_lock, scheduler
 from orchestrator.run.driver.code_cache import requeue_other_code
 from orchestrator.run.driver.paths import checkpoint_dir, storage_root
 from orchestrator.run.driver.progress import Progress
@@ -58,7 +58,8 @@ def jobs_for(rows: list[RunRow], plan: Plan, storage: Path, db_url: str) -> list
 
 
 def run_submit(db_url: str, plan: Plan, *, force: bool, storage: Path, address: str | None,
-               max_concurrent: int | None, stale_after: float | None, console: Console) -> int:
+               max_concurrent: int | None, stale_after: float | None, console: Console,
+               change_rule: bool = False) -> int:
     """Returns the process exit code: 0 when every run of the sweep succeeded or diverged.
 
     A crashed earlier submit's runs are resumed: its silent attempts become lost (after
@@ -71,6 +72,7 @@ def run_submit(db_url: str, plan: Plan, *, force: bool, storage: Path, address: 
         checkpoint_dir(storage, plan.spec.name, r.name)
     check_reachable(resolve_address(address))  # seconds, not Ray's 90 s, and before the DB
     db = results_db.open(db_url)
+    rule_lock.record(db, plan, rule_lock.check_rule(db, plan, change_rule))  # (a decide: removed)
     # A killed earlier submit's attempts become lost: after each one's own threshold (a few
     # of its heartbeat intervals), or sooner with an explicit --stale-after.
     db.reconcile()
