@@ -24,6 +24,10 @@ skipped (paper-size models counted on the meta device stay free). Call it before
 partitions the parameters (ZeRO-3): trainer/model.py's ``build_model`` does, before
 trainer/engine.py wraps the model.
 
+Expert-parallel MoE (``moe.ep_size`` > 1): DeepSpeed names each rank's local experts 0..E/ep - 1,
+so the ranks draw the same values for their local experts -- as the legacy scheme, one global
+RNG seeded alike on every rank, did too.
+
 ``model.init: legacy`` (runs stored before this existed) keeps the old draws: the global RNG,
 seeded by the trainer, in module order (``GatedLM._init_weights`` after the constructors).
 """
