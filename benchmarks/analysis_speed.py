@@ -44,7 +44,7 @@ OLD_PKG = "analysis_before"
 FILES = ("__init__", "api", "baseline", "compare", "effects", "stability", "stats",
          "summary", "table", "verdict")
 TARGETS = {"leaderboard": 0.3, "effects": 0.3, "stability": 0.3, "max_stable_lr": 0.3,
-           "ablation_table (6 metrics)": 1.0, "verdict_summary": None}
+           "ablation_table (6 metrics)": 1.0, "findings": None}
 
 
 def load_before(commit: str, tmp: Path) -> Any | None:
@@ -80,12 +80,14 @@ class _Old:
 
 
 def calls(db: Any, sweep: str) -> dict[str, Callable[[], Any]]:
-    return {"leaderboard": lambda: db.leaderboard(sweep),
-            "verdict_summary": lambda: db.verdict_summary(sweep),
-            "effects": lambda: db.effects(sweep),
-            "stability": lambda: db.stability(sweep),
-            "max_stable_lr": lambda: db.max_stable_lr(sweep),
-            "ablation_table (6 metrics)": lambda: db.ablation_table(sweep)}
+    out = {"leaderboard": lambda: db.leaderboard(sweep),
+           "effects": lambda: db.effects(sweep),
+           "stability": lambda: db.stability(sweep),
+           "max_stable_lr": lambda: db.max_stable_lr(sweep),
+           "ablation_table (6 metrics)": lambda: db.ablation_table(sweep)}
+    if hasattr(db, "findings"):  # the old analysis path has none
+        out["findings"] = lambda: db.findings(sweep)
+    return out
 
 
 def same_verdicts(new: Any, old: Any) -> str:

@@ -126,7 +126,7 @@ def data_rows(url: str, sweep: str, repeats: int) -> list[tuple[str, float, floa
         ("data.summary_names(sweep)", *timed(cold(lambda: data.summary_names(url, sweep)),
                                              repeats)),
         ("db.leaderboard(sweep) (CIs, verdicts)", *timed(lambda: db.leaderboard(sweep), repeats)),
-        ("db.verdict_summary(sweep)", *timed(lambda: db.verdict_summary(sweep), repeats)),
+        ("db.findings(sweep)", *timed(lambda: db.findings(sweep), repeats)),
         ("db.effects(sweep)", *timed(lambda: db.effects(sweep), repeats)),
         ("db.ablation_table(sweep, quality metrics)",
          *timed(lambda: db.ablation_table(sweep, ["val/ppl"]), repeats)),

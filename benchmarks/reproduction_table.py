@@ -5,7 +5,7 @@
         --sweep gates-toy [--out table.md]
 
 No rule of its own: every mean, Δ, 95 % CI, verdict, main effect and max stable LR comes from
-results_db's AnalysisMixin (db.verdict_summary, db.ablation_table, db.effects, db.stability),
+results_db's AnalysisMixin (db.findings, db.ablation_table, db.effects, db.stability),
 laid out by the dashboard's own table builder (dashboard/ablation.py: the same rows, paper
 mapping and "Agree" column as the "Ablation tables" page). The DB is opened read-only.
 """
@@ -65,7 +65,7 @@ def render(url: str, sweep: str) -> str:
         tables[kind] = ablation.build(kind, db.ablation_table(sweep, metrics), metrics,
                                       with_paper=True, max_stable_lr=db.max_stable_lr(sweep))
     out = [f"### Quality (val PPL) — sweep `{sweep}`, baseline `{tables['quality'].baseline}`\n",
-           db.verdict_summary(sweep) + "\n", ablation.SCALE_CAVEAT + "\n",
+           db.findings(sweep).text() + "\n", ablation.SCALE_CAVEAT + "\n",
            to_markdown(tables["quality"].display),
            "### Main effects of each dimension (mean ΔPPL over the other dimensions)\n",
            to_markdown(effects_table(db, sweep)),

@@ -20,6 +20,7 @@ from dashboard.views import (
     curves,
     decide,
     explore,
+    findings,
     leaderboard,
     overview,
     probes,
@@ -30,6 +31,7 @@ from dashboard.views import (
 from results_db import DBNotFound
 
 PAGES = {
+    "Answers": findings.render,  # the first screen: the study's answers (db.findings)
     "Overview": overview.render,
     "Leaderboard": leaderboard.render,
     "LR stability": stability.render,
@@ -90,7 +92,7 @@ def main() -> None:
             st.query_params[key] = value
     urlstate.keep_page(page)
     if sweep is None:  # no sweep yet: only the Overview has something to show
-        if page == "Overview":
+        if page in ("Overview", "Answers"):
             overview.render(url, None)
         else:
             st.info(f"No sweeps in {url} yet: run `orchestrator submit sweeps/gates.yaml`.")

@@ -18,12 +18,13 @@ import results_db
 from contract.analysis_defaults import (
     CORRECTION,
     FAMILY_ERROR,
+    METRIC,
     STABILITY_METRIC,
     STABILITY_TOL,
 )
 from dashboard import ablation, explore
+from results_db.analysis.findings import Findings
 from results_db.analysis.sequential import DecideRule
-from results_db.analysis.summary import verdict_sentence
 
 LIVE_TTL_S = 3  # status of live runs: refreshed by the pages' fragments
 TTL_S = 15  # results (summaries, metrics): change only when a run reports
@@ -168,18 +169,25 @@ def _leaderboard(url: str, sweep: str, metric: str, ascending: bool,
                                     decide=decide)
 
 
-def verdict_summary(url: str, sweep: str, metric: str, ascending: bool,
-                    states: tuple[str, ...], correction: str = CORRECTION,
-                    family_error: float = FAMILY_ERROR,
-                    decide: DecideRule | None = None) -> str:
-    """db.verdict_summary's sentence for the board the page shows: results_db's own
-    verdict_sentence over the (cached) leaderboard, so the page does not rank twice (on 10k
-    runs db.verdict_summary recomputes the whole leaderboard: 1.4 s). An adaptive sweep:
-    its decide sentence (anytime-valid, Holm), as the CLI's leaderboard says."""
-    if decide is not None:
-        return open_db(url).decide_sentence(sweep, decide)
-    return verdict_sentence(leaderboard(url, sweep, metric, ascending, states, correction,
-                                        family_error), sweep, metric)
+def findings(url: str, sweep: str, metric: str = METRIC, correction: str = CORRECTION,
+             family_error: float = FAMILY_ERROR) -> Findings:
+    """db.findings: the study's answers, each with its condition and rule (what the CLI's
+    ``findings``, the leaderboard's first lines and the report's first page say); cached per
+    sweep state."""
+    return _findings(url, sweep, metric, correction, family_error, sweep_state(url, sweep))
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def _findings(url: str, sweep: str, metric: str, correction: str, family_error: float,
+              version: tuple[int, ...]) -> Findings:
+    return open_db(url).findings(sweep, metric, correction=correction,
+                                 family_error=family_error)
+
+
+def decide_sentence(url: str, sweep: str, decide: DecideRule) -> str:
+    """An adaptive sweep's rows in one sentence by its own rule (anytime-valid, Holm), as the
+    CLI's leaderboard says it."""
+    return open_db(url).decide_sentence(sweep, decide)
 
 
 def best_vs_best(url: str, sweep: str, metric: str, ascending: bool,

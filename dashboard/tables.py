@@ -132,13 +132,12 @@ def metric_order(names: Sequence[str]) -> list[str]:
 
 
 def row_labels(frame: pl.DataFrame) -> pl.Series:
-    """The label of each (variant, lr) row: the variant, plus '@ lr=3e-3' where the variant
-    appears at several learning rates in ``frame``."""
+    """The label of each (variant, lr) row: the variant, plus '@ lr=3e-3' wherever ``frame``
+    holds more than one learning rate -- also on a variant run at one LR: a delta read without
+    its LR (a one-LR variant at 3e-2, where the baseline was degraded) was misread as tuned."""
     lrs = frame["lr"].to_list() if "lr" in frame.columns else [None] * frame.height
-    per_variant: dict[str, set] = {}
-    for v, lr in zip(frame["variant"].to_list(), lrs, strict=True):
-        per_variant.setdefault(v, set()).add(lr)
-    out = [v if len(per_variant[v]) < 2 else f"{v} @ lr={fmt_lr(lr)}"
+    several = len(set(lrs)) > 1
+    out = [f"{v} @ lr={fmt_lr(lr)}" if several else v
            for v, lr in zip(frame["variant"].to_list(), lrs, strict=True)]
     return pl.Series("row", out, dtype=pl.String)
 

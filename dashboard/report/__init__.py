@@ -1,7 +1,8 @@
-"""The sweep report (issue 34): one self-contained HTML file, or Markdown with SVG figures
-beside it, holding what a sweep showed -- the verdict sentences, the leaderboard with CIs and
-per-seed dots, the ablation tables beside the paper's figures, LR stability, scaling, training
-curves, probes, each variant's config diff vs the baseline, and the provenance of every run.
+"""The sweep report: one self-contained HTML file, or Markdown with SVG figures
+beside it, holding what a sweep showed -- the answers first (db.findings), then the details:
+every (variant, LR) row with CIs and per-seed dots, the ablation tables beside the paper's
+figures, LR stability, scaling, training curves, probes, each variant's config diff vs the
+baseline, and the provenance of every run.
 
     python -m dashboard.report SWEEP --db URL --out report.html [--format html|markdown]
 
@@ -12,7 +13,8 @@ results_db (the statistics' one owner); every chart is the dashboard's own Altai
 drawn by the Vega libraries inlined from the vl-convert-python package: no server, no network.
 
 - model.py: what a report holds (sections of sentences, tables and charts);
-- content.py / runs.py: the sections, from the results DB;
+- answers.py: the first page (the study's answers, the scaling readings with LR and step);
+- content.py / runs.py: the other sections, from the results DB;
 - html.py / markdown.py: the two formats; vega.py: the JS bundle and static figures;
 - __main__.py: the command line above.
 """

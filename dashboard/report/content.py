@@ -1,6 +1,7 @@
-"""The report's conclusion sections, read from results_db (which computes every statistic) and
-drawn with the dashboard's chart specs: the verdict, the leaderboard, the ablation tables
-beside the paper's figures, LR stability and scaling. runs.py adds the per-run sections."""
+"""The report's sections, read from results_db (which computes every statistic) and drawn with
+the dashboard's chart specs: the answers first (answers.py), then the details -- every
+(variant, LR) row, the ablation tables beside the paper's figures, LR stability and scaling.
+runs.py adds the per-run sections."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ import polars as pl
 
 from contract.analysis_defaults import METRIC  # the leaderboard's default metric
 from dashboard import ablation, charts, palette
-from dashboard.report import runs
+from dashboard.report import answers, runs
 from dashboard.report.model import Block, Report, Section, Table, chart
-from dashboard.tables import fmt_delta_ci, fmt_lr, fmt_mean_std, fmt_num, fmt_verdict, row_labels
+from dashboard.tables import fmt_delta_ci, fmt_lr, fmt_mean_std, fmt_verdict, row_labels
 from results_db.analysis.compare import seed_deltas
 from results_db.schema.vocab import RESULT_STATES
 
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
     from results_db.analysis.scaling import Scaling
     from results_db.analysis.stability import Stability
 
-SHOWN_SENTENCES = 4  # scaling readings written out; the rest in a folded table
 BOARD_COLUMNS = ("rank", "variant", "lr", "n", "mean ± std", "Δ% [95% CI]", "verdict",
                  "seeds needed")
 
@@ -47,7 +47,9 @@ def build(db: ResultsDB, sweep: str, metric: str = METRIC) -> Report:
     colors = palette.colors(variants(db, sweep, base), base)
     mix = db.code_mix(sweep)
     st, sc = db.stability(sweep), db.scaling(sweep, metric)  # read once, said twice
-    sections = [verdict(db, sweep, metric, st, sc, mix.sentence),
+    # the first page: the answers (db.findings, as the CLI and the dashboard say them); then
+    # the details: per-LR rows, tables, curves, provenance
+    sections = [answers.answers(db.findings(sweep, metric), sc),
                 leaderboard(db, sweep, metric, colors), ablation_tables(db, sweep),
                 stability(st, colors), scaling(sc, metric, colors),
                 runs.curves(db, sweep, colors), runs.config_diff(db, sweep, base),
@@ -59,19 +61,6 @@ def build(db: ResultsDB, sweep: str, metric: str = METRIC) -> Report:
         counts=f"{int(status['total'][0])} runs: {counts}" if status.height else "no runs",
         flags=(mix.sentence,) if mix.mixed and mix.sentence else (),
         sections=tuple(s for s in sections if s is not None))
-
-
-def verdict(db: ResultsDB, sweep: str, metric: str, st: Stability | None, sc: Scaling,
-            mix: str | None) -> Section:
-    """The conclusions in words: the leaderboard, the main effects, LR stability, scaling and
-    whether the runs compared came from the same code."""
-    said = [db.verdict_summary(sweep, metric), db.effects_summary(sweep, metric)]
-    if st is not None and st.sentence:
-        said.append(st.sentence)
-    said += sc.sentences[:SHOWN_SENTENCES]
-    if mix:
-        said.append(mix)
-    return Section("verdict", "Verdict", tuple(said))
 
 
 def board_frame(board: pl.DataFrame) -> pl.DataFrame:
@@ -101,7 +90,10 @@ def leaderboard(db: ResultsDB, sweep: str, metric: str, colors: dict[str, str]) 
     seeds = seed_deltas(board, vals.select("group_key", "seed", "value")).join(
         board.select("group_key", "row"), on="group_key")
     dots = charts.delta_dots(board, metric, colors, seeds.select("row", "seed", "delta_pct"))
-    return Section("leaderboard", f"Leaderboard ({metric})", (), (
+    return Section("leaderboard", f"Every (variant, LR) row ({metric})", (
+        "Details: each row against the baseline at the same LR; where the baseline is untuned "
+        "at that LR the row says so, and it counts toward no answer.",
+        db.effects_summary(sweep, metric)), (
         chart("leaderboard-chart", f"Δ {metric} vs the baseline, 95 % CI; small dots: each "
                                    "seed; marker: the verdict", dots),
         Table("leaderboard-table", board_frame(board),
@@ -161,26 +153,18 @@ def stability(st: Stability | None, colors: dict[str, str]) -> Section | None:
 
 
 def scaling(sc: Scaling, metric: str, colors: dict[str, str]) -> Section | None:
-    """The change vs the baseline against training tokens (views/scaling.py's chart) and the
-    trend sentences; None when no evaluation point pairs with the baseline's."""
+    """The change vs the baseline against training tokens (views/scaling.py's chart) and every
+    trend reading, folded (the table with each reading's LR and step is on the first page);
+    None when no evaluation point pairs with the baseline's."""
     _views()
     from dashboard.views.scaling import delta_chart
 
     if sc.points.is_empty():
         return None
-    trends = sc.trends.select(
-        "variant", "size", "x",
-        pl.col("delta_pct_to").map_elements(fmt_num, return_dtype=pl.String).alias("Δ% at end"),
-        pl.struct("delta_pct_to", "ci_low_pct", "ci_high_pct").map_elements(
-            lambda s: fmt_delta_ci(s["delta_pct_to"], s["ci_low_pct"], s["ci_high_pct"]),
-            return_dtype=pl.String).alias("Δ% [95% CI]"),
-        pl.col("verdict").cast(pl.String)) if sc.trends.height else pl.DataFrame()
     blocks: list[Block] = [chart("scaling-chart", f"Δ {metric} vs training tokens (95 % CI "
-                                                   "over seeds)",
+                                                   "over seeds), one line per variant and LR",
                                   delta_chart(sc.points, "tokens", metric, colors))]
-    if trends.height:
-        blocks.append(Table("scaling-table", trends.fill_null("–")))
-    if len(sc.sentences) > SHOWN_SENTENCES:  # one or two per variant, LR and axis: folded
+    if sc.sentences:
         blocks.append(Table("scaling-sentences", pl.DataFrame({"reading": sc.sentences}),
-                            "every scaling reading", collapsed=True))
-    return Section("scaling", "Scaling", tuple(sc.sentences[:SHOWN_SENTENCES]), tuple(blocks))
+                            "every scaling reading in words", collapsed=True))
+    return Section("scaling", "Scaling", (), tuple(blocks))

@@ -1,5 +1,6 @@
 """One module per dashboard page; each exposes ``render(url, sweep)``.
 
+  findings.py    the first screen: the study's answers (db.findings)
   overview.py    sweeps overview: counts by state, progress, live runs
   leaderboard.py which variants beat the baseline beyond noise
   ablation.py    ablation tables in the paper's layout

@@ -1,7 +1,7 @@
 """Leaderboard: which variants beat the baseline beyond noise, at a glance.
 
-Top to bottom: the verdict in one sentence with the rule it was read by (db.verdict_summary;
-the multiplicity correction is a control: results_db/analysis/multiplicity.py), a Δ ± CI dot
+Top to bottom: the study's answers (db.findings, as every surface says them first; the
+multiplicity correction is a control: results_db/analysis/multiplicity.py), a Δ ± CI dot
 plot vs the baseline in each variant's colour (the verdict as marker shape and label, each seed
 as a small dot; a row without a CI is named in the "n = 1" warning, not drawn), then the ranked
 table (db.leaderboard: mean ± std, Δ in % and in the metric's units with CI, verdict, the seeds
@@ -37,7 +37,8 @@ from dashboard.tables import (
 )
 from dashboard.views.common import show_chart, show_rows, table_height, watch
 from dashboard.views.decide import decide_spec
-from results_db.analysis.columns import FIRST_STAT
+from dashboard.views.findings import show_lines
+from results_db.analysis.columns import CONDITION, FIRST_STAT
 from results_db.analysis.compare import seed_deltas as run_deltas
 from results_db.analysis.multiplicity import CORRECTIONS
 from results_db.analysis.summary import board_rule
@@ -46,7 +47,7 @@ from results_db.schema.vocab import RESULT_STATES, higher_is_better, verdict_kin
 # verdict order of the "by verdict" sort: the conclusions first, the reference, then the rest
 _VERDICT_ORDER = ("better", "baseline", "within noise", "needs", "n = 1", "no data", "worse")
 STATIC_COLUMNS = ("rank", "variant", "runs", "mean ± std", "n", "Δ% [95% CI]", "Δ [95% CI]",
-                  "verdict", "seeds for Δ")
+                  "verdict", CONDITION, "seeds for Δ")
 COST = {WALL_S: "wall s", TOKENS: "tokens"}  # shown beside Δ when the runs report them
 MAX_PARALLEL = 60  # rows drawn as parallel-coordinate lines (as charts.delta_dots' max_rows)
 FLOPS = "FLOPs ≈6NT"  # 6 x params/total x tokens: training compute (forward + backward)
@@ -90,6 +91,9 @@ def display_frame(board: pl.DataFrame, url_of: dict[str, str] | None = None,
                     "Δ [95% CI]": "–" if r["is_baseline"] else
                     fmt_abs_delta_ci(r["delta"], r["ci_low"], r["ci_high"]),
                     "verdict": fmt_verdict(r["verdict"]),
+                    # the baseline's condition at the row's LR (untuned.py): a "better" vs an
+                    # untuned baseline is a detail, never a headline
+                    CONDITION: r.get(CONDITION) or "–",
                     "seeds for Δ": _seeds_for_delta(r)})
         for col, per in (cost or {}).items():
             row[col] = fmt_num(per.get(r["group_key"]))
@@ -151,11 +155,12 @@ def run_links(url: str, sweep: str) -> dict[str, str]:
             for g, rid in zip(first["group_key"].to_list(), first["id"].to_list(), strict=True)}
 
 
-def _summary(sentence: str, board: pl.DataFrame) -> None:
-    """The verdict sentence, and the rows without an error bar (one seed, or compared with a
-    one-seed baseline): said here, not drawn on the chart. Names are users' text: escaped,
-    never read as markdown."""
-    st.markdown(f"**{md(sentence)}**")
+def _summary(sentence: str | None, board: pl.DataFrame) -> None:
+    """An adaptive sweep's own sentence, and the rows without an error bar (one seed, or
+    compared with a one-seed baseline): said here, not drawn on the chart. Names are users'
+    text: escaped, never read as markdown."""
+    if sentence:
+        st.markdown(f"**{md(sentence)}**")
     # the baseline is the reference the chart draws at 0, not a row without an error bar
     single = board.filter(~pl.col("is_baseline")
                           & ((pl.col("n") == 1) | (pl.col("verdict") == "n = 1")))
@@ -261,8 +266,10 @@ def render(url: str, sweep: str) -> None:  # app.py: these pages need a sweep
         st.info(nothing_to_rank(data.runs(url, sweep), key, metric))
         return
     board = board.with_columns(row_labels(board))  # labels over the whole sweep
-    _summary(data.verdict_summary(url, sweep, metric, ascending, key, correction,
-                                  family_error, rule), board)
+    # the study's answers first (db.findings, as the CLI's leaderboard and the report say
+    # them); the rows below are details, each with its baseline's condition at its LR
+    show_lines(data.findings(url, sweep, metric, correction, family_error))
+    _summary(data.decide_sentence(url, sweep, rule) if rule is not None else None, board)
     if mix := data.code_mix(url, sweep):  # never silently: other code or packages compared
         st.warning(md(mix))
     _unranked(url, sweep, board, key)

@@ -25,7 +25,8 @@ from dashboard.charts import (
     lr_order,
 )
 from dashboard.mdtext import md
-from dashboard.tables import fmt_lr, fmt_pct
+from dashboard.scalingtable import trend_table
+from dashboard.tables import fmt_lr
 from dashboard.views.common import show_chart, table_height, watch
 
 X_TITLES = {"tokens": "training tokens (log)", "flops": "training FLOPs (log)"}
@@ -33,8 +34,6 @@ X_TITLES = {"tokens": "training tokens (log)", "flops": "training FLOPs (log)"}
 # 100,000,000,000
 X_FORMATS = {"tokens": "~s", "flops": ".1~e"}
 LEGEND_COLUMNS = 2  # half-width charts: four columns ran past the edge and were cut off
-X_WORDS = {"tokens": "tokens", "params": "parameters", "flops": "FLOPs",
-           "iso_flops": "equal compute"}
 
 
 def scaling(url: str, sweep: str, metric: str) -> Any:
@@ -108,34 +107,6 @@ def legend_px(points: pl.DataFrame) -> int:
     return 70 + LEGEND_ROW_PX * n
 
 
-def _interval(lo: float | None, hi: float | None) -> str:
-    return "–" if lo is None or hi is None else f"[{lo:+.2f}, {hi:+.2f}]"
-
-
-def trend_table(trends: pl.DataFrame) -> pl.DataFrame:
-    """db.scaling's trends as the strings the page shows: the LR beside the variant, Δ from
-    -> to with the CI at the last point, the slope in pp per decade with its CI, the FLOPs a
-    token costs over the baseline, the verdict; '–' where there is no value (the frame's
-    nulls were shown as "None")."""
-    out = [{"variant": r["variant"], "lr": fmt_lr(r["lr"]), "size": r["size"] or "across sizes",
-            "over": X_WORDS.get(r["x"], r["x"]), "points": str(r["n_points"]),
-            "seeds": str(r["n_seeds"]),
-            "Δ% from → to": "–" if r["delta_pct_to"] is None else
-            f"{fmt_pct(r['delta_pct_from'])} → {fmt_pct(r['delta_pct_to'])}",
-            "95% CI (last)": _interval(r["ci_low_pct"], r["ci_high_pct"]),
-            "slope pp/decade [95% CI]": "–" if r["slope"] is None else
-            f"{r['slope']:+.2f} {_interval(r['slope_ci_low'], r['slope_ci_high'])}",
-            "FLOPs/token vs baseline": fmt_pct(r["flops_overhead_pct"]),
-            "verdict": r["verdict"] or "–"} for r in trends.iter_rows(named=True)]
-    return pl.DataFrame(out, schema={c: pl.String for c in TABLE_COLUMNS}) \
-        .select(TABLE_COLUMNS)
-
-
-# the verdict beside the row's name: as the last column it ran past the table's edge, cut
-TABLE_COLUMNS = ("variant", "lr", "size", "over", "verdict", "Δ% from → to", "95% CI (last)",
-                 "slope pp/decade [95% CI]", "FLOPs/token vs baseline", "points", "seeds")
-
-
 def _metric(url: str, sweep: str) -> str:
     names = [n for n in data.summary_names(url, sweep) if n.startswith(VAL)] or [METRIC]
     default = names.index(METRIC) if METRIC in names else 0
@@ -166,10 +137,12 @@ def render(url: str, sweep: str | None) -> None:
         st.markdown("**Δ vs training FLOPs** (6·N·D + attention, gates included)")
         show_chart(delta_chart(sc.points, "flops", metric, colors, iso=iso), extra=extra)
     table = trend_table(sc.trends)
-    st.markdown("**Trends**: the change vs the baseline across tokens (its slope per decade) "
-                "and at equal compute, per variant and LR")
+    st.markdown("**Trends**: the change vs the baseline at the end of training and its slope "
+                "per decade of tokens, and the change at equal compute (read mid-training, at "
+                "the step named), per variant and LR")
     st.dataframe(table, hide_index=True, key="sc_trends", height=table_height(table.height),
                  width="stretch",
-                 column_config={"verdict": st.column_config.TextColumn("verdict", width=230)})
+                 column_config={"verdict": st.column_config.TextColumn("verdict", width=200),
+                                "read at": st.column_config.TextColumn("read at", width=170)})
     with st.expander(f"The same in {len(sc.sentences)} sentences"):
         st.markdown("\n".join(f"- {md(s)}" for s in sc.sentences))

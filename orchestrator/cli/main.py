@@ -24,7 +24,7 @@ from contract.states import CANCELLABLE, DONE_OK, RunStatus, parse_status
 from contract.textout import clip
 
 # The command modules register on `app` when imported; app.py holds what they share.
-from orchestrator.cli import evaluate, read, report, results  # noqa: F401
+from orchestrator.cli import evaluate, findings, read, report, results  # noqa: F401
 from orchestrator.cli.app import (
     DbOpt,
     RerunStorageOpt,
@@ -90,7 +90,11 @@ def submit(file: Path, db: DbOpt = None,
            params: Annotated[bool, typer.Option(help="Count parameters in --dry-run")] = True,
            data: Annotated[bool, typer.Option(help="Check data files and tokenizers (with "
                                                    "--detach the cluster's driver does)")
-                           ] = True) -> None:
+                           ] = True,
+           change_rule: Annotated[bool, typer.Option(
+               "--change-rule", help="Let a sweep that has runs change its decide: rule or "
+                                     "rows (recorded; every verdict after says so)")] = False,
+           ) -> None:
     """Expand a sweep, skip what already succeeded, run the rest on Ray Tune."""
     plan = make_plan(file)  # invalid files stop here: nothing written, nothing scheduled
     if data and not (detach and not dry_run):  # a detached sweep's data is on the cluster
@@ -112,11 +116,11 @@ def submit(file: Path, db: DbOpt = None,
                             f"{plan.spec.name}`")
         code = run_adaptive(db_url(db), plan, storage=storage, address=address,
                             max_concurrent=max_concurrent, stale_after=stale_after(stale),
-                            console=out)
+                            console=out, change_rule=change_rule)
     else:
         code = run_submit(db_url(db), plan, force=force, storage=storage, address=address,
                           max_concurrent=max_concurrent, stale_after=stale_after(stale),
-                          console=out)
+                          console=out, change_rule=change_rule)
     raise typer.Exit(code)
 
 

@@ -1,7 +1,7 @@
 """The conclusion commands: leaderboard, table, effects, scaling, stability (issues 10, 24).
 
 They compute nothing: results_db's AnalysisMixin decides the baseline, the statistics, the
-CIs and the verdicts (``db.leaderboard``, ``db.verdict_summary``, ``db.ablation_table``,
+CIs and the verdicts (``db.findings``, ``db.leaderboard``, ``db.ablation_table``,
 ``db.effects``, ``db.scaling``, ``db.stability``); these commands only choose columns and
 format them (orchestrator/cli/frame_format.py). The DB is opened read-only.
 """
@@ -25,11 +25,7 @@ from orchestrator.cli.frame_format import check_format, render
 from orchestrator.cli.read import stored_decide
 from results_db.analysis.columns import shown_columns
 from results_db.analysis.stability import DIVERGED_SEEDS, lr_text
-from results_db.analysis.summary import (
-    best_vs_best_sentence,
-    effects_sentence,
-    verdict_sentence,
-)
+from results_db.analysis.summary import best_vs_best_sentence, board_rule, effects_sentence
 from results_db.schema.vocab import higher_is_better
 
 if TYPE_CHECKING:
@@ -101,11 +97,14 @@ def leaderboard(sweep: str, db: DbOpt = None, metric: MetricOpt = METRIC,
     rule = decide.rule() if decide is not None and decide.metric == metric else None
     board = d.leaderboard(sweep, metric, min_effect=min_effect, correction=correction,
                           family_error=family_error, decide=rule)
-    # an adaptive sweep's seeds were added after looking: its own anytime-valid rule, not a
-    # fixed-n interval's, says what its rows show (results_db/analysis/sequential.onto_board)
-    said = (d.decide_sentence(sweep, rule) if rule is not None
-            else verdict_sentence(board, sweep, metric))
-    summary = with_mix(d, sweep, said)
+    # the study's answers first (db.findings); the per-LR rows below are details, each with
+    # its baseline's condition at its LR. An adaptive sweep's seeds were added after looking:
+    # its own anytime-valid rule says what its rows show (results_db/analysis/sequential.py)
+    said = d.findings(sweep, metric, min_effect=min_effect, correction=correction,
+                      family_error=family_error).text()
+    if rule is not None:
+        said += "\n" + d.decide_sentence(sweep, rule)
+    summary = with_mix(d, sweep, said + f"\nEvery (variant, LR) row below ({board_rule(board)}):")
     if format in ("csv", "json"):
         render(out, board, format, title=f"{sweep}: {metric}", summary=summary)
         return
@@ -149,8 +148,8 @@ def table(sweep: str, db: DbOpt = None,
     check_metrics(d, sweep, names or [], "--metrics")
     kw = {"metrics": names} if names else {}
     t = d.ablation_table(sweep, min_effect=min_effect, **kw)
-    summary = with_mix(d, sweep, d.verdict_summary(sweep, (names or [METRIC])[0],
-                                                   min_effect=min_effect))
+    summary = with_mix(d, sweep, d.findings(sweep, (names or [METRIC])[0],
+                                            min_effect=min_effect).text())
     if format in ("csv", "json"):
         render(out, t, format, title=f"{sweep}: ablation table", summary=summary)
         return
@@ -217,9 +216,11 @@ def effects(sweep: str, db: DbOpt = None, metric: MetricOpt = METRIC,
     render(out, shown, format, title=title, summary=summary, columns=EFFECT_COLUMNS)
 
 
-SCALING_TRENDS = ["variant", "size", "x", "n_points", "n_seeds", "delta_pct_from",
-                  "delta_pct_to", "ci", "slope", "slope_ci", "flops_overhead_pct", "verdict"]
-SCALING_POINTS = ["variant", "size", "step", "tokens", "flops", "n", "delta_pct", "ci",
+# every reading with its LR and its step (a change at equal compute is read mid-training)
+SCALING_TRENDS = ["variant", "lr", "size", "x", "step", "last_step", "n_points", "n_seeds",
+                  "delta_pct_from", "delta_pct_to", "ci", "slope", "slope_ci",
+                  "flops_overhead_pct", "verdict"]
+SCALING_POINTS = ["variant", "lr", "size", "step", "tokens", "flops", "n", "delta_pct", "ci",
                   "iso_delta_pct", "iso_ci"]
 
 

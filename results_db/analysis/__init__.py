@@ -3,6 +3,8 @@ main effects and LR stability. Pure polars/math (no SQL, no torch); ResultsDB ex
 through AnalysisMixin (api.py), the one module here that reads (results_db/read/frames.py).
 
   api.py          AnalysisMixin: the ResultsDB methods that turn stored runs into conclusions
+  findings.py     THE answers of a study, what every surface says first
+  untuned.py      is the baseline tuned at a row's LR (the condition of a per-LR delta)
   baseline.py     THE baseline rule of a sweep
   columns.py      THE column schema of the leaderboard
   compare.py      seed groups compared with the baseline: n, mean, std, delta, CI, verdict
@@ -10,7 +12,7 @@ through AnalysisMixin (api.py), the one module here that reads (results_db/read/
   tdist.py        Student's t quantiles and CDF
   verdict.py      the verdict of one row from its delta CI
   multiplicity.py how many rows are judged at once and at what level
-  summary.py      the leaderboard said in words
+  summary.py      tables said in words: the rule, the main effects, best vs best
   table.py        the ablation table: several metrics side by side
   effects.py      main effects of each dimension (least squares)
   bestlr.py       each variant at its best LR against the baseline at its best LR
@@ -18,6 +20,7 @@ through AnalysisMixin (api.py), the one module here that reads (results_db/read/
   scaling.py      does a variant's gain survive scale
   sequential.py   the rows of a ``decide:`` sweep, read anytime-validly
   confseq.py      anytime-valid confidence sequences for a paired difference
+  signcs.py       a distribution-free one: the sign test's, for the median difference
   pairing.py      what pairing the seeds bought: correlation, seed multiplier
   mixing.py       did the runs a table compares come from the same code
 """

@@ -38,6 +38,7 @@ from results_db.analysis.bestlr import best_vs_best, declared_check
 from results_db.analysis.columns import HEAD, STAT_COLUMNS, TAIL
 from results_db.analysis.compare import compare, rank, varying
 from results_db.analysis.effects import main_effects
+from results_db.analysis.findings import Findings, at_tuned, findings, scale_axes, tuned_lrs
 from results_db.analysis.scaling import Scaling, scaling
 from results_db.analysis.sequential import (
     DecideRule,
@@ -48,8 +49,9 @@ from results_db.analysis.sequential import (
     spent,
 )
 from results_db.analysis.stability import EXTRA_METRICS, Stability, analyse
-from results_db.analysis.summary import effects_sentence, verdict_sentence
+from results_db.analysis.summary import effects_sentence
 from results_db.analysis.table import ablation
+from results_db.analysis.untuned import CONDITION, baseline_conditions
 from results_db.read.frames import RUN_KEYS, first_runs, group_info, runs_wide, sweep_attempts
 from results_db.schema.vocab import RESULT_STATES, higher_is_better
 
@@ -58,6 +60,8 @@ if TYPE_CHECKING:
 
     import polars as pl
     from sqlalchemy import Engine
+
+    from results_db.write.decide_records import RuleChange
 
 ABLATION_METRICS: tuple[str, ...] = (
     VAL_PPL, VAL_LOSS, FIRST_TOKEN_ATTENTION, MAX_ACTIVATION, GATE_SCORE_MEAN, LOSS_SPIKES)
@@ -79,6 +83,13 @@ class AnalysisMixin:
                  with_config: bool = True, columns: Sequence[str] | None = None,
                  **dims: Any) -> pl.DataFrame: ...
 
+        # results_db/write/decide_records.py's DecideRecordsMixin
+        def rule_changes(self, sweep: str) -> list[RuleChange]: ...
+        def pair_order(self, sweep: str) -> dict[tuple[str, int], int]: ...
+        def settled(self, sweep: str, rule_version: int) -> dict[str, dict[str, Any]]: ...
+        def record_look(self, sweep: str, pairs: list[tuple[str, int]],
+                        readings: list[dict[str, Any]], rule_version: int) -> int: ...
+
     def baseline(self, sweep: str) -> str | None:
         """The sweep's baseline variant (results_db.analysis.baseline.pick_baseline) over all
         its runs, whatever their state; None when no variant qualifies. The rule looks at
@@ -94,14 +105,6 @@ class AnalysisMixin:
         keys = RUN_KEYS if stability else COMPARE_KEYS
         return (runs_wide(self.reader, sweep, metrics, keys=keys),
                 group_info(self.reader, sweep))
-
-    def _compare(self, sweep: str, metric: str, min_effect: float, states: Sequence[str],
-                 higher: bool, correction: str = CORRECTION,
-                 family_error: float = FAMILY_ERROR) -> pl.DataFrame:
-        runs, info = self._read(sweep, [metric])
-        return compare(runs, info, metric, self.baseline(sweep), states=states,
-                       min_effect=min_effect, higher=higher, correction=correction,
-                       family_error=family_error)
 
     def leaderboard(self, sweep: str, metric: str = METRIC, *, min_effect: float = MIN_EFFECT,
                     states: Sequence[str] = RESULT_STATES, ascending: bool | None = None,
@@ -120,7 +123,14 @@ class AnalysisMixin:
         import polars as pl
 
         higher = higher_is_better(metric) if ascending is None else not ascending
-        t = self._compare(sweep, metric, min_effect, states, higher, correction, family_error)
+        runs, info = self._read(sweep, [metric])
+        base = self.baseline(sweep)
+        t = compare(runs, info, metric, base, states=states, min_effect=min_effect,
+                    higher=higher, correction=correction, family_error=family_error)
+        # each row's baseline at its LR: tuned, or "vs an untuned baseline (x % worse ...)"
+        conditions = baseline_conditions(t, _finished(runs, metric, states), higher, base)
+        t = t.join(conditions.select("group_key", CONDITION), on="group_key", how="left",
+                   maintain_order="left")
         if decide is not None and decide.metric == metric:
             t = onto_board(t, self.decide_rows(sweep, decide, "holm"), decide)
         t = t.with_columns(rank=rank(t, higher))
@@ -136,50 +146,77 @@ class AnalysisMixin:
         selection, picks, baseline_picks, n, base_n, delta, delta_pct, ci_low_pct,
         ci_high_pct, ci_method, verdict, note. A side run at one LR has no best LR and a
         side with one seed no held-out pick: said in ``verdict`` and ``note``, no delta."""
-        import polars as pl
-
         higher = higher_is_better(metric) if ascending is None else not ascending
         runs, info = self._read(sweep, [metric])
         base = self.baseline(sweep)
         board = compare(runs, info, metric, base, states=states, min_effect=min_effect,
                         higher=higher)
         declared_check(lr, board["lr"].drop_nulls().unique().to_list())
-        done = [*states, RunStatus.DIVERGED.value]
-        values = runs.filter(pl.col("status").is_in(done)).select(
-            "group_key", "seed", "status", value=pl.col(metric))
-        return best_vs_best(board, values, higher, base, lr=lr, min_effect=min_effect)
+        return best_vs_best(board, _finished(runs, metric, states), higher, base, lr=lr,
+                            min_effect=min_effect)
+
+    def findings(self, sweep: str, metric: str = METRIC, *, min_effect: float = MIN_EFFECT,
+                 correction: str = CORRECTION, family_error: float = FAMILY_ERROR,
+                 states: Sequence[str] = RESULT_STATES) -> Findings:
+        """The study's answers, what every surface says first (results_db/analysis/
+        findings.py): at the baseline's tuned LR each variant better / worse / within noise
+        (Table 1's frame, judged by ``correction`` over those rows); each variant at its
+        tuned LR vs the tuned baseline (LRs picked on held-out seeds); the largest stable LR
+        of each (Table 2's frame); the trend across a size / token axis. Each finding with
+        its condition (metric, LR, seeds, step), estimate, verdict and rule."""
+        import polars as pl
+
+        higher = higher_is_better(metric)
+        runs, info = self._read(sweep, [metric])
+        base = self.baseline(sweep)
+        board = compare(runs, info, metric, base, states=states, min_effect=min_effect,
+                        higher=higher)
+        values = _finished(runs, metric, states)
+        tuned = tuned_lrs(board, values, higher, base)
+        keep = at_tuned(board, values, tuned, base) if tuned else []
+        at = compare(runs.filter(pl.col("group_key").is_in(keep)), info, metric, base,
+                     states=states, min_effect=min_effect, higher=higher,
+                     correction=correction, family_error=family_error)
+        bvb = best_vs_best(board, values, higher, base, min_effect=min_effect)
+        st = self.stability(sweep) if board["lr"].n_unique() > 1 else None
+        sc = self.scaling(sweep, metric, states=states, min_effect=min_effect) \
+            if scale_axes(board, base) else None
+        return findings(sweep, metric, base, board, at, tuned, bvb, st, sc, STABILITY_METRIC)
 
     def decide_rows(self, sweep: str, rule: DecideRule, method: str = "bonferroni"
                     ) -> pl.DataFrame:
         """The rows of an adaptive (``decide:``) sweep read anytime-validly, one per variant
-        row with a baseline (results_db/analysis/sequential.py)."""
+        row with a baseline (results_db/analysis/sequential.py): pairs in their recorded
+        order, a row a recorded look decided under the current rule kept as decided."""
         import polars as pl
 
         runs, info = self._read(sweep, [rule.metric])
         values = runs.select("run_id", "group_key", "seed", "status",
                              value=pl.col(rule.metric))
-        return read_rows(values, info, self.baseline(sweep), rule, method)
+        version = 1 + len(self.rule_changes(sweep))
+        return read_rows(values, info, self.baseline(sweep), rule, method,
+                         order=self.pair_order(sweep), settled=self.settled(sweep, version))
+
+    def record_decide_look(self, sweep: str, rule: DecideRule) -> int:
+        """Record this look of an adaptive sweep (results_db/write/decide_records.py): the
+        pairs read for the first time and every row's reading; returns the look's number."""
+        rows = self.decide_rows(sweep, rule)
+        pairs = [(str(k), int(s)) for k, seeds in rows.select("group_key", "read_seeds")
+                 .iter_rows() for s in seeds] if rows.height else []
+        readings = rows.select("group_key", "n", "incomplete", "mean", "low", "high",
+                               "verdict").to_dicts() if rows.height else []
+        return self.record_look(sweep, pairs, readings, 1 + len(self.rule_changes(sweep)))
 
     def decide_sentence(self, sweep: str, rule: DecideRule, method: str = "holm") -> str:
         """The adaptive sweep's verdicts in one sentence with their rule (Holm on the final
-        reading by default)."""
+        reading by default) and the rule changes behind them."""
         return sentence(self.decide_rows(sweep, rule, method), rule, sweep,
-                        self.baseline(sweep))
+                        self.baseline(sweep), self.rule_changes(sweep))
 
     def decide_spent(self, sweep: str) -> Spent:
         """Runs, wall hours and GPU-hours the sweep has used (a decide: budget)."""
         n = self.runs(sweep=sweep, with_config=False, columns=["id"]).height
         return spent(sweep_attempts(self.reader, sweep), n, datetime.now(UTC))
-
-    def verdict_summary(self, sweep: str, metric: str = METRIC, *,
-                        min_effect: float = MIN_EFFECT, correction: str = CORRECTION,
-                        family_error: float = FAMILY_ERROR) -> str:
-        """The leaderboard in one sentence with the rule it was judged by: "3 of 15 variants
-        beat the baseline beyond noise (95 % CI per row, no correction over 15 rows); ..."
-        (results_db/analysis/summary.py)."""
-        board = self.leaderboard(sweep, metric, min_effect=min_effect, correction=correction,
-                                 family_error=family_error)
-        return verdict_sentence(board, sweep, metric)
 
     def ablation_table(self, sweep: str, metrics: Sequence[str] = ABLATION_METRICS, *,
                        min_effect: float = MIN_EFFECT,
@@ -300,3 +337,13 @@ def _ladders(st: Stability) -> pl.DataFrame | None:
     """The stability summary when some variant ran at more than one learning rate."""
     return (st.summary if st.summary.height and cast(int, st.summary["n_lrs"].max()) > 1
             else None)
+
+
+def _finished(runs: pl.DataFrame, metric: str, states: Sequence[str]) -> pl.DataFrame:
+    """group_key, seed, status, value of the runs in ``states`` or diverged: what the LR
+    rules read (a diverged run is a divergence at its LR, not a missing run)."""
+    import polars as pl
+
+    done = [*states, RunStatus.DIVERGED.value]
+    return runs.filter(pl.col("status").is_in(done)).select(
+        "group_key", "seed", "status", value=pl.col(metric))

@@ -52,10 +52,14 @@ HEAD: tuple[str, ...] = ("rank", "variant", "lr")
 # The multiplicity rule behind every verdict of the table (multiplicity.py): the same value on
 # every row, so a frame carries the rule it was judged by.
 RULE: tuple[str, ...] = ("correction", "family_error", "family")
-TAIL: tuple[str, ...] = ("metric", "baseline", "n_diverged", "group_key", "lr_group_key",
+# The baseline's condition at the row's LR (untuned.py): "vs an untuned baseline (41.7 % worse
+# than at its best LR 1e-2)", null where the baseline is tuned there.
+CONDITION = "condition"
+TAIL: tuple[str, ...] = (CONDITION, "metric", "baseline", "n_diverged", "group_key", "lr_group_key",
                          "params_total", "params_gates", "seeds_observed", *RULE)
 
 
 def shown_columns() -> list[str]:
-    """The leaderboard's columns in a human table: HEAD, then each statistic's cell once."""
-    return [*HEAD, *dict.fromkeys(s.shown for s in STATS if s.shown)]
+    """The leaderboard's columns in a human table: HEAD, then each statistic's cell once,
+    then the baseline's condition at the row's LR."""
+    return [*HEAD, *dict.fromkeys(s.shown for s in STATS if s.shown), CONDITION]

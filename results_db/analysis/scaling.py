@@ -55,7 +55,11 @@ if TYPE_CHECKING:
 POINT_COLUMNS = ("variant", "lr", "size", "group_key", "step", "tokens", "flops",
                  "params_total", "n", "base_mean", "mean", "delta", "delta_pct", "ci_low_pct",
                  "ci_high_pct", "iso_n", "iso_delta_pct", "iso_ci_low_pct", "iso_ci_high_pct")
+# step / last_step: the evaluation step the change (delta_pct_to and its CI) was read at and
+# the last one of the curve: at the end for a trend over tokens, mid-training for the change at
+# equal compute ("step 200 of 400"); null across sizes (each size's last step)
 TREND_COLUMNS = ("variant", "lr", "size", "x", "n_points", "n_seeds", "x_from", "x_to",
+                 "step", "last_step",
                  "delta_pct_from", "delta_pct_to", "ci_low_pct", "ci_high_pct", "slope",
                  "slope_ci_low", "slope_ci_high", "flops_overhead_pct", "verdict", "sentence")
 UNITS = {"tokens": "tokens", "params": "parameters", "flops": "FLOPs", "iso_flops": "FLOPs"}
@@ -315,8 +319,10 @@ def _trend_row(base: dict[str, object], x: str, xs: Sequence[float], per_seed: d
                     f"seed{'s' if len(slopes) != 1 else ''}: {verdict}"
                     f"{_gap(first, verdict, higher)}{_why(verdict, margin, 'pp per decade')}."
                     f"{where}")
+    step = last.get("step") if x == "tokens" else None
     return {**base, "x": x, "n_points": n_x, "n_seeds": len(slopes),
             "x_from": float(min(xs)) if xs else None, "x_to": float(max(xs)) if xs else None,
+            "step": step, "last_step": step,
             "delta_pct_from": first["delta_pct"], "delta_pct_to": to,
             "ci_low_pct": last["ci_low_pct"], "ci_high_pct": last["ci_high_pct"],
             "slope": slope, "slope_ci_low": low, "slope_ci_high": high, "verdict": verdict,
@@ -334,10 +340,15 @@ def _iso_row(base: dict[str, object], pts: list[dict], higher: bool, metric: str
                            reached=any(q["iso_n"] for q in pts))
     over = base["flops_overhead_pct"]
     cost = f"; it costs {over:+.1f} % FLOPs per token" if over is not None else ""
+    last = pts[-1]["step"]
+    # a mid-training reading says so: the baseline's curve reaches the variant's compute only
+    # up to its own last step, so this is often the middle of training, never "at end"
     at = (f"Δ {metric} {pct:+.2f} %" + (f" [{low:+.2f}, {high:+.2f}]" if low is not None else "")
-          + f" at {_fmt(p['flops'], 'FLOPs')} FLOPs") if pct is not None else "no iso-FLOP point"
+          + f" at step {p['step']} of {last} ({_fmt(p['flops'], 'FLOPs')} FLOPs)"
+          ) if pct is not None else "no iso-FLOP point"
     return {**base, "x": "iso_flops", "n_points": 1 if have else 0,
             "n_seeds": p["iso_n"] if have else 0, "x_from": p["flops"], "x_to": p["flops"],
+            "step": p["step"] if have else None, "last_step": last,
             "delta_pct_from": pct, "delta_pct_to": pct, "ci_low_pct": low, "ci_high_pct": high,
             "slope": None, "slope_ci_low": None, "slope_ci_high": None, "verdict": verdict,
             "sentence": f"{name} at equal compute: {at}{cost}: {verdict}"
@@ -436,7 +447,7 @@ def _schema(cols: Sequence[str]) -> dict[str, pl.DataType]:
     import polars as pl
 
     text = {"variant", "size", "group_key", "x", "verdict", "sentence"}
-    ints = {"step", "tokens", "n", "iso_n", "n_points", "n_seeds", "params_total"}
+    ints = {"step", "last_step", "tokens", "n", "iso_n", "n_points", "n_seeds", "params_total"}
     return {c: pl.String() if c in text else pl.Int64() if c in ints else pl.Float64()
             for c in cols}
 

@@ -1,4 +1,5 @@
-"""The leaderboard said in words, for the top of every leaderboard (CLI, dashboard)."""
+"""Tables said in words: the rule a leaderboard was judged by, the main effects, best vs best.
+The study's headline answers are findings.py's."""
 
 from __future__ import annotations
 
@@ -7,21 +8,9 @@ from typing import TYPE_CHECKING
 from results_db.analysis.bestlr import LOSO, NO_BEST_LR, NOT_RUN, ONE_SEED
 from results_db.analysis.columns import RULE
 from results_db.analysis.multiplicity import rule_text
-from results_db.schema.vocab import verdict_kind
 
 if TYPE_CHECKING:
     import polars as pl
-
-
-# verdict kind -> (verb for one, verb for many, the rest of the phrase), in sentence order
-_PHRASES: tuple[tuple[str, str, str, str], ...] = (
-    ("worse", "is", "are", "worse"),
-    ("within noise", "is", "are", "within noise"),
-    ("needs >= k seeds", "needs", "need", "more seeds"),
-    ("inconclusive", "is", "are", "inconclusive (CI too wide, seeds as the power rule asks)"),
-    ("n = 1", "has", "have", "a single seed (no CI)"),
-    ("no data", "has", "have", "no value to compare"),
-)
 
 
 def board_rule(board: pl.DataFrame) -> str:
@@ -35,35 +24,6 @@ def board_rule(board: pl.DataFrame) -> str:
 
 def _plural(n: int, one: str, many: str) -> str:
     return one if n == 1 else many
-
-
-def verdict_sentence(board: pl.DataFrame, sweep: str, metric: str) -> str:
-    """"3 of 15 variants beat the baseline `baseline` beyond noise on val/ppl (95 % CI per
-    row, no correction over 15 rows); 2 are worse; 6 are within noise; 4 need more seeds (up
-    to 9); ..." -- counts over the non-baseline rows of ``board`` (a leaderboard), with the
-    rule its verdicts were read by (board_rule); rows are (variant, lr) pairs when the sweep
-    has an LR axis."""
-    if board.height == 0:
-        return f"Sweep {sweep}: no finished runs with a {metric} value yet."
-    base = board["baseline"][0] if "baseline" in board.columns else None
-    if base is None:
-        return (f"Sweep {sweep}: no baseline (no variant is named 'baseline' and none is the "
-                f"plain ungated model), so there are no deltas or verdicts on {metric}.")
-    rows = board.filter(~board["is_baseline"])
-    if rows.height == 0:
-        return (f"Sweep {sweep}: only the baseline '{base}' has a {metric} value so far; "
-                "nothing to compare with it yet.")
-    kinds = [verdict_kind(v) for v in rows["verdict"].to_list()]
-    unit = "variant × LR rows" if rows["lr"].n_unique() > 1 and \
-        rows["variant"].n_unique() < rows.height else "variants"
-    count = {k: kinds.count(k) for k in set(kinds)}
-    parts = [f"{count.get('better', 0)} of {rows.height} {unit} beat the baseline '{base}' "
-             f"beyond noise on {metric} ({board_rule(board)})"]
-    extra = {"needs >= k seeds": f" (up to {rows['seeds_needed'].max()!s})"}
-    for kind, one, many, what in _PHRASES:
-        if n := count.get(kind, 0):
-            parts.append(f"{n} {_plural(n, one, many)} {what}{extra.get(kind, '')}")
-    return "; ".join(parts) + "."
 
 
 _EFFECT_COUNTS: tuple[tuple[str, str], ...] = (

@@ -97,6 +97,7 @@ def chart_rows(frames: list) -> int:
 
 
 def test_overview_counts_progress_and_live_runs(app: AppTest) -> None:
+    app = goto(app, "Overview")  # the first screen is the Answers page
     frame = app.dataframe[0].value
     row = frame[frame["sweep"] == "demo"].iloc[0]
     assert (row["succeeded"], row["failed"], row["diverged"]) == (13, 1, 1)
@@ -115,8 +116,10 @@ def test_overview_counts_progress_and_live_runs(app: AppTest) -> None:
 def test_leaderboard_shows_verdicts_cis_and_the_summary(app: AppTest, db_url: str) -> None:
     at = goto(app, "Leaderboard")
     db = results_db.open(db_url, readonly=True)
-    assert at.markdown[0].value == f"**{db.verdict_summary('demo')}**"
-    assert "beat the baseline" in at.markdown[0].value
+    lines = db.findings("demo").lines()
+    assert [m.value for m in at.markdown[:len(lines)]] == [
+        f"**{md(lines[0])}**", *(md(x) for x in lines[1:])]
+    assert "variants better" in at.markdown[1].value
     table = at.dataframe[0].value
     # sorted by verdict: better first, then the baseline, then the undecided
     assert list(table["variant"]) == ["sdpa_elementwise", "sdpa_headwise", "baseline (baseline)",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import polars as pl
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -65,7 +66,7 @@ def test_api_cli_and_dashboard_agree(url: str, monkeypatch: pytest.MonkeyPatch,
         assert sentence.split(":")[0].split(" (")[0] in text
     assert "slope -1.20 pp per decade [-1.70, -0.70]" in text
     shown = at.dataframe[0].value  # the trends as text, '–' where there is no slope
-    slopes = [t.split(" [")[0] for t in shown["slope pp/decade [95% CI]"] if t != "–"]
+    slopes = [t.split(" pp")[0] for t in shown["trend [95% CI]"] if t != "–"]
     assert slopes == [f"{v:+.2f}" for v in sc.trends["slope"].drop_nulls()]
     tokens_chart = chart_data(at)[0]
     got = sorted(v for f in tokens_chart if "d" in f.columns for v in f["d"])
@@ -146,5 +147,29 @@ def test_toy_sweep_charts_first_lrs_apart_no_none(toy: str,
     table = at.dataframe[0].value
     assert "lr" in table.columns and "None" not in table.to_string()
     assert not table.isna().any().any()
-    elementwise = table[(table["variant"] == "sdpa_elementwise") & (table["over"] == "tokens")]
+    elementwise = table[(table["variant"] == "sdpa_elementwise")
+                        & table["read at"].str.startswith("end of training")]
     assert sorted(elementwise["lr"]) == ["1e-1", "1e-2", "3e-2", "3e-3"]
+
+
+def test_a_mid_training_reading_says_its_step_never_at_end(toy: str,
+                                                           monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    """The change at equal compute is read where the baseline's curve reaches the variant's
+    FLOPs (step 200 of 400 here): the table and the sentence say so, and a trend's verdict is
+    named as the trend's, never set beside the final change's interval as its own."""
+    from tests.support.report_db import SWEEP
+
+    with results_db.open(toy, readonly=True) as db:
+        sc = db.scaling(SWEEP)
+    iso = sc.trends.filter(pl.col("x") == "iso_flops").row(0, named=True)
+    assert (iso["step"], iso["last_step"]) == (200, 400)
+    assert "at step 200 of 400 (" in iso["sentence"]
+    table = _page(toy, SWEEP, monkeypatch).dataframe[0].value
+    at_iso = table[table["read at"].str.endswith(", equal FLOPs")]
+    assert len(at_iso) == sc.trends.filter(pl.col("x") == "iso_flops").height
+    assert "step 200 of 400, equal FLOPs" in set(at_iso["read at"])
+    assert all(v.endswith("at equal compute") or v.startswith("one seed") or "cannot" in v
+               for v in at_iso["verdict"])
+    ends = table[table["read at"] == "end of training (step 400)"]
+    assert len(ends) and all(v.startswith("trend ") for v in ends["verdict"])

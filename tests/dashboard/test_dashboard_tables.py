@@ -194,10 +194,14 @@ def test_overview_data_tracks_live_runs(tmp_path: Path) -> None:
     assert (after["pending"], after["running"], after["succeeded"]) == (0, 1, 14)
 
 
-def test_row_labels_name_the_lr_only_where_a_variant_has_several() -> None:
+def test_row_labels_name_the_lr_wherever_the_frame_has_several() -> None:
+    # a variant run at one LR carries it too: "sdpa" alone read as if tuned
     frame = pl.DataFrame({"variant": ["baseline", "baseline", "sdpa"],
                           "lr": [1e-3, 8e-3, 1e-3]})
-    assert row_labels(frame).to_list() == ["baseline @ lr=1e-3", "baseline @ lr=8e-3", "sdpa"]
+    assert row_labels(frame).to_list() == ["baseline @ lr=1e-3", "baseline @ lr=8e-3",
+                                           "sdpa @ lr=1e-3"]
+    one = pl.DataFrame({"variant": ["baseline", "sdpa"], "lr": [1e-3, 1e-3]})
+    assert row_labels(one).to_list() == ["baseline", "sdpa"]  # no LR axis: nothing to tell
 
 
 def test_palette_is_stable_per_variant_whatever_a_chart_shows() -> None:

@@ -41,15 +41,17 @@ def _table(at: AppTest, column: str):  # type: ignore[no-untyped-def]
 def test_the_correction_is_a_control_and_the_page_names_the_rule(page: AppTest,
                                                                   url: str) -> None:
     db = results_db.open(url, readonly=True)
-    assert "(95 % CI per row, no correction over the" in page.markdown[0].value
+    assert "[95 % CI per row, no correction over the" in page.markdown[1].value
     page.selectbox(key="lb_correction").set_value("bonferroni").run()
     assert not page.exception
     board = db.leaderboard(SWEEP, correction="bonferroni")
     family = board["family"][0]
     level = f"{100 * (1 - 0.05 / family):.4g} %"
-    said = db.verdict_summary(SWEEP, correction="bonferroni")
-    assert page.markdown[0].value == f"**{md(said)}**"
-    assert f"Bonferroni over the {family} rows with a CI: each CI at {level}" in said
+    # the answers on top follow the control: Bonferroni over the rows at the tuned LR
+    said = db.findings(SWEEP, correction="bonferroni")
+    assert [m.value for m in page.markdown[:2]] == [f"**{md(said.lines()[0])}**",
+                                                   md(said.lines()[1])]
+    assert "Bonferroni over the" in said.lines()[1]
     spec = json.dumps(json.loads(page.get("vega_lite_chart")[0].proto.spec))
     assert f"vs baseline (%), Bonferroni {level} CI" in spec and "95 % CI" not in spec
     assert any(f"Bonferroni over the {family} rows" in c.value for c in page.caption)
@@ -62,23 +64,24 @@ def test_the_correction_is_a_control_and_the_page_names_the_rule(page: AppTest,
 def test_every_row_shows_its_lr_and_one_seed_rows_are_said_not_drawn(page: AppTest,
                                                                      url: str) -> None:
     table = _table(page, "mean ± std").set_index("variant")
-    assert table.loc["kv_heads_x2", "lr"] == "3e-2"  # its only LR, shown all the same
+    # its only LR, shown all the same: in the lr column and in its label
+    assert table.loc["kv_heads_x2 @ lr=1e-2", "lr"] == "1e-2"
     single = [w.value for w in page.warning if w.value.startswith("n = 1: no error bar")]
     assert single and "sdpa_headwise @ lr=1e-2" in single[0]
     drawn = {r for f in chart_datasets(page, 0) if "row" in f.columns for r in f["row"]}
-    assert "sdpa_headwise @ lr=1e-2" not in drawn and "kv_heads_x2" in drawn
+    assert "sdpa_headwise @ lr=1e-2" not in drawn and "kv_heads_x2 @ lr=1e-2" in drawn
 
 
 def test_best_vs_best_says_one_lr_has_no_best_lr(page: AppTest, url: str) -> None:
     page.toggle(key="lb_best_lr").set_value(True).run()
     assert not page.exception
     rows = _table(page, "mean ± std")["variant"].tolist()
-    assert "kv_heads_x2 (its only LR)" in rows and "sdpa_elementwise @ lr=1e-2" in rows
+    assert "kv_heads_x2 @ lr=1e-2 (its only LR)" in rows and "sdpa_elementwise @ lr=1e-2" in rows
     best = _table(page, "Δ% best vs best [95% CI]").set_index("variant")
     kv = best.loc["kv_heads_x2"]
     assert (kv["its best LR"], kv["Δ% best vs best [95% CI]"], kv["verdict"]) == \
         ("–", "–", "no best LR (one LR)")
-    assert kv["note"].startswith("kv_heads_x2 ran at one LR (3e-2) only")
+    assert kv["note"].startswith("kv_heads_x2 ran at one LR (1e-2) only")
     api = results_db.open(url, readonly=True).best_vs_best(SWEEP).filter(
         variant="sdpa_elementwise").row(0, named=True)
     g1 = best.loc["sdpa_elementwise"]
@@ -104,6 +107,6 @@ def test_the_sample_is_what_these_tests_assume(tmp_path: Path) -> None:
     """gates-toy: kv_heads_x2 at one LR, the baseline on a ladder, main effects at >= 2 LRs."""
     with results_db.open(sample_db.copy_to(tmp_path), readonly=True) as db:
         board = db.leaderboard(SWEEP)
-        assert board.filter(variant="kv_heads_x2")["lr"].to_list() == [0.03]
+        assert board.filter(variant="kv_heads_x2")["lr"].to_list() == [0.01]
         assert board.filter(variant="baseline").height > 1
         assert db.effects(SWEEP)["lr"].n_unique() >= 2

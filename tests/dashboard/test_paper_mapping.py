@@ -241,10 +241,10 @@ def test_quality_and_stability_tables_show_the_issue7_rows(tmp_path: Path) -> No
     lo = "@ lr=3e-3"
     assert q[f"baseline {lo}"]["Paper PPL (Δ%)"] == "6.026"
     assert q[f"sdpa_headwise {lo}"]["Paper PPL (Δ%)"].startswith("5.792 (")
-    assert (q["switch_v_8top2"]["Method"], q["switch_v_8top2"]["Paper PPL (Δ%)"][:5]) == \
-        ("Switch v", "5.870")
-    assert (q["switch_kv_8top8"]["Method"], q["switch_kv_8top8"]["Paper +M"]) == \
-        ("Switch kv", "38")
+    # a variant run at one LR carries it too (the sweep has an LR axis)
+    sv, skv = q[f"switch_v_8top2 {lo}"], q[f"switch_kv_8top8 {lo}"]
+    assert (sv["Method"], sv["Paper PPL (Δ%)"][:5]) == ("Switch v", "5.870")
+    assert (skv["Method"], skv["Paper +M"]) == ("Switch kv", "38")
     # sandwich norm is a dense-model row (Table 2): not quoted beside the MoE tables' figures
     assert q[f"baseline_sandwich {lo}"]["Method"] == "Baseline + Sandwich Norm"
     assert q[f"baseline_sandwich {lo}"]["Paper PPL (Δ%)"] == "–"
@@ -259,7 +259,8 @@ def test_quality_and_stability_tables_show_the_issue7_rows(tmp_path: Path) -> No
 def test_dense_paper_sweep_quotes_table2(tmp_path: Path) -> None:
     db, sweep = _registered(tmp_path, "paper/dense_1p7b.yaml")
     q = _table(db, sweep, "quality")
-    assert q["t2r07_48l_400b_sandwich_lr8e3"]["Paper PPL (Δ%)"].startswith("7.407")
-    assert q["t2r07_48l_400b_sandwich_lr8e3"]["Method"] == "Baseline + Sandwich Norm"
-    assert q["t2r12_48l_1t_baseline_lr8e3"]["Paper PPL (Δ%)"] == "–"  # diverged in the paper
-    assert q["t2r09_48l_400b_sdpa_headwise"]["Paper PPL (Δ%)"].startswith("7.370")
+    assert q["t2r07_48l_400b_sandwich_lr8e3 @ lr=8e-3"]["Paper PPL (Δ%)"].startswith("7.407")
+    assert q["t2r07_48l_400b_sandwich_lr8e3 @ lr=8e-3"]["Method"] == "Baseline + Sandwich Norm"
+    # diverged in the paper
+    assert q["t2r12_48l_1t_baseline_lr8e3 @ lr=8e-3"]["Paper PPL (Δ%)"] == "–"
+    assert q["t2r09_48l_400b_sdpa_headwise @ lr=4e-3"]["Paper PPL (Δ%)"].startswith("7.370")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from html import escape
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from dashboard.report import content
 from orchestrator.cli.main import main
 from tests.support import report_db
 
-SECTIONS = ("verdict", "leaderboard", "ablation", "stability", "scaling", "curves", "config",
+SECTIONS = ("answers", "leaderboard", "ablation", "stability", "scaling", "curves", "config",
             "provenance")
 CHARTS = ("leaderboard-chart", "stability-chart", "scaling-chart", "curve-train-loss",
           "curve-val-loss")
@@ -97,8 +98,13 @@ def test_the_html_report_holds_every_section_and_the_clis_numbers(
         if not want["is_baseline"]:
             assert cell["Δ% [95% CI]"] == fmt_delta_ci(want["delta_pct"], want["ci_low_pct"],
                                                       want["ci_high_pct"])
-    first = board["summary"].splitlines()[0]
-    assert f"<p>{first.replace(chr(39), '&#x27;')}</p>" in html
+    # the first page: the answers, as the CLI's leaderboard opens with them
+    answers = results_db.open(mixed, readonly=True).findings(report_db.SWEEP).lines()
+    assert board["summary"].splitlines()[:len(answers)] == answers
+    first = html.index('<section id="answers">')
+    assert first < html.index('<section id="leaderboard">')
+    for line in answers:
+        assert f"<p>{escape(line)}</p>" in html[first:]
     # mixed provenance: said on top, and the differing columns flagged
     mix = results_db.open(mixed, readonly=True).code_mix(report_db.SWEEP).sentence
     assert mix and f'<p class="flag" id="mixed">{mix.replace(chr(39), "&#x27;")}</p>' in html
@@ -147,7 +153,8 @@ def test_markdown_links_svg_figures_written_beside_it(capsys: pytest.CaptureFixt
     for link in links:
         svg = (out.parent / link).read_text(encoding="utf-8")
         assert svg.lstrip().startswith("<svg") and "<path" in svg
-    assert "## Leaderboard (val/ppl)" in text and "> **Mixed provenance" in text
+    assert "## Answers" in text and "## Every (variant, LR) row (val/ppl)" in text
+    assert "> **Mixed provenance" in text
 
 
 def test_bad_input_is_one_line_and_writes_nothing(capsys: pytest.CaptureFixture[str],

@@ -1,6 +1,7 @@
 """`orchestrator leaderboard | table | effects | stability` print what results_db's analysis API
-returns, unchanged: the JSON/CSV output equals the API's frames, the summary sentence is
-db.verdict_summary's, and the human formats carry the same verdicts (sample DB: tests/sample_db.py).
+returns, unchanged: the JSON/CSV output equals the API's frames, the summary opens with
+db.findings' answers, and the human formats carry the same verdicts (sample DB:
+tests/sample_db.py).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def test_leaderboard_json_is_the_api_frame_and_summary(capsys: pytest.CaptureFix
     doc = json.loads(out)
     db = results_db.open(url, readonly=True)
     board = db.leaderboard("gates-toy", "val/ppl", min_effect=0.01)
-    assert doc["summary"] == db.verdict_summary("gates-toy", "val/ppl")
+    assert doc["summary"].startswith(db.findings("gates-toy", "val/ppl").text() + "\n")
     assert len(doc["rows"]) == board.height
     for got, want in zip(doc["rows"], board.to_dicts()):
         assert got.keys() == want.keys()
@@ -67,7 +68,7 @@ def test_leaderboard_table_and_markdown_show_the_api_verdicts(
     for line, row in zip(lines, board.iter_rows(named=True)):
         cells = [c.strip() for c in line.strip("|").split("|")]
         assert cells[1] == row["variant"] and cells[8] == row["verdict"]
-    assert db.verdict_summary("gates-toy", min_effect=0.05) in out
+    assert "At the baseline" in out and "Every (variant, LR) row below" in out  # escaped
     code, out, _ = run_cli(capsys, "leaderboard", "gates-toy", "--db", url)
     assert code == 0 and "sdpa_elementwise" in out and "[-3.2" in out  # CI of the -3 % change
 
@@ -130,7 +131,7 @@ def test_table_csv_is_the_ablation_frame(capsys: pytest.CaptureFixture[str], url
     assert got.columns == want.columns and got.height == want.height
     assert got["val/ppl:verdict"].to_list() == want["val/ppl:verdict"].to_list()
     assert got["val/ppl:mean"].to_list() == pytest.approx(want["val/ppl:mean"].to_list())
-    assert "beyond noise" in err  # the summary goes to stderr: the CSV stays a table
+    assert "At the baseline's tuned LR 1e-2" in err  # the summary goes to stderr: CSV stays
 
 
 def test_table_paper_and_latex_layouts(capsys: pytest.CaptureFixture[str], url: str) -> None:

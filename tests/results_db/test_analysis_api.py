@@ -1,5 +1,5 @@
 """AnalysisMixin on a real results DB (SQLite, and PostgreSQL where marked): leaderboard
-with CIs and verdicts, verdict_summary, ablation_table, effects, stability, baseline."""
+with CIs and verdicts, findings, ablation_table, effects, stability, baseline."""
 
 from __future__ import annotations
 
@@ -74,22 +74,19 @@ def test_leaderboard_columns_cis_and_verdicts(db) -> None:
     assert all(verdict_kind(v) in VERDICTS for v in lb["verdict"])
 
 
-def test_verdict_summary_says_it_in_words(db) -> None:
+def test_findings_say_it_in_words(db) -> None:
     _fill(db)
-    text = db.verdict_summary("tbl")
-    assert text.startswith("1 of 4 variants beat the baseline 'baseline' beyond noise on "
-                           "val/ppl (95 % CI per row, no correction over the 3 rows with a "
-                           "CI)")
-    k = db.leaderboard("tbl").filter(variant="sdpa_headwise")["seeds_needed"][0]
-    assert "1 is within noise" in text and f"1 needs more seeds (up to {k})" in text
-    assert "1 has a single seed" in text
+    text = db.findings("tbl").lines()[1]  # one LR: the same-LR question only
+    assert "1 of 4 variants better (sdpa_elementwise -11.90 % [95 % CI -17.82, -5.99])" in text
+    assert all(f"; 1 {kind}" in text for kind in ("needing more seeds", "within noise", "n = 1"))
+    assert text.endswith("[95 % CI per row, no correction over the 3 rows with a CI].")
     only = db.ensure_sweep("only-baseline")
     for seed in (0, 1):
         add_finished_run(db, only, "baseline", seed, gate_config(seed=seed),
                          summaries={"val/ppl": 10.0 + seed})
-    assert db.verdict_summary("only-baseline") == (
-        "Sweep only-baseline: only the baseline 'baseline' has a val/ppl value so far; "
-        "nothing to compare with it yet.")
+    assert db.findings("only-baseline").lines()[1] == (
+        "Only the baseline 'baseline' has a val/ppl value so far: nothing to compare with it "
+        "yet.")
 
 
 def test_higher_is_better_flips_rank_and_verdict(db) -> None:
@@ -206,7 +203,7 @@ def test_stability_through_the_db(db) -> None:
 
 def test_empty_sweep_and_bad_arguments(db) -> None:
     assert db.leaderboard("nope").height == 0 and db.stability("nope") is None
-    assert db.verdict_summary("nope") == "Sweep nope: no finished runs with a val/ppl value yet."
+    assert db.findings("nope").lines()[1] == "No finished runs with a val/ppl value yet."
     _fill(db)
     with pytest.raises(ValueError, match="states: 'done' is not a run status"):
         db.leaderboard("tbl", states=("done",))

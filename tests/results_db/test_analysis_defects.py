@@ -104,7 +104,7 @@ def test_a_zero_mean_baseline_is_never_within_noise(db: Any) -> None:
     assert row["ci_low"] == pytest.approx(-5.936, abs=1e-3)
     assert row["delta_pct"] is None and row["seeds_needed"] is None
     assert row["verdict"] == "inconclusive"  # was "within noise": no relative margin exists
-    assert "1 is inconclusive" in db.verdict_summary("spikes", m)
+    assert "1 inconclusive" in db.findings("spikes", m).text()
 
 
 # --- 3. "within noise" from one side's seed count -------------------------------------------

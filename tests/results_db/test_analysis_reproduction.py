@@ -1,6 +1,6 @@
 """benchmarks/reproduction_table.py shows the API's own baseline, CIs, verdicts, effects and
 stability (no rule of its own): its Markdown, rendered from the dashboard's sample sweep, must
-carry exactly what db.leaderboard / db.verdict_summary / db.stability say."""
+carry exactly what db.leaderboard / db.findings / db.stability say."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def test_quality_table_shows_the_api_verdicts(url: str) -> None:
     md = _module().render(url, "demo")
     with results_db.open(url, readonly=True) as db:
         board = db.leaderboard("demo")
-        summary = db.verdict_summary("demo")
+        summary = db.findings("demo").text()
         base = db.baseline("demo")
     assert f"baseline `{base}`" in md and summary in md
     shown = {r["Variant"]: r for r in _table(md, "Variant")}

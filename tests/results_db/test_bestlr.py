@@ -128,8 +128,8 @@ def test_untuned_variants_of_the_sample_db_are_not_shown_as_tuned(tmp_path: Path
     url = sample_db.copy_to(tmp_path)
     with results_db.open(url, readonly=True) as db:
         out = {r["variant"]: r for r in db.best_vs_best("gates-toy").iter_rows(named=True)}
-    kv = out["kv_heads_x2"]  # run at 3e-2 only, the baseline over 4 LRs
+    kv = out["kv_heads_x2"]  # run at 1e-2 only, the baseline over 4 LRs
     assert kv["verdict"] == NO_BEST_LR and kv["delta_pct"] is None and kv["best_lr"] is None
-    assert kv["note"].startswith("kv_heads_x2 ran at one LR (3e-2) only")
+    assert kv["note"].startswith("kv_heads_x2 ran at one LR (1e-2) only")
     g1 = out["sdpa_elementwise"]  # its own LR ladder, 3 seeds: compared, held out
     assert g1["selection"] == LOSO and g1["verdict"] == "better" and g1["n"] == 3

@@ -41,4 +41,4 @@ def test_cli_shows_the_schema_columns() -> None:
 
     assert BOARD_COLUMNS == shown_columns() == [
         "rank", "variant", "lr", "n", "mean", "std", "delta_pct", "ci", "verdict",
-        "seeds_needed", "pair_corr", "seed_multiplier"]
+        "seeds_needed", "pair_corr", "seed_multiplier", "condition"]

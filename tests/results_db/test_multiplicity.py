@@ -103,14 +103,20 @@ def test_holm_steps_down_and_calls_what_bonferroni_misses(url: str) -> None:
 
 def test_the_summary_names_the_rule(url: str) -> None:
     with results_db.open(url, readonly=True) as db:
-        plain = db.verdict_summary("mult")
-        held = db.verdict_summary("mult", correction="holm")
-    assert plain.startswith("3 of 5 variants beat the baseline 'baseline' beyond noise on "
-                            "val/ppl (95 % CI per row, no correction over the 4 rows with a "
-                            "CI);")
-    assert held.startswith("2 of 5 variants beat the baseline 'baseline' beyond noise on "
-                           "val/ppl (Holm over the 4 rows with a CI, family-wise error <= 5 %; "
-                           "CIs at Bonferroni's 98.75 %);")
+        plain = db.findings("mult").lines()[1]
+        held = db.findings("mult", correction="holm")
+    assert ": 3 of 5 variants better (" in plain
+    assert plain.endswith("[95 % CI per row, no correction over the 4 rows with a CI].")
+    text = held.lines()[1]
+    assert ": 2 of 5 variants better (" in text
+    assert text.endswith("[Holm over the 4 rows with a CI, family-wise error <= 5 %; CIs at "
+                         "Bonferroni's 98.75 %].")
+    # beside a Holm verdict: its p-value and step-down threshold, not only Bonferroni's CI
+    same = held.answers[0]
+    b = next(f for f in same.findings if f.subject == "b")
+    assert b.verdict == "better" and b.estimate is not None
+    assert b.estimate.threshold == pytest.approx(0.05 / 3) and b.estimate.p_value is not None
+    assert b.estimate.p_value <= b.estimate.threshold
 
 
 def test_rule_helpers() -> None:
