@@ -21,5 +21,6 @@ button, goes through the orchestrator's rerun path.
   provenance.py provenance as display strings
   export.py     table export: CSV, Markdown and LaTeX
   mdtext.py     DB text made safe inside Streamlit Markdown
-  urlstate.py   a page's view kept in the URL
+  urlstate.py   a page's view kept in the URL: the one parser of a link's values
+  jsontext.py   JSON from a link or the DB parsed within size and depth bounds
 """

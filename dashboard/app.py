@@ -58,10 +58,12 @@ def _pick_sweep(url: str) -> str | None:
         st.sidebar.warning(md(note))
     if not names:
         return None
-    wanted = st.query_params.get("sweep")
+    wanted = urlstate.read("sweep", "")
     if wanted and wanted not in names:  # a sweep newer than the 3-s cached list (a link that
         data.sweeps.clear()  # `submit` just printed): read the list again, not show another
         names = data.sweeps(url)["name"].to_list()
+        if wanted not in names:
+            urlstate.drop("sweep", "no such sweep")
     index = names.index(wanted) if wanted in names else len(names) - 1  # newest by default
     return cast("str | None", st.sidebar.selectbox("Sweep", names, index=index, key="sweep"))
 
@@ -80,7 +82,7 @@ def main() -> None:
     st.sidebar.title("gatesweep")
     sweep = _pick_sweep(url)
     pages = _pages(url, sweep)
-    wanted = st.query_params.get("page")
+    wanted = urlstate.read("page", "", options=pages)
     if st.session_state.get("page") not in (None, *pages):  # e.g. LR stability, other sweep
         del st.session_state["page"]
     page = st.sidebar.radio("Page", pages, key="page",
@@ -91,6 +93,14 @@ def main() -> None:
         if value is not None and st.query_params.get(key) != value:
             st.query_params[key] = value
     urlstate.keep_page(page)
+    slot = st.empty()  # the page's first line: what the link held that was dropped
+    try:
+        _draw(url, sweep, page)
+    finally:
+        urlstate.notice(slot)
+
+
+def _draw(url: str, sweep: str | None, page: str) -> None:
     if sweep is None:  # no sweep yet: only the Overview has something to show
         if page in ("Overview", "Answers"):
             overview.render(url, None)

@@ -153,6 +153,21 @@ def _span(col: pl.Series, axis: str) -> tuple[float, float] | None:
     return min(vals), max(vals)
 
 
+def brush_fits(table: pl.DataFrame, brushes: Brushes) -> bool:
+    """Whether ``brushes`` (a link's, already a ``{str: [scalar, ...]}``) is a selection on
+    ``table``: each key a column, a numeric one with two numbers, any other with its levels
+    as text."""
+    for axis, sel in brushes.items():
+        if axis not in table.columns or not sel:
+            return False
+        if table[axis].dtype.is_numeric():
+            if len(sel) != 2 or not all(isinstance(v, (int, float)) for v in sel):
+                return False
+        elif not all(isinstance(v, str) for v in sel):
+            return False
+    return True
+
+
 def brushed(table: pl.DataFrame, brushes: Brushes) -> list[int]:
     """The ids of the runs every brush keeps (a numeric axis: lo <= value <= hi; any other:
     its value among the levels; '–' keeps the runs without a value)."""

@@ -83,9 +83,8 @@ def _chart_key() -> str:
 def _brushes(table: pl.DataFrame, axes: list[str]) -> explore.Brushes:
     """The brushes in force: from the URL on the first run, then each new drag on the chart
     (read from its state before it is drawn again, so its lines show the new selection)."""
-    urlstate.bind("ex_brush", {}, check=lambda v: isinstance(v, dict))
-    brushes: explore.Brushes = {k: v for k, v in dict(st.session_state["ex_brush"]).items()
-                                if k in table.columns}
+    urlstate.bind("ex_brush", {}, check=lambda v: explore.brush_fits(table, v))
+    brushes: explore.Brushes = dict(st.session_state["ex_brush"])
     event = st.session_state.get(_chart_key())
     sel = _selection(event)
     seen = json.dumps(sel, sort_keys=True) if sel else None

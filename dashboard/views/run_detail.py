@@ -14,7 +14,7 @@ import streamlit as st
 from contract.ids import parse_id
 from contract.metrics import TRAIN_LOSS, VAL_LOSS
 from contract.states import DONE_OK, RunStatus
-from dashboard import charts, data, palette, provenance
+from dashboard import charts, data, jsontext, palette, provenance, urlstate
 from dashboard.configdiff import config_diff
 from dashboard.mdtext import code, md
 from dashboard.status import ACTIVE_STATES, DONE_STATES, WAITING_STATES
@@ -32,6 +32,9 @@ CURVES = (TRAIN_LOSS, VAL_LOSS)  # one chart each, side by side
 CHECKPOINT_KINDS = ("checkpoint_dir", "checkpoint")
 
 
+# a DeepSpeed config nests a few levels and holds a few KB; past these it is shown as stored
+MAX_JSON_DEPTH = 32
+MAX_JSON_CHARS = 200_000
 MAX_OPTIONS = 500  # a selectbox of 10k runs costs ~1 s per page run: pick the variant first
 
 
@@ -39,7 +42,10 @@ def _pick_run(runs: pl.DataFrame) -> int:
     """Variant, then one of its runs (?run=ID preselects both)."""
     runs = runs.sort("id")
     variants = runs["variant"].unique(maintain_order=True).to_list()
-    wanted = parse_id(st.query_params.get("run"))  # contract/ids.py: '²' is no id
+    raw = urlstate.read("run", "")
+    wanted = parse_id(raw)  # contract/ids.py: '²' is no id
+    if raw and wanted is None:
+        urlstate.drop("run", "not a run id")
     hit = runs.filter(pl.col("id") == wanted) if wanted is not None else runs[:0]
     v_index = variants.index(hit["variant"][0]) if hit.height else 0
     c1, c2 = st.columns([1, 3])
@@ -201,10 +207,11 @@ def _provenance(url: str, run_id: int) -> None:
         return
     st.table(provenance.display_frame(prov))
     raw = prov["deepspeed_config"][-1] or "{}"
-    try:
-        shown = json.dumps(json.loads(raw), indent=2, sort_keys=True)
-    except ValueError:  # text, not JSON: any writer of a shared DB can store it (a crash)
-        shown = raw
+    try:  # bounded: any writer of a shared DB can store text, or 5,000 nested brackets
+        shown = json.dumps(jsontext.loads(raw, max_chars=MAX_JSON_CHARS,
+                                          max_depth=MAX_JSON_DEPTH), indent=2, sort_keys=True)
+    except ValueError:
+        shown = raw[:MAX_JSON_CHARS]
     with st.expander(f"DeepSpeed config (attempt {prov['attempt'][-1]})"):
         st.code(shown, language="json")
 
