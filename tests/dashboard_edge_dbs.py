@@ -126,6 +126,12 @@ def _all_pending() -> list[Run]:
             for v, g in (("baseline", ()), ("gated", G1)) for seed in (0, 1)]
 
 
+def _just_started() -> list[Run]:
+    """Runs started that have logged nothing yet: the first minutes of every sweep."""
+    return [Run(v, seed, g, status="running", points=[])
+            for v, g in (("baseline", ()), ("gated", G1)) for seed in (0, 1)]
+
+
 def _all_failed() -> list[Run]:
     return [Run(v, seed, g, status="failed")
             for v, g in (("baseline", ()), ("gated", G1)) for seed in (0, 1)]
@@ -222,7 +228,8 @@ def _lr_all_diverged() -> list[Run]:
 
 
 FILLERS: dict[str, Callable[[], list[Run]]] = {
-    "empty": _empty, "all_pending": _all_pending, "all_failed": _all_failed,
+    "empty": _empty, "all_pending": _all_pending, "just_started": _just_started,
+    "all_failed": _all_failed,
     "all_diverged": _all_diverged, "only_baseline_finished": _only_baseline_finished,
     "no_baseline": _no_baseline, "single_variant": _single_variant,
     "single_seed": _single_seed, "variant_without_finished_runs": _variant_without_finished_runs,

@@ -115,6 +115,7 @@ EXPECT: dict[str, dict[str, tuple[str, ...]]] = {
     "all_pending": {"Leaderboard": ("No finished runs yet: 4 pending",),
                     "Ablation tables": ("No finished runs yet: 4 pending",),
                     "Curves": ("Pick at least one run",), "Run detail": ("Not started yet",)},
+    "just_started": {"Curves": ("no points yet for these runs",)},  # the first minutes
     "all_failed": {"Leaderboard": ("4 failed",), "Ablation tables": ("4 failed",),
                    "Run detail": ("CUDA out of memory",)},
     "all_diverged": {"Leaderboard": ("4 diverged",)},
