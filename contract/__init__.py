@@ -21,4 +21,5 @@ packages must agree on:
   ids.py               THE rule for reading an integer out of typed or linked text
   splits.py            the held-out split rule shared by validation and the trainer
   textout.py           the escapes of user/DB text for terminals, Markdown, LaTeX and CSV
+  child.py             THE command line and environment of every child Python (no working dir)
 """

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from contract.child import python_command
 from contract.errors import UserError
 from orchestrator.run.cluster import resolve_address, validate_storage
 from orchestrator.run.env import driver_defaults, worker_env_vars
@@ -65,7 +66,8 @@ def require_address(address: str | None) -> str:
 def entrypoint(file_name: str, db_url: str, storage: str, max_concurrent: int | None,
                force: bool, python: str) -> str:
     """The command the cluster runs (paths quoted; the sweep file is in the working dir)."""
-    args = [python, "-m", "orchestrator.cli.jobs", file_name, "--db", db_url, "--storage", storage]
+    args = python_command("orchestrator.cli.jobs", file_name, "--db", db_url, "--storage", storage,
+                          python=python)
     if max_concurrent:
         args += ["--max-concurrent", str(max_concurrent)]
     if force:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ctypes
 import importlib.util
-import os
 import signal
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 import results_db
+from contract.child import child_env, python_command
 from contract.errors import Interrupted, UserError
 from contract.states import CANCELLABLE, DONE_OK, RunStatus, parse_status
 from contract.textout import clip
@@ -268,10 +268,10 @@ def dashboard(db: DbOpt = None, port: Annotated[int, typer.Option(min=1, max=655
     app_py = Path(list(spec.submodule_search_locations)[0]) / "app.py"
     if not app_py.exists():
         raise UserError(f"dashboard entry point {app_py} does not exist")
-    env = {**os.environ, "GATESWEEP_DB": db_url(db)}
-    cmd = [sys.executable, "-m", "streamlit", "run", str(app_py), "--server.port", str(port),
-           "--server.address", host, "--server.headless", "true",
-           "--browser.gatherUsageStats", "false"]
+    env = child_env({"GATESWEEP_DB": db_url(db)})
+    cmd = python_command("streamlit", "run", str(app_py), "--server.port", str(port),
+                         "--server.address", host, "--server.headless", "true",
+                         "--browser.gatherUsageStats", "false")
     out.print(f"dashboard: http://{host}:{port} (DB {env['GATESWEEP_DB']})")
     raise typer.Exit(_serve_owned(cmd, env))
 

@@ -2,8 +2,9 @@
 
 The report is built by the dashboard package (dashboard/report/: it draws the dashboard's own
 charts), which sits a floor above the orchestrator; so, as `orchestrator dashboard` starts
-Streamlit, this command runs ``python -m dashboard.report`` in a child process, into a private
-temporary folder, and then puts the files in place through the CLI's one output writer
+Streamlit, this command runs ``python -P -m dashboard.report`` in a child process
+(contract/child.py: never code from the working directory), into a private temporary folder,
+and then puts the files in place through the CLI's one output writer
 (orchestrator/cli/outfiles.py: all files or none, never a half-written report).
 """
 
@@ -11,13 +12,13 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Annotated, BinaryIO
 
 import typer
 
+from contract.child import child_env, python_command
 from contract.errors import UserError
 from orchestrator.cli.app import DbOpt, ReplaceSymlinkOpt, app, db_url, open_sweep, out
 from orchestrator.cli.outfiles import Writer, out_dir, write_files
@@ -54,9 +55,10 @@ def report(sweep: str, db: DbOpt = None,
     with tempfile.TemporaryDirectory(prefix="gatesweep-report-") as tmp:
         built = Path(tmp) / f"report{FORMATS[format]}"
         figures = Path(tmp) / "figures"
-        cmd = [sys.executable, "-m", "dashboard.report", sweep, "--db", db_url(db),
-               "--out", str(built), "--format", format, "--figures", str(figures)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        cmd = python_command("dashboard.report", sweep, "--db", db_url(db), "--out", str(built),
+                             "--format", format, "--figures", str(figures))
+        proc = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                              env=child_env())
         if proc.returncode != 0:
             last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
             raise UserError(f"report: the report builder failed ({last})")

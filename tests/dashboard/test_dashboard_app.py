@@ -378,6 +378,16 @@ def pick_run(at: AppTest, name: str) -> int:
     return _id(label)
 
 
+def _placed(url: str, tmp_path: Path, *names: str) -> None:
+    """Give ``names`` a checkpoint dir in the layout a rerun accepts (the sample records
+    ``runs/demo/NAME/ckpt``, which the rerun's checks refuse before anything is queued)."""
+    db = results_db.open(url)
+    for name in names:
+        run = db.run(name)
+        db.add_artifact(run.id, None, "checkpoint_dir",
+                        str(tmp_path / "runs" / "demo" / name / "checkpoints"))
+
+
 class _FakePopen:
     """Stands in for the detached `orchestrator rerun` process: a real one would train."""
 
@@ -397,6 +407,7 @@ def test_rerun_button_requeues_the_run_through_the_orchestrator(
     url = f"sqlite:///{tmp_path / 'rerun.db'}"
     ids = sample.fill(results_db.open(url))
     failed_id = ids["value_elementwise-s2"]
+    _placed(url, tmp_path, "value_elementwise-s2")
     monkeypatch.setenv("GATESWEEP_DB", url)
     monkeypatch.chdir(tmp_path)  # spawn_rerun's log dir is ./runs/_logs
     monkeypatch.setattr(rerun.subprocess, "Popen", _FakePopen)
@@ -418,8 +429,9 @@ def test_rerun_button_requeues_the_run_through_the_orchestrator(
         f"Rerun of run {failed_id} (value_elementwise-s2) started: status pending."]
     assert at.button(key="rd_rerun").disabled
     assert results_db.open(url).run(failed_id).status == "pending"
-    assert _FakePopen.calls == [[__import__("sys").executable, "-m", "orchestrator", "rerun",
-                                 str(failed_id), "--db", url]]
+    assert _FakePopen.calls == [[__import__("sys").executable, "-P", "-m", "orchestrator",
+                                 "rerun", str(failed_id), "--db", url, "--storage",
+                                 str((tmp_path / "runs").resolve())]]
     # the page re-reads the DB: the selector now shows the run as pending
     at.run()
     assert at.selectbox(key="rd_run").format_func(failed_id).endswith("· pending")
@@ -436,6 +448,7 @@ def test_rerun_of_a_finished_run_starts_from_step_0_by_default(
     ids = sample.fill(results_db.open(url))
     done_id, failed_id = ids["baseline-s0"], ids["value_elementwise-s2"]
     assert results_db.open(url).run(done_id).status == "succeeded"
+    _placed(url, tmp_path, "baseline-s0", "value_elementwise-s2")
     monkeypatch.setenv("GATESWEEP_DB", url)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(rerun.subprocess, "Popen", _FakePopen)

@@ -1,14 +1,13 @@
 """Rerun runs as new attempts, resuming from each run's checkpoint dir (unless fresh).
 
-Also the dashboard's rerun button: ``spawn_rerun(db_url, run_id)`` re-queues the run in the DB
-at once (status ``pending``, so the page shows the effect) and starts ``orchestrator rerun``
-as a detached background process that survives the Streamlit session.
+Also the dashboard's rerun button: ``spawn_rerun(db_url, run_id)`` validates and re-queues the
+run in the DB at once (status ``pending``, so the page shows the effect) and starts
+``orchestrator rerun`` as a detached background process that survives the Streamlit session.
 """
 
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 import results_db
+from contract.child import child_env, python_command
 from contract.config import RunSpec
 from contract.errors import UserError
 from contract.states import DONE_OK, RunStatus
@@ -155,26 +155,43 @@ def rerun_runs(db_url: str, run_ids: list[int | str], fresh: bool = False,
     """New attempt for each run (blocking unless ``detach``); returns {run_id: status}.
 
     ``fresh`` deletes the run's checkpoints first (inside ``storage``), so it trains from
-    step 0. ``detach`` spawns one background ``orchestrator rerun`` per run and returns at once.
-    Every run is validated (its stored config as a RunSpec, its checkpoint dir) before anything
-    on disk or in the DB changes.
+    step 0. ``detach`` starts one background ``orchestrator rerun`` per run (with this
+    command's --address and storage) and returns at once. Either way every run is validated
+    first (queue_runs): a refused run stays as it was.
     """
 
     db = results_db.open(db_url)
-    rows = resolve_runs(db, list(run_ids))
+    say = print if console is None else (lambda m: console.print(m, highlight=False))
+    rows, jobs, places = queue_runs(db, list(run_ids), db_url, fresh, address, storage, say)
     if detach:
-        for r in rows:
-            spawn_rerun(db_url, r.id, fresh=fresh, storage=storage)
+        for r, p in zip(rows, places):
+            start_child(db_url, r.id, p.storage, address, fresh)
         return {r.id: RunStatus.PENDING.value for r in rows}
+    progress = None
+    if console is not None:
+        progress = lambda d, ids: Progress(d, ids, console)  # noqa: E731
+    opts = scheduler.Options(db_url=db_url, storage=places[0].storage, address=address,
+                             experiment=f"rerun-{time.strftime('%Y%m%d-%H%M%S')}",
+                             max_concurrent=max_concurrent, progress=progress,
+                             owner=driver_owner("rerun"), say=say)
+    return scheduler.execute(jobs, opts)
+
+
+def queue_runs(db: ResultsDB, refs: list[int | str], db_url: str, fresh: bool,
+               address: str | None, storage: Path | None, say: Callable[[str], object]
+               ) -> tuple[list[RunRow], list[TrialJob], list[Placement]]:
+    """Validate every run (not running, its stored config as a RunSpec, its checkpoint dir,
+    the cluster answers), and only then delete checkpoints (``fresh``) and set the runs
+    pending: anything refused is one line and nothing on disk or in the DB changed."""
+    rows = resolve_runs(db, refs)
     db.reconcile()  # a dead driver's silent attempts are lost now, not "running"
     rows = resolve_runs(db, [r.id for r in rows])
     busy = [r.name for r in rows if r.status == RunStatus.RUNNING]
     if busy:
         raise UserError(f"run(s) {', '.join(busy)} are running; cancel them first "
                         "(orchestrator cancel ...)")
-    say = print if console is None else (lambda m: console.print(m, highlight=False))
     jobs, places = [], []
-    for r in rows:  # validate everything first: nothing is deleted for a run that cannot run
+    for r in rows:
         spec = stored_spec(r, sweep_of(db, r))
         p = place(db, r, storage)
         places.append(p)
@@ -184,14 +201,7 @@ def rerun_runs(db_url: str, run_ids: list[int | str], fresh: bool = False,
         for p in places:
             remove_checkpoints(p, storage, say)
     db.set_status([r.id for r in rows], RunStatus.PENDING, strict=True)
-    progress = None
-    if console is not None:
-        progress = lambda d, ids: Progress(d, ids, console)  # noqa: E731
-    opts = scheduler.Options(db_url=db_url, storage=places[0].storage, address=address,
-                             experiment=f"rerun-{time.strftime('%Y%m%d-%H%M%S')}",
-                             max_concurrent=max_concurrent, progress=progress,
-                             owner=driver_owner("rerun"), say=say)
-    return scheduler.execute(jobs, opts)
+    return rows, jobs, places
 
 
 def stored_spec(row: RunRow, sweep: str | None = None) -> RunSpec:
@@ -259,28 +269,34 @@ def sweep_rerun_plan(db: ResultsDB, sweep: str, statuses: list[str] | None = Non
 
 
 def spawn_rerun(db_url: str, run_id: int, fresh: bool = False,
-                log_dir: str | Path | None = None, storage: Path | None = None) -> int:
-    """Queue ``run_id`` (status pending, now) and start ``orchestrator rerun`` detached.
-
-    Returns the background process id; its output goes to <log_dir>/rerun-<id>-<time>.log
-    (default: ./runs/_logs).
-    """
-
+                log_dir: str | Path | None = None, storage: Path | None = None,
+                address: str | None = None) -> int:
+    """The dashboard's button: validate and queue ``run_id`` (queue_runs: status pending, so
+    the page shows the effect), then start ``orchestrator rerun`` detached. Returns the
+    background process id; its output goes to <log_dir>/rerun-<id>-<time>.log (default:
+    ./runs/_logs)."""
     db_url = absolute_db_url(db_url)
-    db = results_db.open(db_url)
-    row = resolve_runs(db, [run_id])[0]
-    if row.status == RunStatus.RUNNING:
-        raise UserError(f"run {row.name} is running; cancel it first")
-    db.set_status([row.id], RunStatus.PENDING, strict=True)
+    rows, _, places = queue_runs(results_db.open(db_url), [run_id], db_url, fresh, address,
+                                 storage, print)
+    return start_child(db_url, rows[0].id, places[0].storage, address, fresh, log_dir)
+
+
+def start_child(db_url: str, run_id: int, storage: Path, address: str | None, fresh: bool,
+                log_dir: str | Path | None = None) -> int:
+    """``orchestrator rerun ID`` in its own session, with the DB, storage, address and
+    --fresh this command was given; the child checks again before it trains.
+    contract/child.py: no code from the working directory."""
+    db_url = absolute_db_url(db_url)
     logs = Path(log_dir) if log_dir else DEFAULT_STORAGE / "_logs"
     logs.mkdir(parents=True, exist_ok=True)
-    log = logs / f"rerun-{row.id}-{time.strftime('%Y%m%d-%H%M%S')}.log"
-    cmd = [sys.executable, "-m", "orchestrator", "rerun", str(row.id), "--db", db_url]
-    if fresh:
-        cmd.append("--fresh")
-    if storage is not None:  # the child runs in this directory: absolute anyway
-        cmd += ["--storage", str(storage.resolve())]
+    log = logs / f"rerun-{run_id}-{time.strftime('%Y%m%d-%H%M%S')}.log"
+    args = ["rerun", str(run_id), "--db", db_url, "--storage", str(storage.resolve())]
+    if address := resolve_address(address):
+        args += ["--address", address]
+    if fresh:  # deleted already; anything written since goes too
+        args.append("--fresh")
     with open(log, "ab") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(python_command("orchestrator", *args), env=child_env(),
+                                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
     return proc.pid
