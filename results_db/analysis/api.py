@@ -9,7 +9,7 @@ the dashboard, benchmarks/reproduction_table.py -- calls these methods or those 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
@@ -32,7 +32,7 @@ from contract.metrics import (
     VAL_PPL,
 )
 from contract.params import count
-from contract.states import RunStatus
+from contract.states import DONE_OK, RunStatus
 from results_db.analysis.baseline import pick_baseline
 from results_db.analysis.bestlr import best_vs_best, declared_check
 from results_db.analysis.columns import HEAD, STAT_COLUMNS, TAIL
@@ -41,6 +41,7 @@ from results_db.analysis.effects import main_effects
 from results_db.analysis.findings import Findings, at_tuned, findings, scale_axes, tuned_lrs
 from results_db.analysis.scaling import Scaling, scaling
 from results_db.analysis.sequential import (
+    METHOD,
     DecideRule,
     Spent,
     onto_board,
@@ -97,13 +98,13 @@ class AnalysisMixin:
 
         return pick_baseline(first_runs(self.reader, sweep))
 
-    def _read(self, sweep: str, metrics: Sequence[str],
-              stability: bool = False) -> tuple[pl.DataFrame, pl.DataFrame]:
-        """(runs x metrics, wide; the seed groups' labels): one read serves every table;
-        the LR ladders' columns only when ``stability`` needs them."""
+    def _read(self, sweep: str, metrics: Sequence[str], stability: bool = False,
+              states: Collection[str] = DONE_OK) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """(runs x metrics, wide, of the runs in ``states``; the seed groups' labels): one
+        read serves every table; the LR ladders' columns only when ``stability`` needs them."""
 
         keys = RUN_KEYS if stability else COMPARE_KEYS
-        return (runs_wide(self.reader, sweep, metrics, keys=keys),
+        return (runs_wide(self.reader, sweep, metrics, states=states, keys=keys),
                 group_info(self.reader, sweep))
 
     def leaderboard(self, sweep: str, metric: str = METRIC, *, min_effect: float = MIN_EFFECT,
@@ -119,7 +120,8 @@ class AnalysisMixin:
         each CI at 95 %, no correction). ``ascending`` None: the metric's own direction
         (lower is better but for benchmark scores and accuracies); False ranks and judges
         higher-is-better. ``decide``: the sweep's ``decide:`` rule; on its metric the rows are
-        read by it (sequential.onto_board: anytime-valid, Holm), not by fixed-n t intervals."""
+        read by it (sequential.onto_board: anytime-valid, its one rule), not by fixed-n t
+        intervals."""
         import polars as pl
 
         higher = higher_is_better(metric) if ascending is None else not ascending
@@ -132,7 +134,7 @@ class AnalysisMixin:
         t = t.join(conditions.select("group_key", CONDITION), on="group_key", how="left",
                    maintain_order="left")
         if decide is not None and decide.metric == metric:
-            t = onto_board(t, self.decide_rows(sweep, decide, "holm"), decide)
+            t = onto_board(t, self.decide_rows(sweep, decide), decide)
         t = t.with_columns(rank=rank(t, higher))
         cols = [*HEAD, *varying(t), *STAT_COLUMNS, *TAIL]
         return t.select(cols).sort(pl.col("rank"), "variant", "lr", nulls_last=True)
@@ -183,14 +185,15 @@ class AnalysisMixin:
             if scale_axes(board, base) else None
         return findings(sweep, metric, base, board, at, tuned, bvb, st, sc, STABILITY_METRIC)
 
-    def decide_rows(self, sweep: str, rule: DecideRule, method: str = "bonferroni"
+    def decide_rows(self, sweep: str, rule: DecideRule, method: str = METHOD
                     ) -> pl.DataFrame:
         """The rows of an adaptive (``decide:``) sweep read anytime-validly, one per variant
         row with a baseline (results_db/analysis/sequential.py): pairs in their recorded
         order, a row a recorded look decided under the current rule kept as decided."""
         import polars as pl
 
-        runs, info = self._read(sweep, [rule.metric])
+        # every registered run: a failed or open one is an incomplete pair, not no seed
+        runs, info = self._read(sweep, [rule.metric], states=list(RunStatus))
         values = runs.select("run_id", "group_key", "seed", "status",
                              value=pl.col(rule.metric))
         version = 1 + len(self.rule_changes(sweep))
@@ -207,9 +210,9 @@ class AnalysisMixin:
                                "verdict").to_dicts() if rows.height else []
         return self.record_look(sweep, pairs, readings, 1 + len(self.rule_changes(sweep)))
 
-    def decide_sentence(self, sweep: str, rule: DecideRule, method: str = "holm") -> str:
-        """The adaptive sweep's verdicts in one sentence with their rule (Holm on the final
-        reading by default) and the rule changes behind them."""
+    def decide_sentence(self, sweep: str, rule: DecideRule, method: str = METHOD) -> str:
+        """The adaptive sweep's verdicts in one sentence with their rule and the rule changes
+        behind them."""
         return sentence(self.decide_rows(sweep, rule, method), rule, sweep,
                         self.baseline(sweep), self.rule_changes(sweep))
 

@@ -7,10 +7,18 @@ margin is relative), in seed order, are read with the confidence sequence of con
 level 1 - alpha / R (Bonferroni over the R rows that have a baseline: every row shares the
 baseline's seeds, and Bonferroni needs no independence). A verdict read off it stays valid
 whatever the seed allocation did after looking, and it never flips back (the interval is
-intersected over looks). ``rule="holm"`` (the final report) decides better/worse by Holm's
-step-down over the rows' anytime p-values instead, which is valid on any valid p-values and
-never calls fewer rows than Bonferroni; "within noise" is still read off the Bonferroni
-interval.
+intersected over looks). Bonferroni is THE rule of a decide sweep (``METHOD``) on every
+surface -- the allocation, status, leaderboard, dashboard and final sentence -- so the interval
+shown beside a verdict is the interval that verdict was read from, and a row is decided
+exactly when the allocation stops giving it seeds. ``method="holm"`` (Holm's step-down over the
+rows' anytime p-values: valid, never fewer calls) remains for an explicit question, and says so.
+
+The change a surface shows (``delta``, ``delta_pct``) is compare.py's for the same runs: the
+mean paired difference, in % of |baseline mean| (compare.pct_of_base, THE percentage rule), so
+the decide board, the fixed leaderboard and the per-seed dots agree. A relative margin is
+tested on the per-seed relative differences (x_s - b_s) / |b_s| (a ratio of running means is
+no martingale); ``mean``, ``low``, ``high`` are that statistic's, and the interval shown is
+its interval.
 
 Diverged runs are an outcome, not a missing seed: they are counted (``n_diverged``) and their
 seeds are never run again, but they carry no finite value to difference.
@@ -27,7 +35,7 @@ import numpy as np
 
 from contract.states import DONE_OK, RunStatus
 from results_db.analysis import confseq, multiplicity, pairing, signcs
-from results_db.analysis.compare import matched_groups
+from results_db.analysis.compare import matched_groups, pct_of_base
 from results_db.schema.vocab import NEEDS_SEEDS
 
 if TYPE_CHECKING:
@@ -38,6 +46,7 @@ if TYPE_CHECKING:
     from results_db.write.decide_records import RuleChange
 
 RULES = (multiplicity.BONFERRONI, multiplicity.HOLM)  # multiplicity.py owns both
+METHOD = multiplicity.BONFERRONI  # THE rule of a decide sweep (module docstring)
 _UNPAIRED = pairing.Pairing(None, None)  # a row with no seed finished on both sides
 
 
@@ -57,8 +66,10 @@ class DecideRule:
 
 TESTS = ("mixture_t", "sign")  # confseq.py (Gaussian differences), signcs.py (any continuous)
 # |sample skewness| of a row's differences above which the mixture t's Gaussian guarantee is
-# doubtful: at skewness 1 its family-wise error already exceeds the declared rate in
-# benchmarks/decide_sim.py (docs/reproduction.md, "Deciding with fewer seeds").
+# doubtful. benchmarks/decide_sim.py (docs/reproduction.md, "Sweeps that run until they
+# decide"): at true skewness 1 the mixture t's family-wise error is about half the declared
+# rate, at 1.5 all of it, at 2 twice; a sample skewness of 10-20 seeds has a standard error of
+# about 0.5-0.7, so a true 1.5 mostly reads above 1.
 SKEW_LIMIT = 1.0
 _OPEN = (RunStatus.PENDING, RunStatus.RUNNING)  # not ended: not read yet
 
@@ -118,7 +129,7 @@ def _row(mine: dict[int, tuple[str, float | None]], base: dict[int, tuple[str, f
 
 
 def read_rows(values: pl.DataFrame, info: pl.DataFrame, baseline: str | None,
-              rule: DecideRule, method: str = "bonferroni",
+              rule: DecideRule, method: str = METHOD,
               order: dict[tuple[str, int], int] | None = None,
               settled: dict[str, dict[str, Any]] | None = None) -> pl.DataFrame:
     """One row per non-baseline group with a baseline: variant, lr, group_key, base_key, n
@@ -160,7 +171,10 @@ def read_rows(values: pl.DataFrame, info: pl.DataFrame, baseline: str | None,
                    else confseq.read(finite, alpha_row, rule.g))
         paired = (pairing.pairing([x for x, _ in seeds.values], [b for _, b in seeds.values])
                   if seeds.values else _UNPAIRED)
+        diffs = [x - b for x, b in seeds.values]
         out.append({**{k: r.get(k) for k in ("variant", "lr", "group_key", "base_key")},
+                    "delta": float(np.mean(diffs)) if diffs else None,
+                    "base_mean": float(np.mean([b for _, b in seeds.values])) if diffs else None,
                     "n": reading.n, "n_diverged": r["n_diverged"],
                     "seeds": done_by.get(key, []), "read_seeds": [s for s, _ in seeds.read],
                     "incomplete": seeds.incomplete,
@@ -171,10 +185,11 @@ def read_rows(values: pl.DataFrame, info: pl.DataFrame, baseline: str | None,
                     "skew": _skew(finite),
                     "pair_corr": paired.corr, "seed_multiplier": paired.multiplier})
     frame = pl.DataFrame(out, infer_schema_length=None)
+    frame = frame.with_columns(delta_pct=pct_of_base(pl.col("delta"), pl.col("base_mean")))
     low, high = frame["low"].to_numpy(), frame["high"].to_numpy()
     at_cap = np.array([p.registered >= rule.max_seeds for p in parts])
     verdict = confseq.verdicts(low, high, rule.margin, rule.higher_is_better, at_cap=at_cap)
-    if method == "holm":
+    if method == multiplicity.HOLM:
         mean = frame["mean"].fill_null(0.0).to_numpy()
         hit = multiplicity.holm(frame["p_value"].to_numpy(), rule.error_rate)
         good = mean > 0 if rule.higher_is_better else mean < 0
@@ -203,9 +218,9 @@ def read_rows(values: pl.DataFrame, info: pl.DataFrame, baseline: str | None,
 
 def _skew(d: np.ndarray) -> float | None:
     """The bias-corrected sample skewness of a row's finite differences (three or more, with a
-    spread), else None."""
-    if len(d) < 3 or float(np.std(d)) == 0.0:
-        return None
+    spread beyond rounding), else None."""
+    if len(d) < 3 or float(np.std(d)) <= 1e-9 * float(np.abs(d).max()):
+        return None  # (nearly) constant: no shape to speak of
     from scipy import stats  # scipy: 0.3 s that `import results_db` does not pay
 
     return float(stats.skew(d, bias=False))
@@ -308,7 +323,7 @@ def sentence(rows: pl.DataFrame, rule: DecideRule, sweep: str, baseline: str | N
         broken = int(capped["incomplete"].sum()) if "incomplete" in capped.columns else 0
         parts.append(f"{n_cap} inconclusive at {rule.max_seeds} seeds"
                      + (f" ({broken} pairs incomplete)" if broken else ""))
-    how = ("after Holm over" if rows["rule"][0] == "holm" else "Bonferroni over")
+    how = ("after Holm over" if rows["rule"][0] == multiplicity.HOLM else "Bonferroni over")
     test = "sign-test" if rule.test == "sign" else "mixture-t"
     said = (f"{sweep}: of {rows.height} rows vs the baseline '{baseline}' on {rule.metric}, "
             + ", ".join(parts) + f"; anytime-valid {test} intervals, {how} {rows.height} "
@@ -322,7 +337,8 @@ def sentence(rows: pl.DataFrame, rule: DecideRule, sweep: str, baseline: str | N
 def onto_board(board: pl.DataFrame, rows: pl.DataFrame, rule: DecideRule) -> pl.DataFrame:
     """The leaderboard of an adaptive (``decide:``) sweep, read by its own rule: each row's
     change, interval, verdict and p-value become the anytime-valid ones of ``rows``
-    (read_rows, Holm on the final reading). A fixed-n t interval's level does not hold once
+    (read_rows: the change by compare.py's rule, the interval and verdict by the decide
+    rule). A fixed-n t interval's level does not hold once
     seeds were added after looking -- G1 elementwise read "better" by it on a sweep whose
     anytime-valid interval, [-7.6, +2.2] %, still held 0. An open row "needs >= k seeds": k
     from more_seeds, or max_seeds + 1 when even the cap would not decide it."""
@@ -334,11 +350,11 @@ def onto_board(board: pl.DataFrame, rows: pl.DataFrame, rule: DecideRule) -> pl.
     r = rows.join(base, on="base_key", how="left")
     bounded = pl.col("low").is_finite() & pl.col("high").is_finite()
     if rule.relative:  # fractions of the baseline's per-seed value
-        pct = [pl.col(c) * 100.0 for c in ("mean", "low", "high")]
-        units = [pl.col(c) * pl.col("_base") for c in ("mean", "low", "high")]
+        pct = [pl.col(c) * 100.0 for c in ("low", "high")]
+        units = [pl.col(c) * pl.col("_base") for c in ("low", "high")]
     else:
-        units = [pl.col(c) for c in ("mean", "low", "high")]
-        pct = [pl.col(c) / pl.col("_base") * 100.0 for c in ("mean", "low", "high")]
+        units = [pl.col(c) for c in ("low", "high")]
+        pct = [pct_of_base(pl.col(c), pl.col("_base")) for c in ("low", "high")]
     open_row = pl.col("verdict") == confseq.UNDECIDED
     need = pl.col("n") + pl.col("more_seeds").fill_null(rule.max_seeds + 1 - pl.col("n"))
     sub = r.select(
@@ -346,9 +362,10 @@ def onto_board(board: pl.DataFrame, rows: pl.DataFrame, rule: DecideRule) -> pl.
         _verdict=pl.when(open_row).then(pl.format(NEEDS_SEEDS.replace("{k}", "{}"), need))
         .otherwise(pl.col("verdict")),
         _need=pl.when(open_row).then(need).otherwise(None),
-        _delta=units[0], _low=pl.when(bounded).then(units[1]), _high=pl.when(bounded).then(
-            units[2]),
-        _dpct=pct[0], _lpct=pl.when(bounded).then(pct[1]), _hpct=pl.when(bounded).then(pct[2]),
+        _delta="delta", _low=pl.when(bounded).then(units[0]), _high=pl.when(bounded).then(
+            units[1]),
+        _dpct=pct_of_base(pl.col("delta"), pl.col("_base")),
+        _lpct=pl.when(bounded).then(pct[0]), _hpct=pl.when(bounded).then(pct[1]),
         _p="p_value", _level="level")
     out = board.join(sub, on="group_key", how="left")
     hit = pl.col("_verdict").is_not_null()
@@ -363,7 +380,7 @@ def onto_board(board: pl.DataFrame, rows: pl.DataFrame, rule: DecideRule) -> pl.
         take("_level", "ci_level"),
         pl.when(hit).then(pl.lit(ANYTIME)).otherwise(pl.col("ci_method")).alias("ci_method"),
         pl.when(hit).then(None).otherwise(pl.col("seeds_observed")).alias("seeds_observed"),
-        correction=pl.lit(multiplicity.HOLM), family_error=pl.lit(rule.error_rate),
+        correction=pl.lit(rows["rule"][0]), family_error=pl.lit(rule.error_rate),
         family=pl.lit(rows.height))
     return out.drop([c for c in out.columns if c.startswith("_")])
 

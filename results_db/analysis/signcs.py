@@ -49,17 +49,22 @@ def log_martingale(k: np.ndarray | int, n: int, a: float = A) -> np.ndarray:
     return out
 
 
-def _look(sorted_d: np.ndarray, alpha: float, a: float) -> tuple[float, float]:
-    """[d_(j), d_(n+1-j)] at one look: j the fewest order statistics below the interval whose
-    count keeps M_n under 1 / alpha (-inf, inf while no j does)."""
-    n = len(sorted_d)
+def ranks(n: int, alpha: float, a: float = A) -> tuple[int, int]:
+    """(i, j): at a look of n differences the interval is [d_(i), d_(j)] in 1-based order
+    statistics with d_(0) = -inf and d_(n+1) = +inf -- the medians m whose count of
+    differences above m keeps M_n(m) under 1 / alpha. Depends on n and alpha only."""
     below = np.arange(n + 1)  # j values at or below m -> k = n - j above it
     inside = log_martingale(n - below, n, a) < -math.log(alpha)
     if not inside.any():  # cannot happen: k = n / 2 has M_n <= 1; kept for safety
-        return -math.inf, math.inf
-    j_low, j_high = int(np.argmax(inside)), int(n - np.argmax(inside[::-1]))
+        return 0, n + 1
+    return int(np.argmax(inside)), int(n - np.argmax(inside[::-1])) + 1
+
+
+def _look(sorted_d: np.ndarray, alpha: float, a: float) -> tuple[float, float]:
+    """[d_(i), d_(j)] at one look (ranks)."""
+    i, j = ranks(len(sorted_d), alpha, a)
     padded = np.concatenate(([-math.inf], sorted_d, [math.inf]))
-    return float(padded[j_low]), float(padded[j_high + 1])
+    return float(padded[i]), float(padded[j])
 
 
 def read(d: Sequence[float] | np.ndarray, alpha: float, a: float = A) -> Reading:

@@ -107,8 +107,8 @@ def test_the_sentence_names_the_rule_and_the_family(tmp_path: Path) -> None:
                            "value": (base * (1 + rng.normal(0, 0.2, 10))).tolist()})
     text = db.decide_sentence("adapt", RULE)
     assert "of 2 rows vs the baseline 'baseline' on val/ppl, 1 better, 0 worse" in text
-    assert "after Holm over 2 rows, family-wise error <= 5 %" in text
-    assert "Bonferroni over 2 rows" in db.decide_sentence("adapt", RULE, "bonferroni")
+    assert "Bonferroni over 2 rows, family-wise error <= 5 %" in text  # THE rule: METHOD
+    assert "after Holm over 2 rows" in db.decide_sentence("adapt", RULE, "holm")
 
 
 def test_the_leaderboard_of_an_adaptive_sweep_is_read_by_its_own_rule(tmp_path: Path) -> None:
@@ -123,12 +123,37 @@ def test_the_leaderboard_of_an_adaptive_sweep_is_read_by_its_own_rule(tmp_path: 
     assert plain["verdict"] == "better" and plain["ci_high_pct"] < 0  # the fixed-n reading
     board = db.leaderboard("adapt", VAL_PPL, decide=RULE)
     row = board.filter(~pl.col("is_baseline")).row(0, named=True)
-    ref = db.decide_rows("adapt", RULE, method="holm").row(0, named=True)
+    ref = db.decide_rows("adapt", RULE).row(0, named=True)
+    # the change by compare.py's rule (one delta % everywhere), the interval the decide rule's
     assert row["ci_method"] == "anytime-valid" and row["delta_pct"] == pytest.approx(
-        ref["mean"] * 100)
+        ref["delta_pct"]) == pytest.approx(plain["delta_pct"])
     assert (row["ci_low_pct"], row["ci_high_pct"]) == pytest.approx(
         (ref["low"] * 100, ref["high"] * 100))
     assert ref["low"] < 0 < ref["high"] and row["verdict"].startswith("needs >= ")
-    assert board["correction"][0] == "holm" and board["family"][0] == 1
+    assert board["correction"][0] == "bonferroni" and board["family"][0] == 1
     base_row = board.filter(pl.col("is_baseline")).row(0, named=True)
     assert base_row["verdict"] == "baseline" and base_row["ci_method"] != "anytime-valid"
+
+
+def test_one_delta_pct_on_every_board(tmp_path: Path) -> None:
+    """Every seed of the variant exactly 1.0 below its baseline seed, baselines spread around
+    10: the change is -10.0 % of the baseline mean on the decide rows, the decide board, the
+    fixed leaderboard and the mean of the per-seed dots (compare.pct_of_base, THE rule) --
+    not the mean of per-seed ratios (-10.2 % here), which only the relative test reads."""
+    from results_db.analysis.compare import seed_deltas
+
+    base = [8.0, 9.0, 10.0, 11.0, 12.0, 10.0]
+    db = _sweep(tmp_path, {"baseline": base, "gated": [b - 1.0 for b in base]})
+    rows = db.decide_rows("adapt", RULE).row(0, named=True)
+    fixed = db.leaderboard("adapt", VAL_PPL).filter(~pl.col("is_baseline")).row(0, named=True)
+    board = db.leaderboard("adapt", VAL_PPL, decide=RULE)
+    decided = board.filter(~pl.col("is_baseline")).row(0, named=True)
+    runs = db.runs(sweep="adapt", with_config=False)
+    values = runs.join(db.summaries(sweep="adapt", names=[VAL_PPL]).select(
+        pl.col("run_id").alias("id"), "value"), on="id").select("group_key", "seed", "value")
+    dots = seed_deltas(board, values.filter(pl.col("group_key") == decided["group_key"]))
+    for got in (rows["delta_pct"], fixed["delta_pct"], decided["delta_pct"],
+                float(dots["delta_pct"].mean())):  # type: ignore[arg-type]
+        assert got == pytest.approx(-10.0)
+    assert decided["delta"] == pytest.approx(-1.0) == fixed["delta"]
+    assert rows["mean"] == pytest.approx(np.mean([-1.0 / b for b in base]))  # the test's own
