@@ -1,4 +1,5 @@
-"""Shaping training curves for display: EMA smoothing, seeds as mean ± band on a common grid,
+"""Shaping training curves for display: EMA smoothing, seeds as their mean with a named band (std,
+standard error, 95 % CI) on a common grid,
 and the Δ-vs-baseline curve. Pure polars over downsampled points (db.curves); presentation
 only -- the conclusions (Δ with CIs, verdicts) come from results_db.
 
@@ -47,9 +48,29 @@ def per_run(points: pl.DataFrame, names: dict[int, str]) -> pl.DataFrame:
         names, return_dtype=pl.String)).select("variant", "series", *lr, "x", "value")
 
 
-def seed_mean(points: pl.DataFrame, grid: int = GRID) -> pl.DataFrame:
+# the seed band a reader can pick: its name on the page -> what it spans around the mean
+BANDS: dict[str, str] = {"± std": "std", "± standard error": "se", "95 % CI": "ci95"}
+
+
+def _half_width(band: str) -> pl.Expr:
+    """The band's half width from a bin's std and n over runs (one run: none)."""
+    std, n = pl.col("std").fill_null(0.0), pl.col("n")
+    if band == "std":
+        return std
+    se = std / n.cast(pl.Float64).sqrt()
+    if band == "se":
+        return se
+    from results_db.analysis.tdist import t_quantile  # the t rule of every CI shown
+
+    t = n.map_elements(lambda k: t_quantile(0.975, k - 1) if k > 1 else 0.0,
+                       return_dtype=pl.Float64)
+    return (se * t).fill_nan(0.0)
+
+
+def seed_mean(points: pl.DataFrame, grid: int = GRID, band: str = "std") -> pl.DataFrame:
     """(variant, series=row, x, value=mean, lo, hi, n): per row and x bin, the mean over the
-    row's runs of each run's bin mean, band = mean ± std over runs (one run: no band)."""
+    row's runs of each run's bin mean; lo..hi = mean ± ``band`` over runs (BANDS' values:
+    std, standard error, or the 95 % t interval of the mean; one run: no band)."""
     if points.is_empty():
         return points.select("variant", pl.col("row").alias("series"), "x", "value")
     x0, x1 = cast(float, points["x"].min()), cast(float, points["x"].max())  # x is numeric
@@ -62,11 +83,11 @@ def seed_mean(points: pl.DataFrame, grid: int = GRID) -> pl.DataFrame:
     out = per.group_by(*keys, "_b").agg(
         pl.col("x").mean(), pl.col("value").mean().alias("mean"),
         pl.col("value").std().alias("std"), pl.len().alias("n"))
-    std = pl.col("std").fill_null(0.0)
+    half = _half_width(band)
     return out.sort("row", "_b").select(
         "variant", pl.col("row").alias("series"), *keys[2:], "x", "_b",
         pl.col("mean").alias("value"),
-        (pl.col("mean") - std).alias("lo"), (pl.col("mean") + std).alias("hi"), "n")
+        (pl.col("mean") - half).alias("lo"), (pl.col("mean") + half).alias("hi"), "n")
 
 
 def delta_vs_baseline(grouped: pl.DataFrame, base_of: dict[str, str]) -> pl.DataFrame:

@@ -1,5 +1,6 @@
 """Training curves: one colour per variant (the app's palette) or by any config key that varies
-(LR, model size, a gate dimension), seeds as mean ± band or one line per run, EMA smoothing, log y
+(LR, model size, a gate dimension), seeds as their mean with a named band
+(std, standard error, 95 % CI) or one line per run, EMA smoothing, log y
 (symmetric log on the Δ), x = step or tokens from a chosen step (step 0's untrained evaluation
 is left out by default), a Δ-vs-baseline curve, loss spikes marked.
 
@@ -68,6 +69,10 @@ def base_rows(runs: pl.DataFrame, base: str | None) -> dict[str, str]:
 
 
 NO_GROUP = "variant row"
+EACH_RUN = "each run"
+SHADED = {"std": "± one standard deviation over each line's runs",
+          "se": "± the standard error of each line's mean over its runs",
+          "ci95": "the 95 % t interval of each line's mean over its runs"}
 # the controls a link carries (dashboard/urlstate.py): ?cv_names=[...]&cv_log=true&...
 URL_KEYS = ("cv_names", "cv_x", "cv_smooth", "cv_log", "cv_mode", "cv_delta", "cv_color",
             "cv_group", "cv_from")
@@ -89,8 +94,13 @@ def _controls(runs: pl.DataFrame) -> dict:
                        "smoothed")
     bind("cv_log", False)
     log_y = c4.toggle("log y", key="cv_log")
-    bind("cv_mode", "mean ± band", options=["mean ± band", "each run"])
-    mode = c5.radio("Seeds", ["mean ± band", "each run"], horizontal=True, key="cv_mode")
+    modes = [*(f"mean {b}" if b.startswith("±") else f"mean, {b}" for b in curvedata.BANDS),
+             EACH_RUN]
+    bind("cv_mode", modes[0], options=modes)
+    mode = c5.selectbox("Seeds", modes, key="cv_mode",
+                        help="the seeds of a row as their mean with a band: ± one standard "
+                        "deviation over runs (their spread), ± the standard error of the mean, "
+                        "or the 95 % t interval of the mean; or one line per run")
     d1, d2, d3, d4 = st.columns([1, 1.3, 1.3, 1.2])
     bind("cv_delta", True)
     delta = d1.toggle("Δ vs baseline curve", key="cv_delta",
@@ -191,13 +201,16 @@ def _draw(url: str, sweep: str, picked: tuple[int, ...], opts: dict, max_points:
         title = CURVES[name] + (f" — {len(spikes)} spike(s) marked" if spikes is not None
                                 and len(spikes) else "")
         st.subheader(title)
-        band = opts["mode"] == "mean ± band"
-        grouped = curvedata.seed_mean(pts)  # raw: what is drawn faintly, and the Δ curve's input
+        band = opts["mode"] != EACH_RUN
+        label = next((k for k in curvedata.BANDS if opts["mode"].endswith(k)), "± std")
+        which = curvedata.BANDS[label]
+        grouped = curvedata.seed_mean(pts, band=which)  # raw: drawn faintly, the Δ's input
         under = grouped if band else curvedata.per_run(pts, names)
         smoothed = opts["smooth"] > 0 and curvedata.smoothable(name)
         if smoothed:
             sm = curvedata.ema(pts, opts["smooth"])
-            shown = curvedata.seed_mean(sm) if band else curvedata.per_run(sm, names)
+            shown = curvedata.seed_mean(sm, band=which) if band else \
+                curvedata.per_run(sm, names)
         else:
             shown = under
         key = opts["color_by"]
@@ -209,9 +222,10 @@ def _draw(url: str, sweep: str, picked: tuple[int, ...], opts: dict, max_points:
         show_chart(charts.curves(shown, name, colors, x="x", x_title=xt,
                                  log_y=opts["log_y"], band=band, spikes=spikes,
                                  raw=under if smoothed else None, color_by=key))
-        st.caption(f"EMA {opts['smooth']:.2f} over the raw curve (faint)." if smoothed else
+        shade = f"Shaded: {SHADED[which]}. " if band else ""
+        st.caption(shade + (f"EMA {opts['smooth']:.2f} over the raw curve (faint)." if smoothed else
                    "Raw values (evaluation series are never smoothed)."
-                   if not curvedata.smoothable(name) else "Raw values.")
+                   if not curvedata.smoothable(name) else "Raw values."))
         if opts["delta"]:
             _delta(runs, url, sweep, grouped, name, colors, xt, key, opts["log_y"])
 

@@ -23,6 +23,7 @@ from dashboard.tables import fmt_lr
 from dashboard.views.common import show_chart, table_height, watch
 from orchestrator.sweep.spec import stored_decide
 from results_db.analysis.confseq import UNDECIDED
+from results_db.analysis.multiplicity import rule_text
 from results_db.read.decide_path import interval_path
 
 if TYPE_CHECKING:
@@ -100,14 +101,34 @@ def rows_frame(rows: pl.DataFrame, spec: DecideSpec) -> pl.DataFrame:
     return pl.DataFrame(out) if out else pl.DataFrame(schema={"variant": pl.String})
 
 
+def rule_words(rows: pl.DataFrame, spec: DecideSpec) -> str:
+    """The rule behind the verdicts as the rows record it (db.decide_rows' ``rule`` and
+    ``family``, what `orchestrator status` reads): "Holm over the 3 rows ..., intervals at
+    Bonferroni's 98.33 %" or "Bonferroni over the 3 rows: each interval at 98.33 % ..."."""
+    said = rule_text(str(rows["rule"][0]), spec.error_rate, int(rows["family"][0]))
+    return "anytime-valid intervals; " + said.replace("CIs", "intervals").replace(
+        "each CI", "each interval").replace(" with a CI", "")
+
+
+def amount(what: str, value: float) -> str:
+    """A budget amount in its unit: runs as a count, hours as s / min / h."""
+    if what == "runs":
+        return f"{value:.0f}"
+    seconds = value * 3600
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min" if seconds < 5400 else f"{value:.1f} h"
+
+
 def budget_lines(spec: DecideSpec, spent: Any) -> list[tuple[str, float, float | None]]:
-    """(what, used, bound or None) per budget the sweep counts: runs, wall hours, GPU-hours."""
+    """(what, used, bound or None) per budget the sweep counts: runs, wall time and GPU time
+    (both in hours)."""
     b = spec.budget
     out: list[tuple[str, float, float | None]] = [
         ("runs", float(spent.runs), None if b.runs is None else float(b.runs)),
-        ("wall hours", float(spent.wall_hours), b.hours)]
+        ("wall time", float(spent.wall_hours), b.hours)]
     if b.gpu_hours is not None or spent.gpu_hours:
-        out.append(("GPU-hours", float(spent.gpu_hours), b.gpu_hours))
+        out.append(("GPU time", float(spent.gpu_hours), b.gpu_hours))
     return out
 
 
@@ -164,8 +185,7 @@ def render(url: str, sweep: str) -> None:  # app.py offers it for decide: sweeps
         st.caption("No row pairs with a finished baseline run yet.")
         return
     decided = rows.filter(pl.col("verdict") != UNDECIDED).height
-    st.markdown(f"**{decided} of {rows.height} rows decided** (interval level "
-                f"{rows['level'][0]:.4f} per row, Bonferroni over {rows.height}).")
+    st.markdown(f"**{decided} of {rows.height} rows decided**: " + rule_words(rows, spec) + ".")
     colors = palette.colors(data.variants(url, sweep), data.baseline(url, sweep))
     bounded = path.filter(pl.col("low").is_finite() & pl.col("high").is_finite())
     if bounded.height:
@@ -193,7 +213,7 @@ def _budget(spec: DecideSpec, spent: Any) -> None:
     for col, (what, used, bound) in zip(cols, budget_lines(spec, spent), strict=False):
         if bound:
             col.progress(min(used / bound, 1.0),
-                         text=f"{what}: {used:g} of {bound:g} spent, {max(bound - used, 0):g} "
-                              "left")
+                         text=f"{what}: {amount(what, used)} of {amount(what, bound)} spent, "
+                              f"{amount(what, max(bound - used, 0))} left")
         else:
-            col.caption(f"{what}: {used:.2f} spent (no bound)")
+            col.caption(f"{what}: {amount(what, used)} spent (no bound)")

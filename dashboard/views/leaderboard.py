@@ -40,7 +40,7 @@ from dashboard.views.decide import decide_spec
 from dashboard.views.findings import show_lines
 from results_db.analysis.columns import CONDITION, FIRST_STAT
 from results_db.analysis.compare import seed_deltas as run_deltas
-from results_db.analysis.multiplicity import CORRECTIONS
+from results_db.analysis.multiplicity import CORRECTIONS, HOLM, NONE
 from results_db.analysis.summary import board_rule
 from results_db.schema.vocab import RESULT_STATES, higher_is_better, verdict_kind
 
@@ -315,12 +315,16 @@ def _rule_controls() -> tuple[str, float]:
 
 
 def _ci_text(board: pl.DataFrame) -> str:
-    """The CI the chart draws, as its axis says it: '95 % CI', 'Bonferroni 99.6 % CI'."""
+    """The CI the chart draws, named by the rule it is the interval of: '95 % CI',
+    'Bonferroni 99.6 % CI'; Holm has no interval of its own (results_db/analysis/
+    multiplicity.py), so under Holm the axis names Bonferroni's and the verdicts' rule."""
     if "ci_level" not in board.columns or board["ci_level"].null_count() == board.height:
         return "95 % CI"
-    rule = str(board["correction"][0]) if "correction" in board.columns else "none"
+    rule = str(board["correction"][0]) if "correction" in board.columns else NONE
     level = f"{100 * float(board['ci_level'].drop_nulls()[0]):.4g} % CI"
-    return level if rule == "none" else f"{rule.capitalize()} {level}"
+    if rule == HOLM:
+        return f"Bonferroni {level} (verdicts by Holm)"
+    return level if rule == NONE else f"{rule.capitalize()} {level}"
 
 
 def _best_vs_best(url: str, sweep: str, metric: str, ascending: bool,

@@ -294,7 +294,7 @@ def test_curves_page_defaults_bands_delta_and_single_points(app: AppTest) -> Non
     # val/loss has one point per run: drawn as points, not an (invisible) line
     marks = json.dumps(specs[2])
     assert '"point"' in marks
-    at.radio(key="cv_mode").set_value("each run").run()
+    at.selectbox(key="cv_mode").set_value("each run").run()
     at.toggle(key="cv_log").set_value(True).run()
     spec = chart_specs(at)[0]
     assert '"log"' in json.dumps(spec)

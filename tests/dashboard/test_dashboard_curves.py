@@ -98,3 +98,22 @@ def test_colour_by_lr_draws_one_lr_legend(url: str) -> None:
     by_variant = open_page("Curves", sample.LR_SWEEP)  # coloured by variant: LR by dash
     spec = json.loads(by_variant.get("vega_lite_chart")[0].proto.spec)
     assert sorted(_legend_titles(spec), key=str) == sorted([None, "lr"], key=str)
+
+
+def test_the_seed_band_is_named_and_choosable(url: str) -> None:
+    """The band around each line's mean was ± 1 std labelled "mean ± band": it is picked by
+    name (std, standard error, 95 % CI) and the caption says which is drawn. Two seeds whose
+    final val/ppl differ by 0.2 (VAL): std 0.1414, standard error 0.1, 95 % t CI 12.71 x 0.1."""
+    at = open_page("Curves", SWEEP)
+    at.multiselect(key="cv_names").set_value(["val/ppl"]).run()
+    widths = {}
+    for mode in at.selectbox(key="cv_mode").options[:3]:
+        at.selectbox(key="cv_mode").set_value(mode).run()
+        assert not at.exception, [e.value for e in at.exception]
+        val = max(chart_datasets(at, 0), key=len)
+        last = val[(val["series"] == "baseline") & (val["x"] == 200.0)].iloc[0]
+        widths[mode] = (last["hi"] - last["lo"]) / 2
+        assert any(c.value.startswith("Shaded: ") for c in at.caption)
+    assert list(widths.values()) == pytest.approx([0.2 / 2 ** 0.5, 0.1, 12.706 * 0.1],
+                                                  rel=1e-3)
+    assert "mean ± band" not in at.selectbox(key="cv_mode").options

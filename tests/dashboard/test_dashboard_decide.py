@@ -66,12 +66,16 @@ def db_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     return url
 
 
-def _rule():  # noqa: ANN202 - the stored sweep's DecideRule
+def _decide_spec():  # noqa: ANN202 - the stored sweep's DecideSpec
     from orchestrator.sweep.spec import loads_spec
 
     decide = loads_spec(TEXT)[0].decide
     assert decide is not None
-    return decide.rule()
+    return decide
+
+
+def _rule():  # noqa: ANN202 - the stored sweep's DecideRule
+    return _decide_spec().rule()
 
 
 def test_decide_page_rows_narrowing_and_budget(url: str) -> None:
@@ -88,7 +92,14 @@ def test_decide_page_rows_narrowing_and_budget(url: str) -> None:
         assert table.loc[r["variant"], "seeds so far"] == str(len(r["seeds"]))
         assert table.loc[r["variant"], "interval (%)"] == \
             f"[{100 * r['low']:+.2f}, {100 * r['high']:+.2f}]"
-    assert any("1 of 2 rows decided" in m.value for m in at.markdown)
+    (said,) = [m.value for m in at.markdown if "1 of 2 rows decided" in m.value]
+    # the rule the rows were read by (their ``rule``, as `status` reads it), in its words
+    from dashboard.views.decide import rule_words
+
+    assert rule_words(rows, _decide_spec()) in said
+    holm = rule_words(rows.with_columns(rule=pl.lit("holm")), _decide_spec())
+    assert "Holm over the 2 rows" in holm and "Bonferroni over" not in holm, holm
+    assert "intervals at Bonferroni's" in holm  # Holm has no interval of its own
     bars = [p.proto.text for p in at.get("progress")]
     assert f"runs: {spent.runs:g} of 40 spent, {40 - spent.runs:g} left" in bars
     # the narrowing: one interval per row and seed count, each no wider than the one before
@@ -96,6 +107,15 @@ def test_decide_page_rows_narrowing_and_budget(url: str) -> None:
     for _, grp in drawn.groupby("row"):
         widths = (grp.sort_values("seeds")["high"] - grp.sort_values("seeds")["low"]).tolist()
         assert len(widths) >= 2 and all(b <= a + 1e-9 for a, b in zip(widths, widths[1:]))
+
+
+def test_budget_amounts_in_their_unit() -> None:
+    from dashboard.views.decide import amount
+
+    assert amount("wall time", 0.014166) == "51 s"
+    assert amount("wall time", 0.2) == "12.0 min"
+    assert amount("GPU time", 3.25) == "3.2 h"
+    assert amount("runs", 40.0) == "40"
 
 
 def test_decide_is_offered_for_adaptive_sweeps_only(url: str) -> None:

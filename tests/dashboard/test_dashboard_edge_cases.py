@@ -280,7 +280,7 @@ def test_curves_and_run_detail_with_empty_single_point_and_odd_curves(
     at = AppTest.from_file(APP, default_timeout=60).run()
     at.sidebar.radio(key="page").set_value("Curves").run()
     at.toggle(key="cv_log").set_value(True).run()
-    at.radio(key="cv_mode").set_value("each run").run()
+    at.selectbox(key="cv_mode").set_value("each run").run()
     at.radio(key="cv_x").set_value("tokens").run()
     assert snapshot(at).says("training loss") and len(at.get("vega_lite_chart")) == 2
     at.sidebar.radio(key="page").set_value("Run detail").run()

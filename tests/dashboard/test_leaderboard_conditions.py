@@ -61,6 +61,16 @@ def test_the_correction_is_a_control_and_the_page_names_the_rule(page: AppTest,
         row["delta_pct"], row["ci_low_pct"], row["ci_high_pct"])
 
 
+def test_the_holm_view_names_the_rule_of_the_intervals_it_draws(page: AppTest) -> None:
+    """Holm has no interval of its own: the CIs drawn are Bonferroni's, and the axis says so
+    (it said "Holm 99.67 % CI" beside a sentence calling them Bonferroni's)."""
+    page.selectbox(key="lb_correction").set_value("holm").run()
+    assert not page.exception
+    spec = json.dumps(json.loads(page.get("vega_lite_chart")[0].proto.spec))
+    assert "Holm 9" not in spec and "Bonferroni 9" in spec and "(verdicts by Holm)" in spec
+    assert any("CIs at Bonferroni's" in c.value for c in page.caption)
+
+
 def test_every_row_shows_its_lr_and_one_seed_rows_are_said_not_drawn(page: AppTest,
                                                                      url: str) -> None:
     table = _table(page, "mean ± std").set_index("variant")
