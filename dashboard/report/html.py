@@ -25,6 +25,18 @@ table.data th, table.data td { border: 1px solid #ddd; padding: 3px 7px; text-al
 table.data th { background: #f4f4f4; } th.flag, td.flag { background: #fff3cd; }
 figure { margin: 1.2em 0; } figcaption { color: #444; font-size: 13px; margin-bottom: .3em; }
 .caption { color: #555; font-size: 13px; } nav a { margin-right: .8em; }
+/* a table wider than the page scrolls inside its own box (1280 px: nothing is cut off) */
+.wide { max-width: 100%; overflow-x: auto; }
+@media print {
+  /* one page per section, the answers first; nothing scrolls on paper, so tables shrink */
+  body { max-width: none; margin: 0; padding: 0; font-size: 10pt; }
+  nav, .noprint { display: none; }
+  section { break-before: page; } section:first-of-type { break-before: auto; }
+  .wide { overflow: visible; }
+  table.data { font-size: 8pt; } table.data td { word-break: break-word; }
+  tr, figure, .flag { break-inside: avoid; }
+  a { color: inherit; text-decoration: none; }
+}
 """
 
 RENDER = """
@@ -59,8 +71,8 @@ def table_html(t: Table) -> str:
     body = "".join("<tr>" + "".join(f"<td{cls[c]}>{escape('' if v is None else str(v))}</td>"
                                     for c, v in zip(cols, row, strict=True)) + "</tr>"
                    for row in t.frame.iter_rows())
-    table = (f'<table class="data" id="{escape(t.id)}"><thead><tr>{head}</tr></thead>'
-             f"<tbody>{body}</tbody></table>")
+    table = (f'<div class="wide"><table class="data" id="{escape(t.id)}"><thead><tr>{head}'
+             f"</tr></thead><tbody>{body}</tbody></table></div>")
     caption = f'<p class="caption">{escape(t.caption)}</p>' if t.caption else ""
     if t.collapsed:
         return (f"<details><summary>{escape(t.caption or t.id)} ({t.frame.height} rows)"

@@ -55,7 +55,15 @@ def test_the_report_opens_from_disk_and_every_chart_renders(
             f"d.querySelectorAll('{MARKS}').length, d.getBoundingClientRect().height])")
         rows = page.evaluate("[...document.querySelectorAll('#leaderboard-table tbody tr')].map("
                              "tr => [...tr.children].map(td => td.textContent))")
-        first = page.evaluate("document.querySelector('#verdict p').textContent")
+        first = page.evaluate("document.querySelector('#answers p').textContent")
+        # at 1280 px nothing is cut off: the page never scrolls sideways (a wide table scrolls
+        # in its own box) and no chart or legend reaches past the viewport
+        overflow = page.evaluate(
+            "[document.scrollingElement.scrollWidth, window.innerWidth, Math.max(...[...document"
+            ".querySelectorAll('div.chart svg')].map(e => e.getBoundingClientRect().right))]")
+        page.emulate_media(media="print")
+        breaks = page.evaluate("[...document.querySelectorAll('section')].map(s => "
+                               "getComputedStyle(s).breakBefore)")
         mixed = page.evaluate("document.querySelector('#mixed').textContent")
         flagged = page.evaluate("[...document.querySelectorAll('#provenance-table th.flag')].map("
                                 "th => th.textContent)")
@@ -65,7 +73,9 @@ def test_the_report_opens_from_disk_and_every_chart_renders(
         assert rendered == "1" and marks > 20 and height > 100, (chart_id, marks, height)
     assert {c[0] for c in charts} == {"leaderboard-chart", "stability-chart", "scaling-chart",
                                       "curve-train-loss", "curve-val-loss"}
-    # the numbers are the CLI's
+    assert overflow[0] <= overflow[1] and overflow[2] <= overflow[1], overflow
+    assert breaks[0] != "page" and set(breaks[1:]) == {"page"}, breaks  # a page per section
+    # the numbers are the CLI's: the answers first
     assert first == board["summary"].splitlines()[0]
     assert mixed == board["summary"].splitlines()[-1]
     assert mixed.startswith("Mixed provenance: the 57 runs compared")
