@@ -58,7 +58,7 @@ def build(db: ResultsDB, sweep: str, metric: str = METRIC) -> Report:
         sweep=sweep, description=str(info["description"][0] or "") if info.height else "",
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         db=db.url.render_as_string(hide_password=True),
-        counts=f"{int(status['total'][0])} runs: {counts}" if status.height else "no runs",
+        counts=f"{int(status['total'][0])} runs: {counts}" if counts else "no runs yet",
         flags=(mix.sentence,) if mix.mixed and mix.sentence else (),
         sections=tuple(s for s in sections if s is not None))
 

@@ -250,6 +250,13 @@ def read_metrics(engine: Any, run_ids: Sequence[int] | None, names: Sequence[str
             sql, params = rollup_sql(None if run_ids is None else list(run_ids),
                                      None if names is None else list(names), max_points,
                                      engine.dialect.name)
-            return frame(engine, sql, params)
+            return frame(engine, sql, params, _points_schema())
     sql, params = metrics_sql(run_ids, names, max_points, engine.dialect.name)
-    return frame(engine, sql, params)
+    return frame(engine, sql, params, _points_schema())
+
+
+def _points_schema() -> dict[str, pl.DataType]:
+    import polars as pl
+
+    return {"run_id": pl.Int64(), "name": pl.String(), "step": pl.Int64(),
+            "value": pl.Float64()}

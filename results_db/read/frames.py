@@ -124,7 +124,9 @@ def sweep_attempts(engine: Engine, sweep: str) -> pl.DataFrame:
                                     "ended": pl.Datetime("us", "UTC"), "gpus": pl.Float64})
     gpus = pl.col("config").str.json_path_match("$.resources.gpus").cast(pl.Float64,
                                                                         strict=False)
+    utc = pl.Datetime("us", "UTC")
     when = {c: pl.col(c).cast(pl.String).str.to_datetime(time_zone="UTC", strict=False)
-            if df.schema[c] == pl.String else pl.col(c).dt.replace_time_zone("UTC")
+            if df.schema[c] == pl.String else pl.col(c).cast(utc)  # no value yet: Null
+            if df.schema[c] == pl.Null else pl.col(c).dt.replace_time_zone("UTC")
             for c in ("started", "ended")}
     return df.select(pl.col("run_id").cast(pl.Int64), **when, gpus=gpus.fill_null(0.0))

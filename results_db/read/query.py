@@ -246,8 +246,10 @@ class ReaderMixin:
                 Artifact.run_id == run_id, Artifact.kind == kind).order_by(Artifact.id)))
 
     def artifacts(self, run_id: int) -> pl.DataFrame:
+        # data as its JSON text (as runs' config): a JSON column has no one polars type
         return frame(self.reader, select(Artifact.id, Artifact.run_id, Artifact.attempt_id,
-                                         Artifact.kind, Artifact.path, Artifact.data,
+                                         Artifact.kind, Artifact.path,
+                                         cast(Artifact.data, Text).label("data"),
                                          Artifact.created)
                      .where(Artifact.run_id == run_id).order_by(Artifact.id))
 
