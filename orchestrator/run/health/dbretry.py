@@ -80,7 +80,10 @@ def cause(text: str) -> str:
 class OutageState:
     """The driver's view of the DB (plain fields: Tune pickles its stopper and callbacks).
     The lease keeper reports each tick's outcome, the DB callback reports giving up; the
-    Tune stopper (scheduler) ends the sweep once ``expired``."""
+    Tune stopper (scheduler) ends the sweep once ``expired``. Expiry latches: once anyone has
+    seen it (the stopper has told Tune to stop), a DB that answers again a moment later does
+    not undo it, so the driver always takes the give-up path (exit 2, its runs recorded lost)
+    and never the normal return with runs left running and no process."""
 
     wait_s: float
     since: float | None = None  # time.monotonic() of the first failure in a row
@@ -103,5 +106,7 @@ class OutageState:
 
     @property
     def expired(self) -> bool:
-        return self.gave_up or (self.since is not None
-                                and time.monotonic() - self.since >= self.wait_s)
+        if not self.gave_up and self.since is not None and \
+                time.monotonic() - self.since >= self.wait_s:
+            self.gave_up = True  # the decision stands (ok() no longer clears it)
+        return self.gave_up
