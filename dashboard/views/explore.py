@@ -81,20 +81,21 @@ def _chart_key() -> str:
 
 
 def _brushes(table: pl.DataFrame, axes: list[str]) -> explore.Brushes:
-    """The brushes in force: from the URL on the first run, then each new drag on the chart
-    (read from its state before it is drawn again, so its lines show the new selection)."""
+    """The brushes in force: from the URL on the first run, then each drag on the chart adds
+    (or replaces) the brush of the axes it spans, so brushes on several axes combine. The
+    drag is read from the chart's state before it is drawn again, and the chart is then
+    drawn fresh (a new key): the brushes in force are its shaded boxes, and the browser
+    never restores an old selection into a chart whose data changed under it."""
     urlstate.bind("ex_brush", {}, check=lambda v: explore.brush_fits(table, v))
     brushes: explore.Brushes = dict(st.session_state["ex_brush"])
-    event = st.session_state.get(_chart_key())
-    sel = _selection(event)
-    seen = json.dumps(sel, sort_keys=True) if sel else None
-    if sel and seen != st.session_state.get("ex_seen"):
-        st.session_state["ex_seen"] = seen
-        xs, ys = sel.get("order"), sel.get("pos")
-        if xs and ys:
-            first, last = math.ceil(min(xs) - 0.25), math.floor(max(xs) + 0.25)
-            for i in range(max(first, 0), min(last, len(axes) - 1) + 1):
-                brushes[axes[i]] = explore.brush_of(table, axes[i], min(ys), max(ys))
+    sel = _selection(st.session_state.get(_chart_key()))
+    xs, ys = sel.get("order"), sel.get("pos")
+    if xs and ys:
+        first, last = math.ceil(min(xs) - 0.25), math.floor(max(xs) + 0.25)
+        for i in range(max(first, 0), min(last, len(axes) - 1) + 1):
+            if got := explore.brush_of(table, axes[i], min(ys), max(ys)):  # [] spans none
+                brushes[axes[i]] = got
+        _new_chart()
     st.session_state["ex_brush"] = brushes
     return brushes
 
@@ -109,10 +110,13 @@ def _selection(event: Any) -> dict[str, Any]:
     return dict(got) if got else {}
 
 
+def _new_chart() -> None:
+    st.session_state["ex_gen"] = st.session_state.get("ex_gen", 0) + 1
+
+
 def _clear() -> None:
     st.session_state["ex_brush"] = {}
-    st.session_state["ex_seen"] = None
-    st.session_state["ex_gen"] = st.session_state.get("ex_gen", 0) + 1  # a fresh chart
+    _new_chart()
 
 
 def _parallel(table: pl.DataFrame, axes: list[str], kept: list[int],
@@ -161,8 +165,9 @@ def parallel_chart(frame: pl.DataFrame, axes: list[str], rects: pl.DataFrame,
     ticks = alt.Chart(written.to_pandas()).mark_text(
         align="left", dx=4, fontSize=10, color="#333").encode(x=x, y=y, text="label:N")
     layers: list[Any] = [rules, lines, ticks]
-    if rects.height:
-        layers.insert(0, alt.Chart(rects.to_pandas()).mark_rect(
+    if rects.height:  # after the lines: the layer holding the brush stays second (Streamlit's
+        # selection code threw "reading 'forEach'" and drew nothing when it moved)
+        layers.append(alt.Chart(rects.to_pandas()).mark_rect(
             color="#4c78a8", opacity=0.15).encode(x="x0:Q", x2="x1:Q", y="y0:Q", y2="y1:Q"))
     return alt.layer(*layers).properties(height=300)
 

@@ -557,8 +557,8 @@ _TABLES_TEXT_JS = """() => Array.from(document.querySelectorAll('[data-testid=st
   .map(t => Array.from(t.querySelectorAll('tr')).map(r => Array.from(r.querySelectorAll('th, td'))
     .map(c => c.innerText.trim())))"""
 # the runs of gates-toy whose LR is 3e-2 or 1e-1: the three ladders' upper two rungs (3 x 2 x 3
-# seeds) and the seven one-LR ablation rows at 3e-2 (7 x 3)
-TOY_UPPER_LRS = 3 * 2 * 3 + 7 * 3
+# seeds); the seven one-LR ablation rows run at the baseline's tuned 1e-2, below the brush
+TOY_UPPER_LRS = 3 * 2 * 3
 
 
 def _explore(served, query: str = "", height: int = 2400):
@@ -580,41 +580,91 @@ def _query(p) -> dict[str, str]:
     return dict(urllib.parse.parse_qsl(urllib.parse.urlparse(p.url).query))
 
 
+# the parallel chart's run lines: how many, and how many are grey (left out by the brushes)
+_LINES_JS = """() => {
+  const svg = document.querySelectorAll('[data-testid=stVegaLiteChart]')[0].querySelector('svg');
+  const ps = Array.from(svg.querySelectorAll('g.mark-line.role-mark path'));
+  return {lines: ps.length, grey: ps.filter(p => p.getAttribute('stroke') === '#d0d0d0').length};
+}"""
+# the y (page px) of the parallel chart's tick label ``text`` nearest the x ``at``
+_TICK_Y_JS = """([text, at]) => {
+  const svg = document.querySelectorAll('[data-testid=stVegaLiteChart]')[0].querySelector('svg');
+  const ts = Array.from(svg.querySelectorAll('g.mark-text.role-mark text'))
+    .filter(t => t.textContent === text).map(t => t.getBoundingClientRect())
+    .sort((a, b) => Math.abs(a.left - at) - Math.abs(b.left - at));
+  return ts.length ? ts[0].top + ts[0].height / 2 : null;
+}"""
+TOY_UPPER_UNGATED = 2 * 3  # of those, the baseline's (no gate position): 2 LRs x 3 seeds
+
+
+def _lines(p) -> dict[str, int]:
+    """The parallel chart's lines once drawn (a drag redraws it: a fresh chart)."""
+    p.wait_for_function("() => { const c = document.querySelector("
+                        "'[data-testid=stVegaLiteChart] svg'); return c && "
+                        "c.querySelectorAll('g.mark-line.role-mark path').length > 0; }",
+                        timeout=30_000)
+    p.wait_for_timeout(300)
+    return p.evaluate(_LINES_JS)
+
+
+def _drag(p, x: float, y0: float, y1: float) -> None:
+    p.mouse.move(x - 25, y0)
+    p.mouse.down()
+    p.mouse.move(x, (y0 + y1) / 2, steps=5)
+    p.mouse.move(x + 25, y1, steps=5)
+    p.mouse.up()
+
+
 def test_explore_brushing_filters_runs_and_the_link_keeps_it(served) -> None:
     """Drag across the train.lr axis of the parallel coordinates over its upper half: the runs
-    at 3e-2 and 1e-1 are kept (the scatter draws only those), the brush goes into the URL,
-    and that URL opened in a new tab shows the same selection."""
+    at 3e-2 and 1e-1 are kept; a second drag over the gate position axis's '–' (no gate) keeps
+    the runs both brushes keep (AND), the others' lines turn grey, the scatter draws only the
+    kept runs, no script error is thrown; both brushes go into the URL, and that URL opened in
+    a new tab draws the same selection (every line, the same ones grey)."""
     p = _explore(served)
+    errors: list[str] = []
+    p.on("pageerror", lambda e: errors.append(str(e)))
     try:
         geo = p.evaluate(_AXIS_RULES_JS)
         x, top, bottom = geo["rules"]["train.lr"], geo["top"], geo["bottom"]
         # y: pos 1.05 at the top, -0.05 at the bottom; from above the top to pos 0.5
-        mid = top + (bottom - top) * (1.05 - 0.5) / 1.1
-        p.mouse.move(x - 25, top + 2)
-        p.mouse.down()
-        p.mouse.move(x, (top + mid) / 2, steps=5)
-        p.mouse.move(x + 25, mid, steps=5)
-        p.mouse.up()
+        _drag(p, x, top + 2, top + (bottom - top) * (1.05 - 0.5) / 1.1)
         p.get_by_text(f"{TOY_UPPER_LRS} of 57 runs kept", exact=False).first.wait_for(
             timeout=30_000)
         p.wait_for_timeout(1000)
+        assert _lines(p) == {"lines": 57, "grey": 57 - TOY_UPPER_LRS}
+        pos_x = p.evaluate(_AXIS_RULES_JS)["rules"]["model.gates.0.position"]
+        y = p.evaluate(_TICK_Y_JS, ["–", pos_x])
+        _drag(p, pos_x, y - 12, y + 12)
+        p.get_by_text(f"{TOY_UPPER_UNGATED} of 57 runs kept", exact=False).first.wait_for(
+            timeout=30_000)
+        p.wait_for_timeout(1000)
+        lines = _lines(p)
         dots = p.evaluate(_DOTS_JS)
         link = p.url
         brush = json.loads(_query(p)["ex_brush"])
     finally:
         p.close()
+    assert not errors, errors
+    assert lines == {"lines": 57, "grey": 57 - TOY_UPPER_UNGATED}, lines
     lrs = {_field(d, "train.lr") for d in dots}
-    assert len(dots) == TOY_UPPER_LRS and lrs == {"0.03", "0.1"}, (len(dots), lrs)
+    assert len(dots) == TOY_UPPER_UNGATED and lrs == {"0.03", "0.1"}, (len(dots), lrs)
+    assert {_field(d, "variant") for d in dots} == {"baseline"}
     lo, hi = brush["train.lr"]
     assert 1e-2 < lo < 3e-2 and hi >= 1e-1 * 0.99, brush
+    assert brush["model.gates.0.position"] == ["–"], brush
     base, b, _ = served
     again = b.new_page(viewport={"width": 1500, "height": 2400})
+    again.on("pageerror", lambda e: errors.append(str(e)))
     try:
         again.goto(link, wait_until="domcontentloaded")
-        again.get_by_text(f"{TOY_UPPER_LRS} of 57 runs kept", exact=False).first.wait_for(
+        again.get_by_text(f"{TOY_UPPER_UNGATED} of 57 runs kept", exact=False).first.wait_for(
             timeout=60_000)
+        lines = _lines(again)
     finally:
         again.close()
+    assert not errors, errors
+    assert lines == {"lines": 57, "grey": 57 - TOY_UPPER_UNGATED}, lines
 
 
 def test_explore_scatter_group_by_and_config_diff(served) -> None:
