@@ -39,7 +39,9 @@ def out_dir(path: Path, follow_symlink: bool = False) -> Path:
                         "to write files through it: pass --replace-symlink to write into its "
                         "target, or use a real directory")
     if path.exists() and not path.is_dir():
-        raise UserError(f"--out {path}: is a file; expected a directory")
+        mode = path.stat().st_mode
+        what = "file" if stat.S_ISREG(mode) else _kind(mode)  # a FIFO is not "a file"
+        raise UserError(f"--out {path}: is a {what}; expected a directory")
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -65,3 +65,14 @@ def test_runs_without_provenance_are_other_code(tmp_path: Path) -> None:
                              print)
     assert sorted(r.id for r in res.to_run) == ids and not res.cached
     assert set(db.runs(sweep="smoke")["status"].to_list()) == {"pending"}
+
+
+def test_export_to_a_fifo_names_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``export --out FIFO`` said "is a file"; it names what is there."""
+    import os
+
+    url = _db(tmp_path, "summaries")
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    assert main(["export", "--db", url, "--out", str(fifo)]) == 2
+    assert f"--out {fifo}: is a FIFO; expected a directory" in capsys.readouterr().err
