@@ -11,6 +11,7 @@ packages must agree on:
   flops.py             training FLOPs by arithmetic
   gate_positions.py    THE table of gate positions (what each gates, its heads, its order, labels)
   gate_dims.py         the gate dimension columns of a stored config, and what an unset field means
+  dimensions.py        THE table of run dimensions (column, config path, type, gate or not, NULL)
   metrics.py           the metric vocabulary
   analysis_defaults.py what a conclusion is drawn on when the user does not say
   reporter.py          the Reporter protocol the trainer calls

@@ -14,6 +14,7 @@ from typing import cast
 import polars as pl
 
 from contract.metrics import TRAIN
+from results_db.schema.vocab import DIMENSIONS
 
 GRID = 200  # common x bins for the seed mean: downsampled runs keep different steps
 # Smoothing is for dense, noisy series logged every few steps (training); an evaluation series
@@ -108,10 +109,8 @@ def delta_vs_baseline(grouped: pl.DataFrame, base_of: dict[str, str]) -> pl.Data
 
 # Config keys Curves can colour by (run columns, dashboard/data.RUN_COLUMNS): shown where they
 # take more than one value in the sweep.
-COLOUR_KEYS: tuple[str, ...] = (
-    "lr", "params_total", "n_head", "n_kv_head", "moe_experts", "gate_position",
-    "gate_granularity", "gate_sharing", "gate_combine", "gate_activation",
-    "gate_input_dependent", "nonlinearity", "norm_style", "switch_head", "clip_residual")
+COLOUR_KEYS: tuple[str, ...] = ("lr", "params_total",
+                               *(d for d in DIMENSIONS if d != "lr"))
 
 
 def colour_keys(runs: pl.DataFrame) -> list[str]:

@@ -76,11 +76,8 @@ def sweeps(url: str) -> pl.DataFrame:
 
 # The runs columns the pages use: db.runs(with_config=False, columns=...) reads no config JSON
 # and no timestamps (10k runs: 0.055 s vs 0.145 s for every column, docs/benchmarks.md).
-RUN_COLUMNS: tuple[str, ...] = (
-    "id", "name", "variant", "seed", "status", "gate_position", "gate_granularity",
-    "gate_sharing", "gate_combine", "gate_activation", "gate_input_dependent", "nonlinearity",
-    "lr", "n_head", "n_kv_head", "moe_experts", "norm_style", "switch_head", "clip_residual",
-    "group_key", "params_total", "params_gates")
+RUN_COLUMNS: tuple[str, ...] = ("id", "name", "variant", "seed", "status", *results_db.DIMENSIONS,
+                                "group_key", "params_total", "params_gates")
 
 
 @st.cache_data(ttl=LIVE_TTL_S, show_spinner=False)

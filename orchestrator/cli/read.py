@@ -42,8 +42,14 @@ if TYPE_CHECKING:
     from orchestrator.sweep.decide import DecideSpec
     from results_db import ResultsDB
 
-RUN_COLS = ("id", "name", "sweep", "variant", "seed", "status", "gate_position",
-            "gate_granularity", "nonlinearity", "lr", "params_total")
+RUN_IDS = ("id", "name", "sweep", "variant", "seed", "status")
+
+
+def run_columns(frame: pl.DataFrame) -> tuple[str, ...]:
+    """A run's identity, the dimensions (contract/dimensions.py) that tell these runs apart, in
+    the table's order, and its size."""
+    dims = [c for c in results_db.DIMENSIONS if c in frame.columns and frame[c].n_unique() > 1]
+    return (*RUN_IDS, *dims, "params_total")
 
 
 def print_frame(frame: pl.DataFrame, title: str | None = None,
@@ -157,12 +163,12 @@ def runs(db: DbOpt = None, sweep: Annotated[str | None, typer.Option()] = None,
          status: Annotated[str | None, typer.Option(help="e.g. failed,lost")] = None,
          gate_position: Annotated[str | None, typer.Option()] = None,
          variant: Annotated[str | None, typer.Option()] = None) -> None:
-    """List runs with their gate dimensions."""
+    """List runs with the dimensions that tell them apart."""
     # only the filters given: ResultsDB.runs reads a None filter as "IS NULL"
     dims: dict[str, Any] = {k: v for k, v in (("gate_position", gate_position),
                                                ("variant", variant)) if v}
     frame = open_sweep(db, sweep).runs(sweep=sweep, status=split_csv(status), **dims)
-    print_frame(frame, f"{frame.height} runs", RUN_COLS)
+    print_frame(frame, f"{frame.height} runs", run_columns(frame))
 
 
 @app.command()

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from contract.analysis_defaults import CORRECTION, FAMILY_ERROR, MIN_EFFECT
+from contract.gate_dims import GATE_FIELDS
 from contract.states import RunStatus, parse_status
 from results_db.analysis import multiplicity, pairing
 from results_db.analysis.columns import RULE, STAT_COLUMNS, STATS
@@ -283,8 +284,7 @@ def rank(table: pl.DataFrame, higher: bool) -> pl.Series:
 
 # A gate's own fields are null on ungated rows ("not applicable"): only their non-null values
 # tell rows apart. Elsewhere null is a value (no MoE, no SwitchHead, no gate at all).
-_NULL_IS_NA = ("gate_granularity", "gate_sharing", "gate_combine", "gate_activation",
-               "gate_input_dependent")
+_NULL_IS_NA = tuple(f"gate_{f}" for f in GATE_FIELDS)
 
 
 def varying(table: pl.DataFrame, exclude: Sequence[str] = ("lr",)) -> list[str]:

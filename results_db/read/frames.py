@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine
 
+from contract import dimensions
 from contract.states import DONE_OK
 from results_db.schema.vocab import DIMENSIONS
 from results_db.sqlread import frame, in_list
@@ -29,11 +30,11 @@ BASELINE_COLUMNS: tuple[str, ...] = ("id", "variant", "n_gates", "gate_position"
                                      "nonlinearity", "switch_head", "norm_style",
                                      "clip_residual", "n_head", "n_kv_head", "moe_experts",
                                      "params_total")
-_CASTS = {"lr": "Float64", "value": "Float64", "params_total": "Int64", "params_gates": "Int64",
-          "n_gates": "Int64", "n_head": "Int64", "n_kv_head": "Int64", "moe_experts": "Int64",
-          "n_layer": "Int64", "d_model": "Int64", "steps": "Int64", "seed": "Int64",
-          "run_id": "Int64", "clip_residual": "Float64", "gate_input_dependent": "Boolean",
-          "qk_norm": "Boolean"}
+# SQL text has no result types: each dimension's from its kind (contract/dimensions.py)
+_DTYPE = {"int": "Int64", "float": "Float64", "bool": "Boolean"}
+_CASTS = {**{d.column: _DTYPE[d.kind] for d in dimensions.TABLE if d.kind in _DTYPE},
+          "value": "Float64", "params_total": "Int64", "params_gates": "Int64",
+          "n_gates": "Int64", "seed": "Int64", "run_id": "Int64"}
 
 
 def _typed(df: pl.DataFrame, floats: Sequence[str] = ()) -> pl.DataFrame:

@@ -12,33 +12,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from contract.gate_dims import DEFAULT_SWITCH_TARGETS, gate_dims
+from contract.dimensions import GATES, TABLE
+from contract.gate_dims import gate_dims
 from contract.identity import group_keys
 
 __all__ = ["derive_dims", "gate_dims", "group_keys"]
 
 
 def derive_dims(config: dict[str, Any]) -> dict[str, Any]:
+    """Every dimension column of contract/dimensions.py (the gate ones from ``model.gates``),
+    n_gates and the two grouping keys."""
     model = config.get("model") or {}
-    train = config.get("train") or {}
-    moe = model.get("moe") or None
-    switch = model.get("switch_head") or None
     group, lr_group = group_keys(config)
     return {
         **gate_dims(list(model.get("gates") or [])),
-        "nonlinearity": model.get("nonlinearity"),
-        "lr": train.get("lr"),
-        "n_layer": model.get("n_layer"),
-        "d_model": model.get("d_model"),
-        "n_head": model.get("n_head"),
-        "n_kv_head": model.get("n_kv_head"),
-        "moe_experts": moe.get("n_experts") if isinstance(moe, dict) else None,
-        "norm_style": model.get("norm_style"),
-        "switch_head": (switch.get("targets", DEFAULT_SWITCH_TARGETS)
-                        if isinstance(switch, dict) else None),
-        "qk_norm": model.get("qk_norm"),
-        "clip_residual": model.get("clip_residual"),
-        "steps": train.get("steps"),
+        **{d.column: d.value(config) for d in TABLE if d.path != GATES},
         "group_key": group,
         "lr_group_key": lr_group,
     }

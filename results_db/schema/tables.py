@@ -26,6 +26,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
+from contract import dimensions
 from contract.states import RunStatus
 
 
@@ -62,13 +63,9 @@ class Sweep(Base):
     created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
-# The columns of `runs` derived from the config JSON (results_db/schema/dims.py) so SQL can group.
-DIM_COLUMNS: tuple[str, ...] = (
-    "gate_position", "gate_granularity", "gate_sharing", "gate_combine", "gate_activation",
-    "gate_input_dependent", "n_gates", "nonlinearity", "lr", "n_layer", "d_model", "n_head",
-    "n_kv_head", "moe_experts", "norm_style", "switch_head", "qk_norm", "clip_residual",
-    "steps", "group_key", "lr_group_key",
-)
+# The columns of `runs` derived from the config JSON (results_db/schema/dims.py) so SQL can
+# group: the run dimensions (contract/dimensions.py), the gate count and the grouping keys.
+DIM_COLUMNS: tuple[str, ...] = (*dimensions.COLUMNS, "n_gates", "group_key", "lr_group_key")
 
 
 class Run(Base):

@@ -13,23 +13,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from contract import gate_dims
+from contract import dimensions, gate_dims
 from contract.metrics import BENCH
 from contract.states import RunStatus
 
-# The gate dimension columns of `runs` (derived from model.gates by results_db/schema/dims.py) plus
-# the non-linearity-only control: what the paper's gate tables vary.
-GATE_DIMENSIONS: tuple[str, ...] = (
-    "gate_position", "gate_granularity", "gate_sharing", "gate_combine", "gate_activation",
-    "gate_input_dependent", "nonlinearity",
-)
-# Architecture columns a variant may change besides its gates (Tables 2, 6, MoE/heads rows).
-ARCH_DIMENSIONS: tuple[str, ...] = (
-    "n_head", "n_kv_head", "moe_experts", "switch_head", "norm_style", "clip_residual",
-    "qk_norm", "n_layer", "d_model",
-)
-# Every column that describes a variant (filters, "dimension columns that vary", effects).
-DIMENSIONS: tuple[str, ...] = (*GATE_DIMENSIONS, "lr", *ARCH_DIMENSIONS, "steps")
+# Every column that describes a variant (filters, "dimension columns that vary", effects), and
+# the gate ones plus the non-linearity-only control (what the paper's gate tables vary): the
+# contract's table of run dimensions (contract/dimensions.py), in its order.
+DIMENSIONS: tuple[str, ...] = dimensions.COLUMNS
+GATE_DIMENSIONS: tuple[str, ...] = dimensions.GATE_COLUMNS
 
 # column -> the value an unset field means (the RunSpec contract's defaults).
 GATE_DEFAULTS: dict[str, Any] = gate_dims.COLUMN_DEFAULTS
