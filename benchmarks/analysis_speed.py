@@ -1,5 +1,5 @@
 """Results-analysis speed: the vectorised results_db/analysis against the per-group Python
-path it replaced, side by side in one run, on one results DB (issue 10 / issue 13 targets:
+path it replaced, side by side in one run, on one results DB (targets:
 leaderboard, effects, stability <= 0.3 s and a 6-metric ablation table <= 1 s on 10k runs).
 
     python benchmarks/analysis_speed.py                       # fills a 10k-run DB in a temp dir
@@ -39,7 +39,7 @@ import results_db
 from tests.support.synth import fill
 
 ROOT = Path(__file__).resolve().parents[1]
-BEFORE = "ccadd70"  # results_db/analysis with per-group Python CIs (engineer A, issue 10)
+BEFORE = "ccadd70"  # results_db/analysis with per-group Python CIs
 OLD_PKG = "analysis_before"
 FILES = ("__init__", "api", "baseline", "compare", "effects", "stability", "stats",
          "summary", "table", "verdict")

@@ -3,7 +3,7 @@
 
     python benchmarks/cli_latency.py [--repeat 5] [--before-tree DIR]
 
-Issue 12's targets: --help and every error path < 0.5 s; validate smoke < 2 s; validate of a
+Targets: --help and every error path < 0.5 s; validate smoke < 2 s; validate of a
 5,000-run file < 5 s. ``--before-tree DIR``: a checkout of the code before the change (made
 without touching the working tree: ``git archive a8440a1 | tar -x -C DIR``) run with the same
 interpreter (PYTHONPATH=DIR), side by side. Wall time depends on the machine's load (shared

@@ -1,4 +1,4 @@
-"""Dashboard render time on a big results DB (issue 4: < 2 s for leaderboard and ablation).
+"""Dashboard render time on a big results DB (< 2 s for leaderboard and ablation).
 
     python benchmarks/dashboard_render.py [--db sqlite:////tmp/gatesweep-dash-bench.db]
         [--runs 10000] [--points 1000] [--repeats 3] [--curve-runs 100 --curve-steps 100000]
@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # repo root: tests.support (synthetic DBs)
 APP = str(ROOT / "dashboard" / "app.py")
-TARGET_S = 2.0  # cold page (issue 13)
+TARGET_S = 2.0  # cold page
 WARM_S = 1.0  # warm page
 
 
@@ -167,7 +167,7 @@ def curve_rows(url: str, sweep: str, repeats: int) -> list[tuple[str, float, flo
     return rows
 
 
-# The render budget on the 57-run sweep a fresh clone's `make run` writes (issue 33)
+# The render budget on the 57-run sweep a fresh clone's `make run` writes
 TOY_BUDGET = {"Leaderboard": 1.5, "Curves": 2.5}
 
 

@@ -1,4 +1,4 @@
-"""Results-DB ingest and ranking speed on SQLite (issue 3 targets).
+"""Results-DB ingest and ranking speed on SQLite.
 
     python benchmarks/db_ingest.py                 # 10k runs x 1k points (~3-5 min on 2 cores)
     python benchmarks/db_ingest.py --runs 1000     # quicker

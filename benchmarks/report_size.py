@@ -1,4 +1,4 @@
-"""Size and time of `orchestrator report` (issue 34: a 57-run sweep's report < 5 MB, < 10 s).
+"""Size and time of `orchestrator report` (a 57-run sweep's report < 5 MB, < 10 s).
 
     python benchmarks/report_size.py [--seeds 3,27] [--repeats 2] [--dir /tmp/gatesweep-report]
 

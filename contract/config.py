@@ -172,7 +172,7 @@ class MoEConfig(StrictModel):
 
 
 class SwitchHeadConfig(StrictModel):
-    """SwitchHead attention (Csordas et al. 2024): sigmoid-routed head experts (issue 7)."""
+    """SwitchHead attention (Csordas et al. 2024): sigmoid-routed head experts."""
     targets: Literal["v", "kv"] = "v"
     n_experts: int = Field(default=4, ge=1)
     top_k: int = Field(default=1, ge=1)
@@ -206,9 +206,9 @@ class ModelConfig(StrictModel):
     gates: tuple[GateSpec, ...] = ()  # empty = ungated baseline; several = e.g. G1+G2
     nonlinearity: Nonlinearity = "none"  # non-linearity-only control at G1
     param_match: bool = False  # dense: shrink d_ff so gated total params == ungated
-    norm_style: Literal["pre", "sandwich"] = "pre"  # issue 7: sandwich norm baseline
-    clip_residual: float | None = Field(default=None, gt=0)  # issue 7: clamp to +-c
-    switch_head: SwitchHeadConfig | None = None  # issue 7
+    norm_style: Literal["pre", "sandwich"] = "pre"  # the sandwich-norm baseline
+    clip_residual: float | None = Field(default=None, gt=0)  # clamp the residual to +-c
+    switch_head: SwitchHeadConfig | None = None  # the SwitchHead baseline
     norm_eps: float = Field(default=1e-6, gt=0)
     init_std: float = Field(default=0.02, gt=0)
     init: InitScheme = "paired"
@@ -366,7 +366,7 @@ class DataConfig(StrictModel):
 
 
 class BenchmarkSpec(StrictModel):
-    """One lm-evaluation-harness task run at the end of training (issue 5)."""
+    """One lm-evaluation-harness task run at the end of training."""
     task: str
     num_fewshot: int = Field(default=0, ge=0)
     limit: int | None = Field(default=None, ge=1)
@@ -374,7 +374,7 @@ class BenchmarkSpec(StrictModel):
 
 
 class LongContextConfig(StrictModel):
-    """PPL at multiples of the training length, with RoPE extension methods (issue 5)."""
+    """PPL at multiples of the training length, with RoPE extension methods."""
     factors: tuple[Annotated[int, Field(ge=1)], ...] = (1, 2, 4, 8)  # x train.seq_len
     methods: tuple[Literal["none", "linear", "ntk", "yarn"], ...] = ("none", "yarn")
     retrieval: bool = True

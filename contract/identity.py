@@ -40,7 +40,7 @@ REPLICATE_KEYS = ("seed", "sweep")
 LR_KEYS = ("lr", "min_lr")  # under train
 DEFAULT_WORKERS = 1  # data-parallel workers of a run (contract.config.Resources.workers)
 # block -> {field: the value every run had}. train.fail_at_step was a test-only fault hook in
-# the RunSpec; tests inject faults from outside now (tests/support/stepfault.py, issue 19), and
+# the RunSpec; tests inject faults from outside now (tests/support/stepfault.py), and
 # migration 0005 took the field out of the stored configs.
 RETIRED: dict[str, dict[str, Any]] = {"train": {"fail_at_step": None}}
 # block -> {field: the value every run stored before the field existed}. model.init: before

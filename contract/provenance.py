@@ -1,4 +1,4 @@
-"""What produced a result: the code, the packages and the machine of one attempt (issue 34).
+"""What produced a result: the code, the packages and the machine of one attempt.
 
 The trainer records one ``Provenance`` per attempt, at its start (trainer/provenance.py adds the
 accelerator and the DeepSpeed config to what this module collects), and hands it to the

@@ -343,7 +343,7 @@ def sqlite_read_uri(db: Path) -> str:
 def reader_engine(url: URL) -> Engine:
     if not is_sqlite(url):
         opts = _pg_options(url, "default_transaction_read_only=on")
-        # a stopped server is DBUnavailable for readers too (issue 20: it was a raw
+        # a stopped server is DBUnavailable for readers too (it was a raw
         # OperationalError that killed the driver mid-sweep)
         return _translating(_pg_engine(url, options=opts), url, reads_only=True)
     ro = URL.create("sqlite", database=sqlite_read_uri(Path(url.database or "")),

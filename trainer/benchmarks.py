@@ -1,4 +1,4 @@
-"""lm-evaluation-harness benchmarks for a trained model (issue 5, part 1).
+"""lm-evaluation-harness benchmarks for a trained model.
 
 ``run_benchmarks(model, tokenizer, spec.eval.benchmarks)`` runs each ``BenchmarkSpec`` through
 ``lm_eval.simple_evaluate`` with our ``GatedLMAdapter`` and returns one ``BenchResult`` per task.

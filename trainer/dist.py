@@ -5,7 +5,7 @@ DeepSpeed (its engine and its MoE layer) expects a process group. Under torchrun
 no-op; a plain ``python`` process gets RANK=0, WORLD_SIZE=1 and a free MASTER_PORT, so several
 single-process runs on one machine (concurrent Tune trials) do not collide on a port.
 
-No comm-op compile on CPU (issue 11, then issue 19): DeepSpeed's torch backend builds its
+No comm-op compile on CPU: DeepSpeed's torch backend builds its
 shared-memory all-reduce op (``deepspeed_shm_comm``, a C++ extension: 60-80 s and ~96 CPU-s on 2
 cores, cached in TORCH_EXTENSIONS_DIR) whenever it starts on the CPU accelerator. Only
 ``inference_all_reduce`` uses it (DeepSpeed's tensor-parallel inference layers,

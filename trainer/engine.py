@@ -7,7 +7,7 @@
   ~100 s on CPU). Weight decay on matrices only (dim >= 2), not on norms/biases/scalar gates.
 - The learning rate is NOT a DeepSpeed scheduler: trainer/schedule.py computes it from the step
   and ``set_lr`` writes it before every optimizer step, which keeps resume trivial.
-- Nothing per step that DeepSpeed does not need (issue 11): its throughput timer is off (enabled
+- Nothing per step that DeepSpeed does not need: its throughput timer is off (enabled
   by default, it synchronises the device twice a step); at ZeRO 0 bf16 is DeepSpeed's
   ``torch_autocast`` mode (fp32 weights, bf16 matmuls, exactly the bare loop's
   ``torch.autocast``) rather than its bf16 optimizer, whose overflow check reads the grad norm

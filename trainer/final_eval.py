@@ -1,4 +1,4 @@
-"""End-of-run evaluation: the benchmarks and long-context evals a RunSpec asks for (issue 5).
+"""End-of-run evaluation: the benchmarks and long-context evals a RunSpec asks for.
 
 The training loop calls ``run_final_evals`` once, on rank 0, after its last step and final
 validation. Everything lands as summaries (``bench/...``, ``longctx/...``) through the

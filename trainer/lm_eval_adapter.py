@@ -1,4 +1,4 @@
-"""A trained GatedLM as an lm-evaluation-harness ``LM`` (issue 5, part 1).
+"""A trained GatedLM as an lm-evaluation-harness ``LM``.
 
 lm-eval hands us text; we tokenise with the run's own tokenizer (bytes by default), run the
 model, and answer its three request kinds:

@@ -1,4 +1,4 @@
-"""Long-context extrapolation (issue 5, part 3): PPL and needle recall past the training length.
+"""Long-context extrapolation: PPL and needle recall past the training length.
 
 For each factor f in ``spec.eval.longctx.factors`` the model reads held-out sequences of
 ``f * train.seq_len`` tokens from the run's own data (``DataStream.val_batch`` at that length;

@@ -1,4 +1,4 @@
-"""Graceful preemption (issue 14): stop at a step boundary, checkpoint, say so.
+"""Graceful preemption: stop at a step boundary, checkpoint, say so.
 
 Schedulers (Slurm, Kubernetes, spot instances) send SIGTERM some seconds before they kill; an
 orchestrator whose attempt was superseded tells the trainer through ``reporter.heartbeat()``

@@ -6,7 +6,7 @@ losses of the last ``window`` (default 20) steps are known and
     loss > median + max(k_mad * MAD, rel * median)        (k_mad = 4, rel = 0.05)
 
 where MAD is the median absolute deviation of the window. The relative floor keeps a smooth,
-almost noise-free curve (MAD ~ 0) from flagging tiny wiggles. (Until issue 10 these were 6 and
+almost noise-free curve (MAD ~ 0) from flagging tiny wiggles. (Earlier these were 6 and
 0.10: 6 MAD is ~9 sigma of Gaussian noise and 10 % of a loss near 1 is 0.1 nats, so a GPU LR
 ladder whose baseline degraded from its best loss reported no spike at all. 4 MAD is ~6 sigma:
 still no false alarm in 500 noisy steps, tests/trainer/test_stability.py.) Consecutive flagged
@@ -19,7 +19,7 @@ Divergence rule (``DivergenceDetector``): the run has diverged when
 - the loss is NaN or +-inf (immediately), or
 - the loss exceeds ``max(2 * initial, initial + 5)`` for ``patience`` (default 3) consecutive
   steps, where ``initial`` is the first finite loss of the run (near ln(vocab) at init), or
-- the run *ran away from its best* (issue 10): the median of the last ``window`` (20) losses
+- the run *ran away from its best*: the median of the last ``window`` (20) losses
   exceeds ``best_factor`` (1.5) x the lowest such median seen so far AND exceeds it by more than
   ``best_margin`` (0.5 nats). A trained model whose loss climbs back from 0.9 to 2.2 has lost
   what it learned although it never comes near 2x its initial loss (the issue-10 LR ladder's

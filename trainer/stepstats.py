@@ -1,4 +1,4 @@
-"""Per-step training statistics kept on the device and read back in batches (issue 11).
+"""Per-step training statistics kept on the device and read back in batches.
 
 Reading a loss or a grad norm back to the host (``float(t)``, ``.item()``, ``.cpu()``) waits for
 the device to finish everything queued so far: done every step, the CPU can never run ahead

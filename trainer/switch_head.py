@@ -1,4 +1,4 @@
-"""SwitchHead projections (Csordas et al. 2024), the Table 6 baseline (issue 7).
+"""SwitchHead projections (Csordas et al. 2024), the Table 6 baseline.
 
 Each key/value head h owns E expert projections W[h, e] (head_dim x d_model). Per token a
 router scores every (head, expert) pair with a sigmoid (not a softmax: experts do not compete),

@@ -1,4 +1,4 @@
-"""Decide (issue 32, for sweeps with a ``decide:`` block): what `orchestrator status` says of an
+"""Decide (for sweeps with a ``decide:`` block): what `orchestrator status` says of an
 adaptive sweep, as a page -- each row's seeds so far, its anytime-valid interval narrowing seed
 by seed against the ±margin, whether it has decided, and the budget spent vs left.
 

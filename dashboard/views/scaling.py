@@ -1,4 +1,4 @@
-"""Scaling (issue 24): does a variant's gain survive scale? The paired change vs the baseline
+"""Scaling: does a variant's gain survive scale? The paired change vs the baseline
 with its 95 % CI at every evaluation step, against tokens and against training FLOPs (log x),
 one colour per variant (dashboard/palette.py), one dash per LR, one marker per model size;
 the trends table beneath and its sentences collapsed (60 of them stood before the first chart

@@ -1,4 +1,4 @@
-"""`orchestrator evaluate RUN... [--tasks a,b] [--limit N] [--fewshot K]` (issue 5).
+"""`orchestrator evaluate RUN... [--tasks a,b] [--limit N] [--fewshot K]`.
 
 Evaluates finished runs later: each run's spec comes from the DB (``runs.config``), its
 weights from the newest complete checkpoint under its ``checkpoint_dir`` artifact, and

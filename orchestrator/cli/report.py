@@ -1,4 +1,4 @@
-"""`orchestrator report SWEEP`: the sweep as one shareable file (issue 34).
+"""`orchestrator report SWEEP`: the sweep as one shareable file.
 
 The report is built by the dashboard package (dashboard/report/: it draws the dashboard's own
 charts), which sits a floor above the orchestrator; so, as `orchestrator dashboard` starts

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     import numpy as np
     import polars as pl
 
-# The conditions a main effect holds under travel with it (issue 33): the context (lr and every
+# The conditions a main effect holds under travel with it: the context (lr and every
 # other axis), the metric, and the seeds behind the level with whether the fit paired them.
 COLUMNS = ("dimension", "value", "lr", "n_variants", "n_runs", "mean_delta_pct",
            "ci_low_pct", "ci_high_pct", "verdict", "df", "context", "metric", "n_seeds",

@@ -1,4 +1,4 @@
-"""Did the runs a table compares come from the same code? (issue 34: no silent mixing.)
+"""Did the runs a table compares come from the same code? (No silent mixing.)
 
 Over the latest provenance of each compared run (results_db/write/provenance.py): the runs are
 *mixed* when they differ in code version (commit, or the hash of an uncommitted diff), in a

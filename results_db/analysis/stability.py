@@ -20,7 +20,7 @@ one is luck, not stability. Ties in max_stable_lr are told apart by ``rel_at_top
 degradation at the largest LR tried; a diverged top LR counts as infinitely degraded): the
 summary lists the most stable ladder first.
 
-Uncertainty (issue 18): a max stable LR from means alone says nothing about seeds, so
+Uncertainty: a max stable LR from means alone says nothing about seeds, so
 
 - **per seed**: the same rule on each seed's own values (its best LR, its degradation, its
   divergence): ``per_seed`` has one row per (ladder, seed), and the summary says how many

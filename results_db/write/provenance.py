@@ -1,4 +1,4 @@
-"""ProvenanceMixin: what produced each attempt (issue 34), written and read.
+"""ProvenanceMixin: what produced each attempt, written and read.
 
 The trainer records one provenance document per attempt at its start (contract/provenance.py
 names the fields, which are the ``provenance`` table's columns); the DB reporter hands it to

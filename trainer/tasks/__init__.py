@@ -1,4 +1,4 @@
-"""Tiny local lm-evaluation-harness tasks shipped with gatesweep (issue 5).
+"""Tiny local lm-evaluation-harness tasks shipped with gatesweep.
 
 ``gatesweep_tiny_mc`` (multiple choice -> loglikelihood), ``gatesweep_tiny_gen`` (copy a word ->
 generate_until, exact match), ``gatesweep_tiny_ppl`` (rolling perplexity) and

@@ -1,4 +1,4 @@
-"""Results of other code (issue 34): what ``cached_by: config_and_code`` re-queues at ``submit``,
+"""Results of other code: what ``cached_by: config_and_code`` re-queues at ``submit``,
 and what ``rerun --sweep S --code-other-than-current`` takes.
 
 "Other code" is results_db's answer (``db.runs_by_code``): the run's newest attempt recorded

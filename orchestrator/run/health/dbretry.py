@@ -1,4 +1,4 @@
-"""Riding out a results-DB outage: retry with backoff for a bounded time (issue 20).
+"""Riding out a results-DB outage: retry with backoff for a bounded time.
 
 A database restart (PostgreSQL stopped for 20 s) or a disk that fills and is freed again must
 not abandon a sweep. The DB calls on the driver's and the trials' critical paths (claims, the

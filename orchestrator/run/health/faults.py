@@ -1,6 +1,6 @@
 """Why an attempt ended badly, and whether that is worth another attempt.
 
-The retry policy of issue 6:
+The retry policy:
 
 | fault         | example                                              | retried?            |
 |---------------|------------------------------------------------------|---------------------|

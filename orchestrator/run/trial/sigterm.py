@@ -1,4 +1,4 @@
-"""SIGTERM to a trial process becomes a graceful stop request (issue 14, graceful preemption).
+"""SIGTERM to a trial process becomes a graceful stop request (graceful preemption).
 
 A Tune function trial trains in a *worker thread* of a Ray actor process: Python runs signal
 handlers only in the main thread and refuses to install them from any other, so the trainer's

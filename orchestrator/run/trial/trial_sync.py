@@ -119,7 +119,7 @@ class DBSyncCallback(Callback):
 def _attempt_of_trial(db: ResultsDB, run_id: int, trial_id: str, owner: str
                       ) -> AttemptRow | None:
     """The newest attempt this Tune trial claimed. The owner (this driver) is what makes it
-    ours: another driver's trial can carry the same Tune trial id (issue 20)."""
+    ours: another driver's trial can carry the same Tune trial id."""
     mine = [a for a in db.attempts(run_id) if a.trial_id == trial_id and a.owner == owner]
     return mine[-1] if mine else None
 

@@ -1,4 +1,4 @@
-"""Claims and fault classes on attempts (issue 14).
+"""Claims and fault classes on attempts.
 
 Revision ID: 0002_claims
 Revises: 0001

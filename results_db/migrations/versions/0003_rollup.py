@@ -1,4 +1,4 @@
-"""The metric rollup table (issue 13: fast downsampled curves), backfilled from ``metrics``.
+"""The metric rollup table (fast downsampled curves), backfilled from ``metrics``.
 
 Revision ID: 0003_rollup
 Revises: 0002_claims

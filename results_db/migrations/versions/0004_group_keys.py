@@ -1,4 +1,4 @@
-"""Seed-group keys from the one identity rule (issue 19): runs that differ in workers split.
+"""Seed-group keys from the one identity rule: runs that differ in workers split.
 
 Revision ID: 0004_group_keys
 Revises: 0003_rollup

@@ -1,4 +1,4 @@
-"""``train.fail_at_step`` leaves the RunSpec (issue 19: no test hook in the product).
+"""``train.fail_at_step`` leaves the RunSpec (no test hook in the product).
 
 Revision ID: 0005_retire_fail_at_step
 Revises: 0004_group_keys

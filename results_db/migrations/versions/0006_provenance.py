@@ -1,4 +1,4 @@
-"""Provenance per attempt (issue 34): the code, packages and machine that produced it.
+"""Provenance per attempt: the code, packages and machine that produced it.
 
 Revision ID: 0006_provenance
 Revises: 0005_retire_fail_at_step
