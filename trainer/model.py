@@ -3,8 +3,8 @@
 Token embedding -> n_layer x [pre-RMSNorm attention (GQA, RoPE, QK-norm, gates G1..G5),
 pre-RMSNorm SwiGLU or DeepSpeed-MoE FFN] -> final RMSNorm -> LM head (tied or not).
 Baselines of the paper's Table 6: ``norm_style: sandwich`` adds an RMSNorm on each sub-layer
-output before the residual add; ``clip_residual: c`` clamps each sub-layer output to +-c (after the sandwich
-norm when both are set) and counts what it clipped (``GatedLM.clip_rate``).
+output before the residual add; ``clip_residual: c`` clamps each sub-layer output to +-c
+(after the sandwich norm when both are set) and counts what it clipped (``GatedLM.clip_rate``).
 """
 
 from __future__ import annotations
