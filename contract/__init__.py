@@ -23,4 +23,5 @@ packages must agree on:
   splits.py            the held-out split rule shared by validation and the trainer
   textout.py           the escapes of user/DB text for terminals, Markdown, LaTeX and CSV
   child.py             THE command line and environment of every child Python (no working dir)
+  env.py               THE table of GATESWEEP_* environment variables and their one reader
 """

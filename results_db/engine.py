@@ -28,6 +28,7 @@ from urllib.parse import quote
 from sqlalchemy import URL, Engine, create_engine, event, make_url
 from sqlalchemy.exc import ArgumentError
 
+from contract import env
 from results_db.dberrors import (
     DBForeign,
     DBNewer,
@@ -48,7 +49,7 @@ DB_ENV = "GATESWEEP_DB"  # THE results DB when no --db/url is given (default_url
 def default_url() -> str:
     """$GATESWEEP_DB, else sqlite:///results.db (an empty variable counts as unset): the one
     rule every entry point (CLI, dashboard, screenshot, results_db.open) applies."""
-    url = os.environ.get(DB_ENV) or DEFAULT_URL
+    url = env.text(DB_ENV) or DEFAULT_URL
     try:  # a value that cannot be a DB URL names the variable it came from
         parse_url(url)
     except ValueError as exc:

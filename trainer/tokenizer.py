@@ -18,6 +18,8 @@ from pathlib import Path
 import numpy as np
 import tokenizers
 
+from contract import env
+
 BYTE_VOCAB = 256
 
 
@@ -77,7 +79,7 @@ def check_vocab(tok: Tokenizer, vocab_size: int, where: str) -> None:
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("GATESWEEP_CACHE", Path.home() / ".cache" / "gatesweep"))
+    return Path(env.text("GATESWEEP_CACHE")).expanduser()
 
 
 def token_dtype(vocab_size: int) -> np.dtype:

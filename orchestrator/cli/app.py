@@ -8,7 +8,6 @@ must answer in well under half a second.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -17,13 +16,11 @@ import typer
 from rich.console import Console
 
 import results_db
+from contract import env
 from contract.errors import UserError
 from contract.textout import terminal
 from orchestrator.run.driver.paths import storage_arg
-from orchestrator.run.env import absolute_db_url, float_env
-from orchestrator.run.health.dbretry import db_wait_s
-from orchestrator.run.health.leases import max_silent_s
-from orchestrator.run.trial.trial_job import heartbeat_interval
+from orchestrator.run.env import absolute_db_url
 
 if TYPE_CHECKING:
     from results_db import ResultsDB
@@ -59,7 +56,7 @@ err = TextConsole(stderr=True, soft_wrap=True)
 DbOpt = Annotated[str | None, typer.Option("--db", help="Results DB URL or SQLite file path "
                                            "[default: $GATESWEEP_DB or sqlite:///results.db]")]
 StaleOpt = Annotated[float | None, typer.Option(
-    "--stale-after", min=0.0, max=1e9,
+    "--stale-after", min=0.0, max=env.MAX_SECONDS,
     help="Seconds without a heartbeat before a running run counts as lost "
          "[default: $GATESWEEP_STALE_AFTER, else each attempt's own 3 heartbeat "
          "intervals + 2 s: 17 s at the default 5 s]")]
@@ -127,19 +124,16 @@ def stale_after(value: float | None) -> float | None:
     derived from its heartbeat interval (contract.states.stale_after_s)."""
     if value is not None:  # the option's bounds refuse NaN, inf and negatives
         return value
-    return float_env(STALE_ENV, 0.0) if os.environ.get(STALE_ENV) else None
+    return env.seconds_or_none(STALE_ENV)
 
 
 def check_env() -> None:
-    """Every GATESWEEP_* setting read once by its owner, before a command prints or changes
-    anything: a bad value is one line naming the variable (exit 2), not a retry loop that spins
-    (DB_WAIT_S=nan), every run flagged stale (STALE_AFTER=-5) or a refusal after the table
-    printed, or after `rerun` had re-queued its runs."""
-    results_db.default_url()
-    stale_after(None)
-    db_wait_s()
-    heartbeat_interval()
-    max_silent_s()
+    """Every GATESWEEP_* setting (contract/env.py's table) read once, before a command prints or
+    changes anything: a bad value is one line naming the variable (exit 2), not a retry loop
+    that spins (DB_WAIT_S=nan), every run flagged stale (STALE_AFTER=-5) or a refusal after
+    the table printed, after `rerun` had re-queued its runs, or inside a trial."""
+    env.check_all()
+    results_db.default_url()  # GATESWEEP_DB's meaning: a URL results_db can open
 
 
 def split_csv(value: str | None) -> list[str] | None:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from contract import env
 from contract.child import python_command
 from contract.errors import UserError
 from orchestrator.run.cluster import resolve_address, validate_storage
@@ -99,7 +100,7 @@ def submit_detached(file: str | Path, db_url: str, address: str | None, storage:
     url = check_db_url(db_url)
     where = validate_storage(storage)
     client = client or job_client(address)
-    python = os.environ.get(JOB_PYTHON_ENV, "python")
+    python = env.text(JOB_PYTHON_ENV)
     workdir = Path(tempfile.mkdtemp(prefix="gsjob"))
     try:
         shutil.copy(plan.path, workdir / plan.path.name)

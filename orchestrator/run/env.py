@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 from pathlib import Path
@@ -21,7 +20,7 @@ LAUNCHER_VARS = ("MASTER_PORT", "MASTER_ADDR", "RANK", "WORLD_SIZE", "LOCAL_RANK
 # Copied from the driver into the workers' runtime_env when set.
 PASS_THROUGH = ("DS_ACCELERATOR", "TORCH_EXTENSIONS_DIR", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE",
                 "HF_HOME", "TOKENIZERS_PARALLELISM", "GATESWEEP_HEARTBEAT_S",
-                "GATESWEEP_FLUSH_S", "PYTHONPATH")
+                "PYTHONPATH")
 
 
 def default_extensions_dir() -> str:
@@ -63,26 +62,6 @@ def prepare_trial_env() -> None:
         import torch
 
         os.environ["DS_ACCELERATOR"] = "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def float_env(name: str, default: float, *, minimum: float = 0.0, above: bool = False
-              ) -> float:
-    """THE rule for a number of seconds in an environment variable: unset or '' -> ``default``;
-    else a finite number >= ``minimum`` (> with ``above``). Text, NaN, inf or a value below
-    the bound is a ValueError naming the variable: NaN compared false with every bound, so a
-    retry loop waiting for ``nan`` seconds spun without sleeping or giving up."""
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    bound = f"{'>' if above else '>='} {minimum:g}"
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value < minimum or (above and value == minimum):
-        raise ValueError(f"environment variable {name}={raw!r}: expected a finite number of "
-                         f"seconds {bound}")
-    return value
 
 
 def _dist_initialized() -> bool:

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from ray.tune import Callback
 
 import results_db
+from contract import env
 from contract.config import Resources
 from contract.errors import Interrupted, UserError
 from contract.states import CANCELLABLE, RunStatus, stale_after_s
@@ -95,12 +96,10 @@ class Options:
     say: Callable[[str], None] = print  # one line to the user (skips, deaths, waits)
     # Reusing trial processes skips worker start + torch/DeepSpeed import per trial (smoke
     # sweep: 34 s instead of 60 s on 2 cores). GATESWEEP_REUSE_ACTORS=0 turns it off.
-    reuse_actors: bool = field(
-        default_factory=lambda: os.environ.get("GATESWEEP_REUSE_ACTORS", "1") != "0")
+    reuse_actors: bool = field(default_factory=lambda: env.flag("GATESWEEP_REUSE_ACTORS"))
     extra_env: dict[str, str] = field(default_factory=dict)
     # Tune's per-trial result.json / progress.csv (tune_file_loggers): off unless asked for
-    tune_files: bool = field(
-        default_factory=lambda: os.environ.get("GATESWEEP_TUNE_FILES", "0") == "1")
+    tune_files: bool = field(default_factory=lambda: env.flag("GATESWEEP_TUNE_FILES"))
 
 
 def tune_file_loggers(on: bool) -> list[Callback]:
@@ -125,16 +124,16 @@ def ray_session(address: str | None, extra_env: dict[str, str] | None = None) ->
     import ray
 
     driver_defaults()
-    env = {**worker_env_vars(), **(extra_env or {})}
+    env_vars = {**worker_env_vars(), **(extra_env or {})}
     address = resolve_address(address)
     tmp = None
     try:
         if address:
-            ray.init(address=address, runtime_env={"env_vars": env}, log_to_driver=False)
+            ray.init(address=address, runtime_env={"env_vars": env_vars}, log_to_driver=False)
         else:
             tmp = tempfile.mkdtemp(prefix="gsray", dir="/tmp")
             ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=False, _temp_dir=tmp,
-                     runtime_env={"env_vars": env}, log_to_driver=False,
+                     runtime_env={"env_vars": env_vars}, log_to_driver=False,
                      configure_logging=False)
     except Exception as exc:  # noqa: BLE001 - turn any start failure into one sentence
         if tmp:
@@ -145,7 +144,7 @@ def ray_session(address: str | None, extra_env: dict[str, str] | None = None) ->
         yield
     finally:
         ray.shutdown()
-        if tmp and not os.environ.get("GATESWEEP_KEEP_RAY_TMP"):
+        if tmp and not env.flag("GATESWEEP_KEEP_RAY_TMP"):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -198,7 +197,8 @@ def execute(jobs: list[TrialJob], opts: Options) -> dict[int, str]:
     opts.db_url = absolute_db_url(opts.db_url)
     hb, wait_s = heartbeat_interval(), db_wait_s()
     jobs = [replace(j, db_url=opts.db_url, owner=opts.owner, retries=opts.retries,
-                    heartbeat_s=hb, db_wait_s=wait_s) for j in jobs]
+                    heartbeat_s=hb, flush_s=env.seconds("GATESWEEP_FLUSH_S"), db_wait_s=wait_s)
+            for j in jobs]
     db = results_db.open(opts.db_url)
     ids = [j.run_id for j in jobs]
     outage = OutageState(wait_s=wait_s)

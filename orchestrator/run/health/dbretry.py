@@ -19,12 +19,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from orchestrator.run.env import float_env
+from contract import env
 from results_db import DBUnavailable
 
 T = TypeVar("T")
 DB_WAIT_ENV = "GATESWEEP_DB_WAIT_S"
-DEFAULT_DB_WAIT_S = 300.0
 FIRST_BACKOFF_S, MAX_BACKOFF_S = 0.5, 10.0
 
 
@@ -34,8 +33,8 @@ class DBOutage(DBUnavailable):
 
 
 def db_wait_s() -> float:
-    """GATESWEEP_DB_WAIT_S (seconds >= 0; 0: do not wait), default 300."""
-    return float_env(DB_WAIT_ENV, DEFAULT_DB_WAIT_S, minimum=0.0)
+    """GATESWEEP_DB_WAIT_S (seconds >= 0; 0: do not wait), default 300 (contract/env.py)."""
+    return env.seconds(DB_WAIT_ENV)
 
 
 def with_db_retry(fn: Callable[[], T], what: str, wait_s: float,

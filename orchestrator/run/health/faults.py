@@ -24,9 +24,9 @@ the message text, because the error often reaches us as a string (Tune's error f
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
+from contract import env
 from contract.states import FaultClass
 
 RETRY_CODE_ERRORS_ENV = "GATESWEEP_RETRY_CODE_ERRORS"
@@ -159,11 +159,7 @@ class RetryPolicy:
 
     @classmethod
     def from_env(cls, retries: int) -> RetryPolicy:
-        raw = os.environ.get(RETRY_CODE_ERRORS_ENV, "0").strip().lower()
-        if raw not in ("0", "1", "true", "false", "yes", "no", ""):
-            raise ValueError(f"environment variable {RETRY_CODE_ERRORS_ENV}={raw!r}: "
-                             "expected 0 or 1")
-        return cls(retries=retries, retry_code_errors=raw in ("1", "true", "yes"))
+        return cls(retries=retries, retry_code_errors=env.flag(RETRY_CODE_ERRORS_ENV))
 
 
 def should_retry(exc: BaseException | None = None, text: str = "",

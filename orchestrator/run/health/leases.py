@@ -29,9 +29,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from contract.states import MAX_SILENT_S, RunStatus, stale_after_s
+from contract import env
+from contract.states import RunStatus, stale_after_s
 from orchestrator.run.cluster import parse_host_label
-from orchestrator.run.env import float_env
 from orchestrator.run.health.dbretry import OutageState
 from orchestrator.run.health.faults import Fault
 from orchestrator.run.health.frozen_writer import FrozenWriterWatch
@@ -48,7 +48,7 @@ MAX_SILENT_S_ENV = "GATESWEEP_MAX_SILENT_S"
 def max_silent_s() -> float:
     """GATESWEEP_MAX_SILENT_S, default contract.states.MAX_SILENT_S: how long a silent attempt
     whose process still uses CPU is waited for before it counts as hung."""
-    return float_env(MAX_SILENT_S_ENV, MAX_SILENT_S, minimum=0.0)
+    return env.seconds(MAX_SILENT_S_ENV)
 
 
 def node_fault(host: str, grace_s: float = 0.0) -> Fault:

@@ -17,12 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contract import env
 from contract.config import RunSpec
 from contract.states import DEFAULT_HEARTBEAT_S
-from orchestrator.run.env import float_env
-
-HEARTBEAT_S_ENV = "GATESWEEP_HEARTBEAT_S"
-FLUSH_S_ENV = "GATESWEEP_FLUSH_S"
 
 
 def driver_owner(kind: str = "submit") -> str:
@@ -32,7 +29,7 @@ def driver_owner(kind: str = "submit") -> str:
 
 def heartbeat_interval() -> float:
     """GATESWEEP_HEARTBEAT_S, default contract.states.DEFAULT_HEARTBEAT_S (5 s)."""
-    return float_env(HEARTBEAT_S_ENV, DEFAULT_HEARTBEAT_S, minimum=0.0, above=True)
+    return env.seconds("GATESWEEP_HEARTBEAT_S")
 
 
 @dataclass(frozen=True)
