@@ -33,6 +33,7 @@ from results_db.analysis.bestlr import NO_BEST_LR, ladders
 from results_db.analysis.compare import match_axes
 from results_db.analysis.multiplicity import HOLM, NONE, rule_text
 from results_db.analysis.stability import lr_text
+from results_db.analysis.untuned import judge
 from results_db.analysis.verdict import BETTER, WORSE
 from results_db.schema.vocab import DIMENSIONS, GATE_DIMENSIONS
 
@@ -155,24 +156,40 @@ class Findings:
 
 
 def tuned_lrs(board: pl.DataFrame, values: pl.DataFrame, higher: bool,
-              baseline: str | None) -> dict[str, tuple[float, bool]]:
-    """{baseline ladder key: (its tuned LR, whether that was a choice between >= 2 LRs)}: the
-    LR of its best mean over all seeds where no seed diverged (bestlr.Ladder.pick)."""
+              baseline: str | None) -> dict[str, tuple[float, bool, float]]:
+    """{baseline ladder key: (the LR question 1 reads at, whether the baseline had >= 2 LRs
+    to choose from, its best LR)}. The best LR is the LR of its best mean over all seeds where
+    no seed diverged (bestlr.Ladder.pick). Question 1 reads at the best LR, or at another LR
+    where the baseline is tuned too -- not worse than at its best beyond noise
+    (untuned.judge) -- when more of the sweep's variant rows ran there: the same
+    hyper-parameters for as many variants as the design allows, chosen by the baseline's data
+    and the design, never by a variant's result."""
     import polars as pl
 
     if baseline is None or board.is_empty() or not board["is_baseline"].any():
         return {}
-    found, _, _ = ladders(board, values, baseline)
+    found, base_of, _ = ladders(board, values, baseline)
+    ran: dict[tuple[str, float], int] = {}
+    for key, lr, own in board.select(pl.col("lr_group_key").cast(pl.String), "lr",
+                                     "is_baseline").iter_rows():
+        b = base_of.get(key) if not own else None
+        if b is not None and lr is not None:
+            ran[(b, float(lr))] = ran.get((b, float(lr)), 0) + 1
     out = {}
     for key in board.filter(pl.col("is_baseline"))["lr_group_key"].cast(pl.String).unique():
         ladder = found.get(key)
         best = ladder.pick(None, higher) if ladder is not None else None
-        if ladder is not None and best is not None:
-            out[key] = (best, len(ladder.lrs) > 1)
+        if ladder is None or best is None:
+            continue
+        tuned = [lr for lr, at in judge(ladder, higher).items()
+                 if not at.untuned and at.worse_pct is not None]
+        pick = max(tuned, key=lambda lr: (ran.get((key, lr), 0), lr == best))
+        out[key] = (pick, len(ladder.lrs) > 1, best)
     return out
 
 
-def at_tuned(board: pl.DataFrame, values: pl.DataFrame, tuned: dict[str, tuple[float, bool]],
+def at_tuned(board: pl.DataFrame, values: pl.DataFrame,
+             tuned: dict[str, tuple[float, bool, float]],
              baseline: str | None) -> list[str]:
     """The group keys of question 1: each baseline ladder at its tuned LR and every variant
     row compared with it at that LR (bestlr.ladders' matching of the other axes)."""
@@ -238,7 +255,8 @@ def _counted(findings: list[Finding], total_what: str) -> str:
     return "; ".join(parts)
 
 
-def same_lr(at: pl.DataFrame, board: pl.DataFrame, tuned: dict[str, tuple[float, bool]],
+def same_lr(at: pl.DataFrame, board: pl.DataFrame,
+            tuned: dict[str, tuple[float, bool, float]],
             metric: str) -> Answer | None:
     """Question 1 over ``at`` (compare() over the runs of the at_tuned groups: its family is
     those rows) and the variants of ``board`` that did not run there."""
@@ -251,10 +269,14 @@ def same_lr(at: pl.DataFrame, board: pl.DataFrame, tuned: dict[str, tuple[float,
     holm = (_holm_thresholds(rows, float(first["family_error"]))
             if first["correction"] == HOLM else {})
     lrs = sorted({v[0] for v in tuned.values()})
-    chosen = all(c for _, c in tuned.values())
+    chosen = all(c for _, c, _ in tuned.values())
     lr_words = ", ".join(lr_text(v) for v in lrs)
+    moved = sorted({best for lr, _, best in tuned.values() if lr != best})
     where = (f"the baseline's tuned LR {lr_words}" if chosen else
              f"the baseline's only LR {lr_words} (not tuned: the baseline ran at one LR)")
+    if chosen and moved:
+        where += (f" (within noise of its best mean at {', '.join(lr_text(v) for v in moved)}"
+                  ", where fewer variants ran)")
     axes = [c for c in match_axes(board, first["baseline"]) if c != "lr"]
     found = []
     for r in rows:
@@ -371,7 +393,7 @@ def stability_answer(st: Stability | None, baseline: str | None, metric: str
                   tuple(found), summary + ".")
 
 
-def scale_answer(sc: Scaling | None, tuned: dict[str, tuple[float, bool]],
+def scale_answer(sc: Scaling | None, tuned: dict[str, tuple[float, bool, float]],
                  axes: list[str]) -> Answer | None:
     """Question 4: the across-sizes trend (x = parameters when the sizes differ in it, else
     training FLOPs) of each variant at the baseline's tuned LR."""
@@ -406,7 +428,7 @@ def scale_answer(sc: Scaling | None, tuned: dict[str, tuple[float, bool]],
 
 
 def findings(sweep: str, metric: str, baseline: str | None, board: pl.DataFrame,
-             at: pl.DataFrame, tuned: dict[str, tuple[float, bool]], bvb: pl.DataFrame,
+             at: pl.DataFrame, tuned: dict[str, tuple[float, bool, float]], bvb: pl.DataFrame,
              st: Stability | None, sc: Scaling | None, st_metric: str) -> Findings:
     """The answers (module docstring) from the frames api.AnalysisMixin.findings computes."""
     if board.is_empty():

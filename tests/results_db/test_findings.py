@@ -158,3 +158,28 @@ def test_no_runs_and_no_baseline_are_said(tmp_path: Path) -> None:
         f = d.findings("nope")
     assert f.answers == () and f.lines() == ["Sweep nope:",
                                              "No finished runs with a val/ppl value yet."]
+
+
+@pytest.mark.parametrize("base_1e2, reads_at", [
+    ((7.25, 6.9, 7.5), 1e-2),  # within noise of the best mean (3e-3): where kv_x2 ran too
+    ((8.0, 8.1, 8.2), 3e-3),  # worse beyond noise: untuned, question 1 stays at the best
+])
+def test_question_one_reads_where_the_baseline_is_tuned_and_most_variants_ran(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, base_1e2: tuple[float, ...],
+        reads_at: float) -> None:
+    """The baseline's best mean is at 3e-3; at 1e-2 it is within noise of it, and kv_x2 ran
+    only there. Question 1 reads all variants at 1e-2 and says why; when the baseline is
+    worse beyond noise at 1e-2, it reads at 3e-3 and kv_x2 answers nothing."""
+    ppl = {**PPL, ("baseline", 3e-3): (7.2, 7.1, 7.3), ("baseline", 1e-2): base_1e2}
+    monkeypatch.setattr(findings_db, "PPL", ppl)
+    d = results_db.open(f"sqlite:///{tmp_path / 'f.db'}")
+    findings_db.build(d)
+    q1 = d.findings(SWEEP).answer(SAME_LR)
+    assert q1 is not None
+    assert q1.condition.startswith(f"val/ppl, LR {'1e-2' if reads_at == 1e-2 else '3e-3'}")
+    kv = _by(q1, "kv_x2")
+    if reads_at == 1e-2:
+        assert kv.verdict != NOT_RUN_THERE and "within noise of its best mean at 3e-3" in \
+            q1.summary
+    else:
+        assert kv.verdict == NOT_RUN_THERE and "within noise" not in q1.summary
