@@ -15,6 +15,7 @@ import altair as alt
 import numpy as np
 import polars as pl
 
+from dashboard import jsontext
 from dashboard.curvedata import colour_order
 from dashboard.palette import scale
 from dashboard.tables import fmt_verdict
@@ -66,13 +67,23 @@ def layer_index(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+HISTOGRAM_CHARS = 10_000_000  # a histogram per layer of a few hundred bins: well under
+HISTOGRAM_DEPTH = 4  # {"layers": [{"edges": [...]}]}
+
+
 def parse_histogram(data: Any) -> list[tuple[str, list[float], list[float]]]:
     """A gate_histogram artifact -> [(label, edges, counts)].
 
     Accepts the trainer's {"edges": [...], "layers": {"layer_i": [counts]}} (shared edges),
     {"edges"|"bins": [...], "counts": [...]}, or per-layer nestings {"layers": [{...}]} /
-    {"layer_i": {...}}; anything else yields [] (shown as "no histogram").
+    {"layer_i": {...}}, or one of these as the JSON text the DB holds (parsed within bounds);
+    anything else yields [] (shown as "no histogram").
     """
+    if isinstance(data, str):
+        try:
+            data = jsontext.loads(data, max_chars=HISTOGRAM_CHARS, max_depth=HISTOGRAM_DEPTH)
+        except ValueError:
+            return []
     if isinstance(data, Mapping):
         edges = data.get("edges", data.get("bins"))
         counts = data.get("counts")
@@ -270,10 +281,10 @@ LEGEND_ROW_PX = 30  # one bottom-legend row as drawn (measured: ~30 px); show_ch
 
 # The LR legend of a line with points: a line sample, so its entries show their dash (the
 # point overlay made Vega draw each entry as the same dot, and the LRs could not be told apart).
-# Two columns: bottom legends sit side by side, and a one-row LR legend beside the variants'
-# ran off a half-width chart.
+# Above the plot, two columns: bottom legends sit side by side, and the LR legend beside the
+# variants' ran off a half-width chart at 1280 px; alone in its row it fits.
 DASH_LEGEND_COLUMNS = 2
-DASH_LEGEND = alt.Legend(orient="bottom", title="lr", symbolType="stroke", symbolSize=400,
+DASH_LEGEND = alt.Legend(orient="top", title="lr", symbolType="stroke", symbolSize=400,
                          symbolStrokeWidth=2, symbolStrokeColor="#333",
                          columns=DASH_LEGEND_COLUMNS)
 
@@ -321,9 +332,15 @@ def histograms(rows: list[dict[str, Any]], colors: dict[str, str]) -> alt.FacetC
         color=alt.Color("variant:N", legend=None, scale=_vscale(
             colors, pl.DataFrame({"variant": [r["variant"] for r in rows]}))),
         tooltip=["row", "lo", "hi", alt.Tooltip("frac:Q", format=".3f")]).properties(
-        width=220, height=140).facet(facet=alt.Facet("row:N", title=None,
-                                                     header=alt.Header(labelLimit=0)),
-                                     columns=4).resolve_scale(x="independent", y="independent"))
+        width=HIST_PANEL_PX, height=140).facet(facet=alt.Facet("row:N", title=None,
+                                                               header=alt.Header(labelLimit=0)),
+                                               columns=HIST_COLUMNS).resolve_scale(
+                                                   x="independent", y="independent"))
+
+
+# a facet grid has a fixed width: 4 panels of 220 px (1,212 px with their axes) ran past the
+# page at 1280 px with the sidebar open; 3 of 200 px fit it (~800 px)
+HIST_COLUMNS, HIST_PANEL_PX = 3, 200
 
 
 VS_LR_LEGEND_COLUMNS = 1

@@ -271,12 +271,10 @@ def metrics(url: str, run_ids: tuple[int, ...], names: tuple[str, ...],
             max_points: int) -> pl.DataFrame:
     """Time series (run_id, name, step, value), downsampled in the DB to ``max_points`` each
     (from the metric rollup where its blocks fit: results_db/read/downsample.py)."""
-    empty = pl.DataFrame(schema={"run_id": pl.Int64, "name": pl.String, "step": pl.Int64,
-                                 "value": pl.Float64})
     if not run_ids or not names:
-        return empty
-    got = open_db(url).curves(list(run_ids), list(names), max_points)
-    return got if got.height else empty  # runs that logged nothing yet: typed, not Null
+        return pl.DataFrame(schema={"run_id": pl.Int64, "name": pl.String, "step": pl.Int64,
+                                    "value": pl.Float64})
+    return open_db(url).curves(list(run_ids), list(names), max_points)
 
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)

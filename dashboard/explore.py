@@ -90,6 +90,23 @@ def config_keys(table: pl.DataFrame, metric: str) -> list[str]:
     return sorted(keys, key=rank)
 
 
+def short_names(keys: Sequence[str]) -> list[str]:
+    """Each key as an axis names it: its last dotted part ('train.lr' -> 'lr',
+    'model.gates.0.position' -> 'position'), more parts where two would read the same; seven
+    full keys side by side overlapped at 1280 px and Vega hid three of them."""
+    def tail(k: str, n: int) -> str:
+        return ".".join(k.split(".")[-n:])
+    depth = dict.fromkeys(keys, 1)
+    while True:
+        names = [tail(k, depth[k]) for k in keys]
+        clash = {k for k, n in zip(keys, names, strict=True) if names.count(n) > 1
+                 and tail(k, depth[k]) != k}
+        if not clash:
+            return names
+        for k in clash:
+            depth[k] += 1
+
+
 def default_pair(table: pl.DataFrame) -> list[int]:
     """Two runs worth diffing by default: the first run and the first of another variant
     (two seeds of one variant differ only by their seed)."""

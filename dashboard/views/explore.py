@@ -144,11 +144,11 @@ def parallel_chart(frame: pl.DataFrame, axes: list[str], rects: pl.DataFrame,
     span one axis), each axis labelled with its key; kept runs in their variant's colour,
     the others grey; the brushes in force as shaded boxes."""
     n = len(axes)
-    names = json.dumps(list(axes))
+    names = json.dumps(explore.short_names(axes))  # the full key: the axis rule's tooltip
     x = alt.X("order:Q", title=None, scale=alt.Scale(domain=[-0.25, n - 0.4]),
               axis=alt.Axis(values=list(range(n)), labelExpr=f"{names}[datum.value]",
                             orient="top", grid=False, labelAngle=0, labelLimit=160,
-                            domain=False, ticks=False))
+                            labelOverlap=False, domain=False, ticks=False))
     y = alt.Y("pos:Q", axis=None, scale=alt.Scale(domain=[-0.05, 1.05]))
     shown = frame["variant"].unique().to_list()
     color = alt.condition("datum.kept", alt.Color("variant:N", scale=palette.scale(

@@ -102,7 +102,17 @@ def display_frame(board: pl.DataFrame, url_of: dict[str, str] | None = None,
             row[c.removeprefix("gate_")] = "–" if v is None else \
                 (fmt_lr(v) if c == "lr" else str(v))
         rows.append(row)
-    return pl.DataFrame(rows) if rows else pl.DataFrame(schema={"variant": pl.String})
+    if not rows:
+        return pl.DataFrame(schema={"variant": pl.String})
+    frame = pl.DataFrame(rows)
+    # what a reader needs on a laptop's first screen: the row, its LR, Δ with its CI and
+    # verdict, and its cost; the rest after (the grid scrolls sideways)
+    first = [c for c in (*FIRST_COLUMNS[:5], "lr", *FIRST_COLUMNS[5:], *(cost or {}))
+             if c in frame.columns]
+    return frame.select([*first, *[c for c in frame.columns if c not in first]])
+
+
+FIRST_COLUMNS = ("rank", "variant", "mean ± std", "n", "Δ% [95% CI]", "verdict")
 
 
 def _seeds_for_delta(r: dict) -> str:

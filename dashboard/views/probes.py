@@ -115,10 +115,12 @@ def render(url: str, sweep: str) -> None:  # app.py: these pages need a sweep
                 st.caption(f"No `{metric}/layer_i` summaries for these variants.")
                 continue
             wide = len(picked) > STACK_ABOVE  # one full-width chart per probe
-            ncol = 6 if wide else 2
-            n = frame["variant"].n_unique()
+            ncol = 6 if wide else 1  # a third of the page at 1280 px: one name a row
+            n, lrs = frame["variant"].n_unique(), frame["lr"].n_unique()
+            rows = charts.legend_rows(n, ncol) + (  # the LR legend has a row of its own
+                charts.legend_rows(lrs, charts.DASH_LEGEND_COLUMNS) if lrs > 1 else 0)
             show_chart(charts.per_layer(frame, metric, colors, log_y=metric in LOG_SCALE,
                                         legend_columns=ncol),
-                       extra=70 + charts.LEGEND_ROW_PX * charts.legend_rows(n, ncol))
+                       extra=70 + charts.LEGEND_ROW_PX * rows)
     st.subheader("Gate score histograms")
     _histograms(url, runs, picked, colors)

@@ -101,9 +101,9 @@ def legend_px(points: pl.DataFrame) -> int:
     sizes), so none is cut off (show_chart's ``extra``)."""
     rows = chart_rows(points)
     lrs = rows["lr"].n_unique()
-    n = max(legend_rows(rows["variant"].n_unique(), LEGEND_COLUMNS),
-            legend_rows(lrs, DASH_LEGEND_COLUMNS) if lrs > 1 else 0) \
-        + (rows["size"].n_unique() > 1)
+    n = legend_rows(rows["variant"].n_unique(), LEGEND_COLUMNS) \
+        + (legend_rows(lrs, DASH_LEGEND_COLUMNS) if lrs > 1 else 0) \
+        + (rows["size"].n_unique() > 1)  # the LRs above the plot, the rest below
     return 70 + LEGEND_ROW_PX * n
 
 

@@ -97,3 +97,9 @@ def test_curves_link_values_of_the_wrong_kind_fall_back(db_url: str,
     assert list(at.multiselect(key="cv_names").value) == ["train/loss", "val/loss"]
     assert at.selectbox(key="cv_group").value == "lr"  # a good value is taken
     assert any(c.value.startswith("Grouped by lr") for c in at.caption)
+
+
+def test_axis_names_are_short_and_distinct() -> None:
+    keys = ["variant", "train.lr", "model.gates.0.position", "data.seed", "train.seed", "seed"]
+    assert explore.short_names(keys) == ["variant", "lr", "position", "data.seed",
+                                         "train.seed", "seed"]

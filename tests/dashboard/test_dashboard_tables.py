@@ -296,3 +296,12 @@ def test_huge_numbers_use_exponent_notation() -> None:
 
     assert fmt_num(70828182313633628160.0) == "7.08e+19"
     assert fmt_num(1053.0) == "1053"
+
+
+def test_a_histogram_stored_as_json_text_is_parsed_within_bounds() -> None:
+    """The DB hands an artifact's data back as its JSON text: parsed (bounded), not dropped;
+    text that is not a histogram, or nests 5,000 deep, is no histogram."""
+    text = '{"edges": [0.0, 0.5, 1.0], "counts": [3, 1]}'
+    assert charts.parse_histogram(text) == [("all", [0.0, 0.5, 1.0], [3.0, 1.0])]
+    assert charts.parse_histogram("[" * 5000 + "]" * 5000) == []
+    assert charts.parse_histogram("{not json") == []

@@ -105,16 +105,16 @@ def test_overview_shows_live_runs(served, tmp_path: Path) -> None:
 
 def test_leaderboard_verdicts_and_cis(served, tmp_path: Path) -> None:
     db = results_db.open(served[2], readonly=True)
-    shot = _capture(served, tmp_path, "Leaderboard", "demo", "beat the baseline",
+    shot = _capture(served, tmp_path, "Leaderboard", "demo", "Multiplicity correction",
                     "dashboard-leaderboard.png")
     assert "Leaderboard — demo" in shot.text
-    assert db.verdict_summary("demo") in shot.text
+    assert db.findings("demo").lines()[0] in shot.text  # the answers first, as the CLI
     assert "Δ val/ppl vs baseline (%), 95 % CI" in shot.text  # the dot plot's axis
     _no_empty_chart(shot, 1)  # the Δ ± CI dot plot
     assert "n = 1" not in shot.text
-    lr = _capture(served, tmp_path, "Leaderboard", "demo-lr", "beat the baseline",
+    lr = _capture(served, tmp_path, "Leaderboard", "demo-lr", "Multiplicity correction",
                   "dashboard-leaderboard-lr.png")
-    assert db.verdict_summary("demo-lr") in lr.text
+    assert db.findings("demo-lr").lines()[0] in lr.text
     assert "n = 1: no error bar" in lr.text
 
 
@@ -297,7 +297,7 @@ def test_leaderboard_words_colours_and_tables(served, tmp_path: Path) -> None:
     observed Δ; 22.8: each variant in its palette colour (as on every other page), never a
     verdict hue; 22.9: 16 rows drawn without a 10-row clip, the metric list quality first."""
     colors = palette.colors([v.name for v in sample.SAMPLE], "baseline")
-    shot = _capture(served, tmp_path, "Leaderboard", "demo", "beat the baseline",
+    shot = _capture(served, tmp_path, "Leaderboard", "demo", "Multiplicity correction",
                     "dashboard-leaderboard-demo.png")
     labels = shot.detail[0]["texts"]
     needs = [t for t in labels if t.startswith("needs >=")]
@@ -309,14 +309,14 @@ def test_leaderboard_words_colours_and_tables(served, tmp_path: Path) -> None:
                       "dashboard-curves-demo.png", height=1400)
     for d in curves.detail:  # the same variant, the same colour, page to page
         assert all(c == [colors[v]] for v, c in d["colours"].items()), d["colours"]
-    wide = _capture(served, tmp_path, "Leaderboard", sample.WIDE_SWEEP, "beat the baseline",
+    wide = _capture(served, tmp_path, "Leaderboard", sample.WIDE_SWEEP, "Multiplicity correction",
                     "dashboard-leaderboard-wide.png", height=1600)
     assert wide.tables[0] >= 38 + 35 * 16  # header + 16 rows, not 10 and a scrollbar
     base, b, url = served
     p = b.new_page(viewport={"width": 1600, "height": 1000})
     try:
         p.goto(screenshot.page_url(base, "Leaderboard", "demo"), wait_until="domcontentloaded")
-        p.get_by_text("beat the baseline", exact=False).first.wait_for(timeout=60_000)
+        p.get_by_text("Multiplicity correction", exact=False).first.wait_for(timeout=60_000)
         p.locator("[data-testid=stSelectbox]").filter(has_text="Metric").first.click()
         p.locator("[role=option]").first.wait_for(timeout=20_000)
         shown = [t.strip() for t in p.locator("[role=option]").all_inner_texts()]
@@ -516,7 +516,7 @@ def test_leaderboard_verdict_labels_end_inside_the_chart(served) -> None:
     try:
         p.goto(screenshot.page_url(base, "Leaderboard", report_db.SWEEP),
                wait_until="domcontentloaded")
-        p.get_by_text("beat the baseline", exact=False).first.wait_for(timeout=60_000)
+        p.get_by_text("Multiplicity correction", exact=False).first.wait_for(timeout=60_000)
         p.wait_for_function("() => document.querySelectorAll("
                             "'[data-testid=stVegaLiteChart] svg g.mark-text text').length > 0",
                             timeout=40_000)
@@ -746,3 +746,52 @@ def test_curves_view_in_the_url_and_grouped_by_a_config_key(served) -> None:
         assert not [k for k in _query(p) if k.startswith("cv_")], p.url
     finally:
         p.close()
+
+
+# every page once at a laptop's 1280 x 800 (the sidebar open): (page, sweep, text it shows)
+SMALL = [("Answers", report_db.SWEEP, "Answers"), ("Overview", report_db.SWEEP, "Sweeps"),
+         ("Leaderboard", report_db.SWEEP, "Multiplicity correction"),
+         ("LR stability", report_db.SWEEP, "Max stable LR rule"),
+         ("Ablation tables", report_db.SWEEP, "Ablation tables"),
+         ("Scaling", report_db.SWEEP, "Δ vs tokens"), ("Curves", report_db.SWEEP, "training loss"),
+         ("Probes", sample.SWEEP, "Gate score histograms"),
+         ("Probes", sample.LR_SWEEP, "Gate score histograms"),
+         ("Explore", report_db.SWEEP, "Config diff"), ("Run detail", report_db.SWEEP, "Attempts")]
+# the parallel chart's axis names as drawn: visible (not hidden for overlap), in full
+_AXIS_NAMES_JS = """() => {
+  const svg = document.querySelectorAll('[data-testid=stVegaLiteChart]')[0].querySelector('svg');
+  return Array.from(svg.querySelectorAll('g.role-axis-label text'))
+    .filter(t => getComputedStyle(t).opacity !== '0' && t.getAttribute('opacity') !== '0')
+    .map(t => t.textContent);
+}"""
+# columns a reader needs without scrolling the Leaderboard's grid sideways: the condition of
+# every row (its LR) and what it cost
+LEADERBOARD_FIRST = ("variant", "lr", "Δ% [95% CI]", "verdict", "wall s", "tokens")
+
+
+def test_every_page_fits_1280_by_800(served) -> None:
+    """At 1280 x 800 nothing is cut off: no page scrolls sideways, no chart, legend or label
+    ends past the viewport or its chart, and the Leaderboard shows each row's LR and cost in
+    its grid's first screen (the lr and cost columns were off-screen, the Probes histograms'
+    fourth column and legends, the Scaling LR legends and Explore's axis names were cut)."""
+    base, b, _ = served
+    p = b.new_page(viewport={"width": 1280, "height": 800})
+    cut: dict[str, list[str]] = {}
+    try:
+        for page, sweep, text in SMALL:
+            screenshot.open_settled(p, screenshot.page_url(base, page, sweep), text, 60_000)
+            if found := screenshot.overflow(p):
+                cut[f"{page} ({sweep})"] = found
+            if page == "Explore":  # every axis named in full (Vega hides labels that overlap)
+                named = p.evaluate(_AXIS_NAMES_JS)
+                axes = list(p.evaluate(_AXIS_RULES_JS)["rules"])
+                if len(named) != len(axes) or not all(
+                        a.endswith(n) for n, a in zip(named, axes, strict=True)):
+                    cut["Explore axes"] = [f"named {named}, axes {axes}"]
+            if page == "Leaderboard":
+                shown = screenshot.grid_headers(p)[0]
+                if missing := [c for c in LEADERBOARD_FIRST if c not in shown]:
+                    cut["Leaderboard grid"] = [f"off-screen: {missing} (shown: {shown})"]
+    finally:
+        p.close()
+    assert not cut, cut

@@ -235,24 +235,71 @@ def _wait_settled(page: Any, timeout_s: float, quiet_s: float = 1.5) -> None:
         page.wait_for_timeout(250)
 
 
+def open_settled(page: Any, url: str, wait_for: str, timeout_ms: int = 45_000) -> None:
+    """Open ``url`` in ``page`` and wait until ``wait_for`` is visible, the script run is
+    over, the page's elements have settled and its charts are drawn."""
+    page.goto(url, wait_until="domcontentloaded")
+    page.get_by_text(wait_for, exact=False).first.wait_for(state="visible", timeout=timeout_ms)
+    page.wait_for_function(_RUN_OVER_JS, timeout=timeout_ms)  # the script run is over
+    _wait_settled(page, timeout_ms / 1000)
+    # lazily loaded widgets/charts replace their skeletons; best effort, charts below the
+    # fold may keep theirs
+    with contextlib.suppress(Exception):
+        page.wait_for_function(_DRAWN_JS, timeout=20_000)
+    with contextlib.suppress(Exception):
+        page.wait_for_function(_CHARTS_DRAWN_JS, timeout=20_000)
+    page.wait_for_timeout(800)  # vega draws a frame after insertion
+
+
+# What a page cuts off at its viewport's width: the page scrolling sideways; a chart, a legend
+# or an axis/legend label past the viewport or its chart's element (which clips it); a label
+# Vega shortened with an ellipsis (its labelLimit); a static table wider than its box
+_OVERFLOW_JS = """() => {
+  const vw = window.innerWidth, out = [];
+  const se = document.scrollingElement;
+  if (se.scrollWidth > vw + 1) out.push(`page scrolls sideways: ${se.scrollWidth} > ${vw} px`);
+  document.querySelectorAll('[data-testid=stVegaLiteChart]').forEach((el, i) => {
+    const svg = el.querySelector('svg');
+    if (!svg) return;
+    const edge = Math.min(vw, el.getBoundingClientRect().right) + 1;
+    const b = svg.getBoundingClientRect();
+    if (b.right > edge) out.push(`chart ${i} ends at ${Math.round(b.right)} > ${edge} px`);
+    svg.querySelectorAll('g.role-legend').forEach(g => {
+      const r = g.getBoundingClientRect();
+      if (r.right > edge) out.push(`chart ${i}: a legend ends at ${Math.round(r.right)} px`);
+    });
+    svg.querySelectorAll('g.role-axis-label text, g.role-legend-label text, g.role-axis text')
+      .forEach(t => {
+        if (t.textContent.endsWith('\u2026')) out.push(`chart ${i}: '${t.textContent}' cut`);
+      });
+  });
+  document.querySelectorAll('[data-testid=stTable]').forEach((t, i) => {
+    if (t.scrollWidth > t.clientWidth + 1) out.push(`table ${i} scrolls sideways`);
+  });
+  return out;
+}"""
+# each data grid's column headers drawn in its first screen (Glide's accessible headers)
+_GRID_HEADERS_JS = """() => Array.from(document.querySelectorAll('[data-testid=stDataFrame]'))
+  .map(g => Array.from(g.querySelectorAll('[role=columnheader]')).map(h => h.textContent))"""
+
+
+def overflow(page: Any) -> list[str]:
+    """What ``page`` cuts off at its width (_OVERFLOW_JS), one line each; [] when nothing."""
+    return list(page.evaluate(_OVERFLOW_JS))
+
+
+def grid_headers(page: Any) -> list[list[str]]:
+    """Per data grid on ``page``: the column headers its first screen shows."""
+    return list(page.evaluate(_GRID_HEADERS_JS))
+
+
 def capture(b: object, url: str, wait_for: str, out: Path | None, timeout_ms: int = 45_000,
             colors: Sequence[str] = (), height: int = 1000) -> Shot:
     """Open ``url``, wait until ``wait_for`` is visible, screenshot to ``out``; returns the
     page's visible text (the main area), its charts' pixel counts and details (shot_of)."""
     page = b.new_page(viewport={"width": 1500, "height": height})  # type: ignore[attr-defined]
     try:
-        page.goto(url, wait_until="domcontentloaded")
-        page.get_by_text(wait_for, exact=False).first.wait_for(state="visible",
-                                                               timeout=timeout_ms)
-        page.wait_for_function(_RUN_OVER_JS, timeout=timeout_ms)  # the script run is over
-        _wait_settled(page, timeout_ms / 1000)
-        # lazily loaded widgets/charts replace their skeletons; best effort, charts below the
-        # fold may keep theirs
-        with contextlib.suppress(Exception):
-            page.wait_for_function(_DRAWN_JS, timeout=20_000)
-        with contextlib.suppress(Exception):
-            page.wait_for_function(_CHARTS_DRAWN_JS, timeout=20_000)
-        page.wait_for_timeout(800)  # vega draws a frame after insertion
+        open_settled(page, url, wait_for, timeout_ms)
         if out is not None:
             out.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(out), full_page=True)
@@ -269,7 +316,7 @@ def shot_of(page: Any, colors: Sequence[str] = ()) -> Shot:
 
 
 # Text that shows a page is drawn (its first screen), for --wait-for's default
-WAIT_FOR = {"Overview": "Live runs", "Leaderboard": "beat the baseline",
+WAIT_FOR = {"Overview": "Live runs", "Leaderboard": "Multiplicity correction",
             "LR stability": "Max stable LR rule", "Ablation tables": "Different scale",
             "Scaling": "Scaling", "Curves": "training loss", "Probes": "Gate score histograms",
             "Run detail": "Attempts", "Explore": "Config diff", "Decide": "Rule"}
