@@ -7,6 +7,7 @@ would close an import cycle. Nothing here imports them back.
 
 from __future__ import annotations
 
+import datetime as dt
 import sqlite3
 import time
 from collections.abc import Mapping, Sequence
@@ -40,8 +41,6 @@ def frame(engine: Engine, stmt: Any, params: dict[str, Any] | None = None,
 def declared(stmt: Any) -> dict[str, pl.DataType]:
     """{column: polars type} of what a Select declares (int, float, text, bool, datetime);
     SQL text and JSON columns declare nothing here."""
-    import datetime as dt
-
     import polars as pl
 
     kinds: dict[type, pl.DataType] = {int: pl.Int64(), float: pl.Float64(), str: pl.String(),
