@@ -14,6 +14,8 @@ from typing import cast
 import polars as pl
 
 from contract.metrics import TRAIN
+from dashboard.tables import fmt_lr, row_labels
+from results_db.analysis.tdist import t_quantile  # the t rule of every CI shown
 from results_db.schema.vocab import DIMENSIONS
 
 GRID = 200  # common x bins for the seed mean: downsampled runs keep different steps
@@ -61,8 +63,6 @@ def _half_width(band: str) -> pl.Expr:
     se = std / n.cast(pl.Float64).sqrt()
     if band == "se":
         return se
-    from results_db.analysis.tdist import t_quantile  # the t rule of every CI shown
-
     t = n.map_elements(lambda k: t_quantile(0.975, k - 1) if k > 1 else 0.0,
                        return_dtype=pl.Float64)
     return (se * t).fill_nan(0.0)
@@ -123,7 +123,6 @@ def _label(key: str, v: object) -> str:
     if v is None:
         return "–"
     if key == "lr":
-        from dashboard.tables import fmt_lr
         return fmt_lr(float(cast(float, v)))
     return str(v)
 
@@ -131,8 +130,6 @@ def _label(key: str, v: object) -> str:
 def colour_of(runs: pl.DataFrame, key: str, *, by_run: bool) -> dict[str, str]:
     """{series: the value of ``key`` as text}: series are row labels (variant, '@ lr=..' where
     it has several: one config per row up to the seed) or, ``by_run``, run names."""
-    from dashboard.tables import row_labels
-
     rows = runs.with_columns(row_labels(runs))
     col = "name" if by_run else "row"
     first = rows.sort("id").group_by(col, maintain_order=True).first()
