@@ -608,6 +608,7 @@ def _lines(p) -> dict[str, int]:
 
 
 def _drag(p, x: float, y0: float, y1: float) -> None:
+    screenshot.settle(p)  # the chart of the last rerun, not one about to be replaced
     p.mouse.move(x - 25, y0)
     p.mouse.down()
     p.mouse.move(x, (y0 + y1) / 2, steps=5)
@@ -620,7 +621,8 @@ def test_explore_brushing_filters_runs_and_the_link_keeps_it(served) -> None:
     at 3e-2 and 1e-1 are kept; a second drag over the gate position axis's '–' (no gate) keeps
     the runs both brushes keep (AND), the others' lines turn grey, the scatter draws only the
     kept runs, no script error is thrown; both brushes go into the URL, and that URL opened in
-    a new tab draws the same selection (every line, the same ones grey)."""
+    a new tab draws the same selection (every line, the same ones grey). A third brush, on the
+    metric's axis, narrows the selection again."""
     p = _explore(served)
     errors: list[str] = []
     p.on("pageerror", lambda e: errors.append(str(e)))
@@ -643,6 +645,10 @@ def test_explore_brushing_filters_runs_and_the_link_keeps_it(served) -> None:
         dots = p.evaluate(_DOTS_JS)
         link = p.url
         brush = json.loads(_query(p)["ex_brush"])
+        # a third axis: val/ppl's upper quarter (> 8.47) keeps the baseline at 1e-1 only
+        ppl_x = p.evaluate(_AXIS_RULES_JS)["rules"]["val/ppl"]
+        _drag(p, ppl_x, top + 2, top + (bottom - top) * (1.05 - 0.75) / 1.1)
+        p.get_by_text("3 of 57 runs kept", exact=False).first.wait_for(timeout=30_000)
     finally:
         p.close()
     assert not errors, errors

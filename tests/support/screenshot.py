@@ -235,13 +235,19 @@ def _wait_settled(page: Any, timeout_s: float, quiet_s: float = 1.5) -> None:
         page.wait_for_timeout(250)
 
 
+def settle(page: Any, timeout_ms: int = 45_000) -> None:
+    """Until the script run is over and the page's elements stopped changing (a rerun
+    replaces elements after the run: an event sent before then can land on an old one)."""
+    page.wait_for_function(_RUN_OVER_JS, timeout=timeout_ms)
+    _wait_settled(page, timeout_ms / 1000)
+
+
 def open_settled(page: Any, url: str, wait_for: str, timeout_ms: int = 45_000) -> None:
     """Open ``url`` in ``page`` and wait until ``wait_for`` is visible, the script run is
     over, the page's elements have settled and its charts are drawn."""
     page.goto(url, wait_until="domcontentloaded")
     page.get_by_text(wait_for, exact=False).first.wait_for(state="visible", timeout=timeout_ms)
-    page.wait_for_function(_RUN_OVER_JS, timeout=timeout_ms)  # the script run is over
-    _wait_settled(page, timeout_ms / 1000)
+    settle(page, timeout_ms)
     # lazily loaded widgets/charts replace their skeletons; best effort, charts below the
     # fold may keep theirs
     with contextlib.suppress(Exception):
