@@ -38,7 +38,7 @@ from contract.analysis_defaults import MIN_EFFECT
 from contract.states import RunStatus
 from results_db.analysis.compare import _key, match_axes, pct_of_base
 from results_db.analysis.stability import lr_text
-from results_db.analysis.stats import delta_ci, seeds_needed_many
+from results_db.analysis.stats import delta_ci, fmean, seeds_needed_many
 from results_db.analysis.verdict import verdict_expr
 
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ class Ladder:
             vals = [v for s, v in self.values.get(lr, {}).items() if s != without]
             if not vals:
                 continue
-            score = math.fsum(vals) / len(vals) * (-1.0 if higher else 1.0)
+            score = fmean(vals) * (-1.0 if higher else 1.0)
             if best is None or score < best[0]:
                 best = (score, lr)
         return None if best is None else best[1]
@@ -196,7 +196,7 @@ def _compare(x: Ladder, b: Ladder, higher: bool, lr: float | None) -> dict[str, 
     return {**row, "picks": _picks(xat), "baseline_picks": _picks(bat), "n": len(xv),
             "base_n": len(bv), "delta": ci.delta, "ci_low": ci.low, "ci_high": ci.high,
             "ci_method": ci.method, "_spread": ci.spread,
-            "base_mean": math.fsum(bv.values()) / len(bv) if bv else None,
+            "base_mean": fmean(bv.values()) if bv else None,
             "note": "; ".join(left) or None}
 
 
@@ -233,8 +233,9 @@ def _judge(t: pl.DataFrame, higher: bool, min_effect: float) -> pl.DataFrame:
 
     for c, dtype in {**_schema(), "ci_low": pl.Float64, "ci_high": pl.Float64,
                      "base_mean": pl.Float64, "_spread": pl.Float64}.items():
-        if c not in t.columns:
-            t = t.with_columns(pl.lit(None, dtype).alias(c))
+        # a column every row left None is Null-typed: cast it, as a missing one is made
+        t = t.with_columns((pl.col(c).cast(dtype) if c in t.columns else pl.lit(None, dtype))
+                           .alias(c))
     bmean = pl.col("base_mean")
     t = t.with_columns(is_baseline=pl.lit(False), _rel=pl.when(bmean != 0).then(
         pl.col("_spread") / bmean.abs()))

@@ -199,6 +199,10 @@ def compare(runs: pl.DataFrame, info: pl.DataFrame, metric: str, baseline: str |
               & (pl.col("seeds") == pl.col("base_seeds"))).fill_null(False)
     t = t.with_columns(paired=paired)
     t = _ci(t, _paired_diffs(values, ok, t), correction, family_error)
+    # arithmetic past the floats (values near 1e308) is no number: nothing shown, and no
+    # verdict drawn from it ("no data")
+    t = t.with_columns(pl.when(pl.col(c).is_finite()).then(pl.col(c)).alias(c)
+                       for c in ("mean", "base_mean", "delta", "ci_low", "ci_high"))
     t = _judge(t, higher, min_effect, correction, family_error)
     t = t.with_columns(metric=pl.lit(metric), baseline=pl.lit(baseline, pl.String))
     labels = [c for c in groups.columns if c not in ("n", "mean", "std", "seeds", "distinct")]
@@ -244,7 +248,7 @@ def pct_of_base(value: pl.Expr, base_mean: pl.Expr) -> pl.Expr:
     mean keeps the sign of the change and low <= high); null when the baseline mean is 0."""
     import polars as pl
 
-    return pl.when(base_mean != 0).then(100.0 * value / base_mean.abs())
+    return pl.when(base_mean != 0).then(value / base_mean.abs() * 100.0)  # no 100x overflow
 
 
 def seed_deltas(board: pl.DataFrame, values: pl.DataFrame) -> pl.DataFrame:

@@ -28,6 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from results_db.analysis.stats import fmean, sum_sq
+
 if TYPE_CHECKING:
     import polars as pl
 
@@ -42,8 +44,7 @@ class Pairing:
 
 
 def _var(v: Sequence[float]) -> float:
-    m = math.fsum(v) / len(v)
-    return math.fsum((x - m) ** 2 for x in v) / (len(v) - 1)
+    return sum_sq(v, fmean(v)) / (len(v) - 1)
 
 
 def pairing(x: Sequence[float], b: Sequence[float]) -> Pairing:

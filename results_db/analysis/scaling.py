@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING
 
 from contract.analysis_defaults import MIN_EFFECT
 from results_db.analysis.compare import _match
-from results_db.analysis.stats import LEVEL, t_quantile
+from results_db.analysis.stats import LEVEL, fmean, sum_sq, t_quantile
 from results_db.analysis.verdict import BETTER, INCONCLUSIVE, WITHIN, WORSE, interval_verdict
 from results_db.schema.vocab import DIMENSIONS
 
@@ -100,12 +100,12 @@ def _ci(values: Sequence[float]) -> tuple[float | None, float | None, float | No
     """(mean, low, high): the two-sided t-interval over ``values`` (no CI for one); all None
     when the arithmetic leaves the finite floats (no verdict may come from inf/NaN)."""
     n = len(values)
-    mean = math.fsum(values) / n
+    mean = fmean(values)
     if not math.isfinite(mean):
         return None, None, None
     if n < 2:
         return mean, None, None
-    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
+    sd = math.sqrt(sum_sq(values, mean) / (n - 1))
     half = t_quantile(0.5 + LEVEL / 2, n - 1) * sd / math.sqrt(n)
     if not math.isfinite(half):
         return None, None, None

@@ -25,7 +25,7 @@ tests/results_db/test_analysis_vectorised.py checks that the two agree.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -52,14 +52,29 @@ class Described:
     std: float | None  # sample std (ddof=1); None for n < 2
 
 
+def fmean(values: Iterable[float]) -> float:
+    """THE mean of the analysis: math.fsum's exact sum over n; where that sum leaves the
+    floats (values near 1e308) the mean of the scaled values, which does not (fsum raises)."""
+    vals = list(values)
+    try:
+        return math.fsum(vals) / len(vals)
+    except OverflowError:
+        return math.fsum(v / len(vals) for v in vals)
+
+
+def sum_sq(values: Iterable[float], mean: float) -> float:
+    """Sum of squared deviations; inf, never OverflowError (``**`` raises past the floats)."""
+    return math.fsum((v - mean) * (v - mean) for v in values)
+
+
 def describe(values: Sequence[float]) -> Described:
     n = len(values)
     if n == 0:
         return Described(0, None, None)
-    mean = math.fsum(values) / n
+    mean = fmean(values)
     if n < 2:
         return Described(n, mean, None)
-    var = math.fsum((v - mean) ** 2 for v in values) / (n - 1)
+    var = sum_sq(values, mean) / (n - 1)
     return Described(n, mean, math.sqrt(var))
 
 

@@ -25,14 +25,13 @@ Pure Python over bestlr's ladders; api.py puts the column on db.leaderboard.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from results_db.analysis.bestlr import Ladder, ladders
 from results_db.analysis.columns import CONDITION
 from results_db.analysis.stability import lr_text
-from results_db.analysis.stats import delta_ci
+from results_db.analysis.stats import delta_ci, fmean
 from results_db.analysis.verdict import WORSE, interval_verdict
 
 if TYPE_CHECKING:
@@ -73,7 +72,7 @@ def judge(ladder: Ladder, higher: bool) -> dict[float, BaselineAt]:
             continue
         x, b = ladder.values.get(lr, {}), ladder.values[best]
         ci = delta_ci(list(x.values()), list(b.values()), list(x), list(b))
-        ref = math.fsum(b.values()) / len(b)
+        ref = fmean(b.values())
         worse = None
         if ci.delta is not None and ref != 0:
             worse = 100.0 * ci.delta / abs(ref) * (-1.0 if higher else 1.0)
