@@ -196,7 +196,6 @@ def test_detach_builds_the_cluster_command(tmp_path: Path) -> None:
     assert not (tmp_path / "x.db").exists()
 
 
-@pytest.mark.slow
 def _wait_for_job(client: Any, job_id: str, timeout_s: float = 600) -> str:
     """Poll until the job ends; returns its final status name (SUCCEEDED, FAILED, STOPPED)."""
     from ray.job_submission import JobStatus
@@ -210,6 +209,7 @@ def _wait_for_job(client: Any, job_id: str, timeout_s: float = 600) -> str:
     raise TimeoutError(f"Ray job {job_id} still running after {timeout_s:g} s")
 
 
+@pytest.mark.slow
 def test_detached_submit_runs_as_a_ray_job(ray_two_nodes_jobs: TwoNodes, tmp_path: Path
                                            ) -> None:
     """The submitting process exits at once; the cluster finishes the sweep on its own."""
