@@ -7,6 +7,7 @@ button, goes through the orchestrator's rerun path.
   data.py       cached reads of the results DB: the only module that talks to it
   status.py     sweep status as one wide row per sweep
   tables.py     formatting of table cells: numbers, delta with its CI, row labels
+  boardtable.py THE leaderboard as text (Leaderboard page and report)
   scalingtable.py scaling readings with their LR and step (Scaling page and report)
   ablation.py   the paper's ablation layouts for any sweep
   longctx.py    the long-context table (paper Table 5 style)

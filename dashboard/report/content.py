@@ -12,9 +12,11 @@ import polars as pl
 
 from contract.analysis_defaults import METRIC  # the leaderboard's default metric
 from dashboard import ablation, charts, palette
+from dashboard.boardtable import display_frame
 from dashboard.report import answers, runs
 from dashboard.report.model import Block, Report, Section, Table, chart
-from dashboard.tables import fmt_delta_ci, fmt_lr, fmt_mean_std, fmt_verdict, row_labels
+from dashboard.tables import row_labels
+from results_db.analysis.columns import CONDITION
 from results_db.analysis.compare import seed_deltas
 from results_db.schema.vocab import RESULT_STATES
 
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
     from results_db.analysis.stability import Stability
 
 BOARD_COLUMNS = ("rank", "variant", "lr", "n", "mean ± std", "Δ% [95% CI]", "verdict",
-                 "seeds needed")
+                 CONDITION, "seeds for Δ")  # "lr" where the sweep has several
 
 
 def variants(db: ResultsDB, sweep: str, baseline: str | None) -> list[str]:
@@ -64,17 +66,10 @@ def build(db: ResultsDB, sweep: str, metric: str = METRIC) -> Report:
 
 
 def board_frame(board: pl.DataFrame) -> pl.DataFrame:
-    """db.leaderboard as the strings the report shows (the dashboard's formatting)."""
-    rows = [{"rank": "" if r["rank"] is None else str(r["rank"]),
-             "variant": r["row"] + (" (baseline)" if r["is_baseline"] else ""),
-             "lr": fmt_lr(r["lr"]), "n": str(r["n"]),
-             "mean ± std": fmt_mean_std(r["mean"], r["std"]),
-             "Δ% [95% CI]": "–" if r["is_baseline"] else
-             fmt_delta_ci(r["delta_pct"], r["ci_low_pct"], r["ci_high_pct"]),
-             "verdict": fmt_verdict(r["verdict"]),
-             "seeds needed": "–" if r["seeds_needed"] is None else str(r["seeds_needed"])}
-            for r in board.iter_rows(named=True)]
-    return pl.DataFrame(rows, schema=dict.fromkeys(BOARD_COLUMNS, pl.String))
+    """db.leaderboard as the strings the report shows: the dashboard's own frame
+    (dashboard/boardtable.py), the report's columns of it."""
+    shown = display_frame(board)
+    return shown.select(c for c in BOARD_COLUMNS if c in shown.columns)
 
 
 def leaderboard(db: ResultsDB, sweep: str, metric: str, colors: dict[str, str]) -> Section:

@@ -22,32 +22,27 @@ import streamlit as st
 from contract.analysis_defaults import CORRECTION, FAMILY_ERROR, METRIC
 from contract.metrics import PARAMS_TOTAL, TOKENS, WALL_S
 from dashboard import charts, compare, data, palette
+from dashboard.boardtable import display_frame
 from dashboard.mdtext import code, md
 from dashboard.status import STATES, nothing_to_rank, unranked_variants
 from dashboard.tables import (
     apply_filters,
-    fmt_abs_delta_ci,
     fmt_delta_ci,
     fmt_lr,
-    fmt_mean_std,
-    fmt_num,
-    fmt_verdict,
     metric_order,
     row_labels,
 )
 from dashboard.views.common import show_chart, show_rows, table_height, watch
 from dashboard.views.decide import decide_spec
 from dashboard.views.findings import show_lines
-from results_db.analysis.columns import CONDITION, FIRST_STAT
+from results_db.analysis.columns import FIRST_STAT
 from results_db.analysis.compare import seed_deltas as run_deltas
 from results_db.analysis.multiplicity import CORRECTIONS, HOLM, NONE
 from results_db.analysis.summary import board_rule
-from results_db.schema.vocab import RESULT_STATES, higher_is_better, verdict_kind
+from results_db.schema.vocab import RESULT_STATES, higher_is_better
 
 # verdict order of the "by verdict" sort: the conclusions first, the reference, then the rest
 _VERDICT_ORDER = ("better", "baseline", "within noise", "needs", "n = 1", "no data", "worse")
-STATIC_COLUMNS = ("rank", "variant", "runs", "mean ± std", "n", "Δ% [95% CI]", "Δ [95% CI]",
-                  "verdict", CONDITION, "seeds for Δ")
 COST = {WALL_S: "wall s", TOKENS: "tokens"}  # shown beside Δ when the runs report them
 MAX_PARALLEL = 60  # rows drawn as parallel-coordinate lines (as charts.delta_dots' max_rows)
 FLOPS = "FLOPs ≈6NT"  # 6 x params/total x tokens: training compute (forward + backward)
@@ -64,62 +59,6 @@ def verdict_rank(verdict: str | None) -> int:
         if (verdict or "no data").startswith(key):
             return i
     return len(_VERDICT_ORDER)
-
-
-def display_frame(board: pl.DataFrame, url_of: dict[str, str] | None = None,
-                  cost: dict[str, dict[str, float]] | None = None) -> pl.DataFrame:
-    """The ranked frame as the strings shown on the page (and checked by the tests): the
-    static columns, the cost columns (``cost``: {column: {group_key: mean}}), then the
-    dimension columns db.leaderboard reports as varying. "seeds for Δ": seeds per variant
-    that would confirm the *observed* Δ (db.leaderboard's seeds_observed), shown where the
-    verdict is not yet better/worse."""
-    if "row" not in board.columns:
-        board = board.with_columns(row_labels(board))
-    lo = board.columns.index("lr") + 1 if "lr" in board.columns else 2
-    dims = board.columns[lo:board.columns.index(FIRST_STAT)]
-    if "lr" in board.columns and board["lr"].n_unique() > 1:
-        dims = ["lr", *dims]  # every row's LR, also a variant's only one (its condition)
-    rows = []
-    for r in board.iter_rows(named=True):
-        row = {"rank": "" if r["rank"] is None else str(r["rank"]),
-               "variant": r["row"] + (" (baseline)" if r["is_baseline"] else "")}
-        if url_of is not None:
-            row["runs"] = url_of.get(r["group_key"], "")
-        row.update({"mean ± std": fmt_mean_std(r["mean"], r["std"]), "n": str(r["n"]),
-                    "Δ% [95% CI]": "–" if r["is_baseline"] else
-                    fmt_delta_ci(r["delta_pct"], r["ci_low_pct"], r["ci_high_pct"]),
-                    "Δ [95% CI]": "–" if r["is_baseline"] else
-                    fmt_abs_delta_ci(r["delta"], r["ci_low"], r["ci_high"]),
-                    "verdict": fmt_verdict(r["verdict"]),
-                    # the baseline's condition at the row's LR (untuned.py): a "better" vs an
-                    # untuned baseline is a detail, never a headline
-                    CONDITION: r.get(CONDITION) or "–",
-                    "seeds for Δ": _seeds_for_delta(r)})
-        for col, per in (cost or {}).items():
-            row[col] = fmt_num(per.get(r["group_key"]))
-        for c in dims:  # gate_position -> position: narrower, the page says they are gates
-            v = r[c]
-            row[c.removeprefix("gate_")] = "–" if v is None else \
-                (fmt_lr(v) if c == "lr" else str(v))
-        rows.append(row)
-    if not rows:
-        return pl.DataFrame(schema={"variant": pl.String})
-    frame = pl.DataFrame(rows)
-    # what a reader needs on a laptop's first screen: the row, its LR, Δ with its CI and
-    # verdict, and its cost; the rest after (the grid scrolls sideways)
-    first = [c for c in (*FIRST_COLUMNS[:5], "lr", *FIRST_COLUMNS[5:], *(cost or {}))
-             if c in frame.columns]
-    return frame.select([*first, *[c for c in frame.columns if c not in first]])
-
-
-FIRST_COLUMNS = ("rank", "variant", "mean ± std", "n", "Δ% [95% CI]", "verdict")
-
-
-def _seeds_for_delta(r: dict) -> str:
-    k = r.get("seeds_observed")
-    if r["is_baseline"] or k is None or verdict_kind(r["verdict"]) in ("better", "worse"):
-        return "–"
-    return f">= {k}"
 
 
 def _filters(board: pl.DataFrame) -> dict[str, list[str]]:
