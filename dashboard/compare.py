@@ -8,6 +8,7 @@ Pure polars over frames the pages already read (db.leaderboard, the runs, their 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 
 import polars as pl
 
@@ -60,29 +61,39 @@ def axis_positions(col: pl.Series, name: str) -> tuple[list[float], list[str], l
         [True] * len(text)
 
 
-def parallel_frame(board: pl.DataFrame, metric: str) -> pl.DataFrame:
-    """(row, variant, axis, order, pos, label, tick): one polyline per leaderboard row across
-    the swept dimensions that vary, then the metric's mean and Δ% vs baseline; ``tick`` is
-    the label where the axis writes it (a level, or a numeric axis's extremes), else null."""
-    if "row" not in board.columns:
-        board = board.with_columns(row_labels(board))
-    axes = [*dimension_columns(board), "mean", "delta_pct"]
-    names = {"mean": metric, "delta_pct": f"Δ% {metric}"}
+AXIS_SCHEMA = {"axis": pl.String, "order": pl.Int64, "pos": pl.Float64, "label": pl.String,
+               "tick": pl.String}
+
+
+def polylines(table: pl.DataFrame, axes: Sequence[str], ids: Mapping[str, pl.Series],
+              names: Mapping[str, str] | None = None) -> pl.DataFrame:
+    """THE parallel-coordinates builder (the Leaderboard's rows, Explore's runs): one polyline
+    per row of ``table`` across ``axes`` -- the ``ids`` columns, then axis (``names`` or the
+    column), order, pos in [0, 1], label, and tick: the label where the axis writes it (a
+    level, or a numeric axis's extremes), else null."""
     parts = []
     for i, ax in enumerate(axes):
-        pos, labels, written = axis_positions(board[ax], ax)
+        pos, labels, written = axis_positions(table[ax], ax)
         parts.append(pl.DataFrame({
-            "row": board["row"], "variant": board["variant"],
-            "axis": [names.get(ax, ax.removeprefix("gate_"))] * board.height,
-            "order": [i] * board.height, "pos": pos, "label": labels,
+            **ids, "axis": [(names or {}).get(ax, ax)] * table.height,
+            "order": [i] * table.height, "pos": pos, "label": labels,
             "tick": [t if w else None for t, w in zip(labels, written, strict=True)]},
-            schema=PARALLEL_SCHEMA))
-    return pl.concat(parts) if parts else pl.DataFrame(schema=PARALLEL_SCHEMA)
+            schema={**{k: v.dtype for k, v in ids.items()}, **AXIS_SCHEMA}))
+    return pl.concat(parts) if parts else pl.DataFrame(
+        schema={**{k: v.dtype for k, v in ids.items()}, **AXIS_SCHEMA})
 
 
-PARALLEL_SCHEMA = {"row": pl.String, "variant": pl.String, "axis": pl.String,
-                   "order": pl.Int64, "pos": pl.Float64, "label": pl.String,
-                   "tick": pl.String}
+def parallel_frame(board: pl.DataFrame, metric: str) -> pl.DataFrame:
+    """(row, variant, axis, order, pos, label, tick): one polyline per leaderboard row across
+    the swept dimensions that vary, then the metric's mean and Δ% vs baseline."""
+    if "row" not in board.columns:
+        board = board.with_columns(row_labels(board))
+    dims = dimension_columns(board)
+    names = {**{d: d.removeprefix("gate_") for d in dims}, "mean": metric,
+             "delta_pct": f"Δ% {metric}"}
+    return polylines(board, [*dims, "mean", "delta_pct"],
+                     {"row": board["row"].cast(pl.String),
+                      "variant": board["variant"].cast(pl.String)}, names)
 
 
 BEST_VS_BEST = ("variant", "LRs", "its best LR", "baseline's best LR", "judged at",

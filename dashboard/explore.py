@@ -19,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from dashboard.compare import axis_positions, fmt_axis_value, is_log
+from dashboard.compare import fmt_axis_value, is_log, polylines
 from dashboard.configdiff import flatten
 
 VARIANT = "variant"  # not in the RunSpec: the sweep file's row name, a key like any other
@@ -122,21 +122,10 @@ def parallel_runs(table: pl.DataFrame, axes: Sequence[str], kept: Sequence[int]
     """(id, run, variant, kept, axis, order, pos, label, tick): one polyline per run across
     ``axes`` (config keys, then the metric); ``kept``: whether the brushes keep it."""
     keep = set(kept)
-    parts = []
-    for i, ax in enumerate(axes):
-        pos, labels, written = axis_positions(table[ax], ax)
-        parts.append(pl.DataFrame({
-            "id": table["id"], "run": table["name"], "variant": table[VARIANT],
-            "kept": [r in keep for r in table["id"].to_list()], "axis": [ax] * table.height,
-            "order": [i] * table.height, "pos": pos, "label": labels,
-            "tick": [t if w else None for t, w in zip(labels, written, strict=True)]},
-            schema=RUN_PARALLEL_SCHEMA))
-    return pl.concat(parts) if parts else pl.DataFrame(schema=RUN_PARALLEL_SCHEMA)
-
-
-RUN_PARALLEL_SCHEMA = {"id": pl.Int64, "run": pl.String, "variant": pl.String,
-                       "kept": pl.Boolean, "axis": pl.String, "order": pl.Int64,
-                       "pos": pl.Float64, "label": pl.String, "tick": pl.String}
+    return polylines(table, axes, {
+        "id": table["id"].cast(pl.Int64), "run": table["name"].cast(pl.String),
+        "variant": table[VARIANT].cast(pl.String),
+        "kept": pl.Series([r in keep for r in table["id"].to_list()], dtype=pl.Boolean)})
 
 
 def brush_of(table: pl.DataFrame, axis: str, lo: float, hi: float) -> list[Any]:
