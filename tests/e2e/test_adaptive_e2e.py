@@ -87,7 +87,7 @@ def test_killed_adaptive_driver_resumes_the_same_allocation(tmp_path: Path) -> N
         _kill_group(second)
     text = " ".join(out.decode().split())  # rich wraps long lines
     assert second.returncode == 0, text
-    assert "after Holm over 2 rows, family-wise error <= 20 %" in text, text
+    assert "Bonferroni over 2 rows, family-wise error <= 20 %" in text, text  # METHOD
 
     db = results_db.open(url)
     runs = db.runs(with_config=False, columns=["id", "variant", "seed", "group_key", "status"])

@@ -7,6 +7,7 @@ checked fast on a hand-built DB.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import subprocess
@@ -174,7 +175,7 @@ def test_evaluate_adds_a_benchmark_to_the_latest_attempt(submitted: str) -> None
                           f"{row.id} AND name = 'bench/gatesweep_tiny_ppl'")
     assert attributed["attempt_id"].to_list() == [att.id]
     arts = db.artifacts(row.id)
-    (ev,) = arts.filter(arts["kind"] == "evaluation")["data"].to_list()
+    (ev,) = map(json.loads, arts.filter(arts["kind"] == "evaluation")["data"].to_list())
     assert ev["tasks"][0]["task"] == "gatesweep_tiny_ppl" and ev["tasks"][0]["limit"] == 4
     assert _values(db, "bench/gatesweep_tiny_mc") == before  # other numbers untouched
     other = _values(db, "bench/gatesweep_tiny_ppl")
@@ -185,7 +186,7 @@ def test_evaluate_adds_a_benchmark_to_the_latest_attempt(submitted: str) -> None
     res = cli("evaluate", again.name, "--limit", "4", "--db", submitted)
     assert res.returncode == 0, res.stdout + res.stderr
     arts = db.artifacts(again.id)
-    (ev,) = arts.filter(arts["kind"] == "evaluation")["data"].to_list()
+    (ev,) = map(json.loads, arts.filter(arts["kind"] == "evaluation")["data"].to_list())
     assert ev["longctx"] is True and [(b["task"], b["limit"]) for b in ev["tasks"]] == [
         ("gatesweep_tiny_mc", 4), ("gatesweep_tiny_gen", 4)]
     assert {"bench/gatesweep_tiny_mc", "longctx/yarn/4x/ppl"} <= set(ev["summaries"])

@@ -3,6 +3,7 @@ ZeRO-2 over gloo, a real SQLite results DB. Slow: a TorchTrainer start costs ~30
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -154,7 +155,7 @@ def _wait_for_checkpoint_then_rank1_pid(url: str, run_id: int, th: threading.Thr
         if arts.height:
             kinds = arts["kind"].to_list()
             if "checkpoint" in kinds and "workers" in kinds:
-                doc = arts.filter(arts["kind"] == "workers")["data"].to_list()[0]
+                doc = json.loads(arts.filter(arts["kind"] == "workers")["data"].to_list()[0])
                 return int(doc["workers"][1]["pid"])
         time.sleep(0.1)
     raise AssertionError("no checkpoint within 300 s")
@@ -201,7 +202,7 @@ def test_submit_runs_multiworker_and_single_worker_runs_side_by_side(ray_local: 
     two, one = db.run("two_workers-s0"), db.run("one_worker-s0")
     assert two.status == one.status == "succeeded"
     arts = db.artifacts(two.id)
-    doc = arts.filter(arts["kind"] == "workers")["data"].to_list()[0]
+    doc = json.loads(arts.filter(arts["kind"] == "workers")["data"].to_list()[0])
     assert [w["rank"] for w in doc["workers"]] == [0, 1]
     assert len({w["pid"] for w in doc["workers"]}) == 2
     assert "workers" not in db.artifacts(one.id)["kind"].to_list()
