@@ -88,15 +88,20 @@ def _number(v: float | None, fmt: str, unit: str = "") -> str:
 def rows_frame(rows: pl.DataFrame, spec: DecideSpec) -> pl.DataFrame:
     """db.decide_rows as the strings the page shows."""
     scale, unit = _scale(spec)
+    # the change by the one rule of every board (compare.pct_of_base); the interval the
+    # decide rule's own (for a relative margin: of the per-seed relative differences)
+    change = "delta_pct" if spec.relative else "delta"
     out = [{"variant": r["variant"], "lr": fmt_lr(r["lr"]),
             "seeds so far": str(len(r["seeds"] or [])), "paired": str(r["n"]),
-            f"Δ{unit}": "–" if r["mean"] is None else f"{r['mean'] * scale:+.2f}",
+            f"Δ{unit}": "–" if r.get(change) is None else f"{r[change]:+.2f}",
             f"interval{unit}": _interval(r["low"], r["high"], scale),
             "verdict": r["verdict"],
             "state": "undecided" if r["verdict"] == UNDECIDED else "decided",
             "more seeds (about)": "–" if r["more_seeds"] is None else str(r["more_seeds"]),
             PAIR_CORR: _number(r.get("pair_corr"), "+.2f"),
-            SEED_MULTIPLIER: _number(r.get("seed_multiplier"), ".2g", "×")}
+            SEED_MULTIPLIER: _number(r.get("seed_multiplier"), ".2g", "×"),
+            # incomplete pairs, one-sided divergences, a skew the mixture t does not cover
+            "note": r.get("note") or "–"}
            for r in rows.iter_rows(named=True)]
     return pl.DataFrame(out) if out else pl.DataFrame(schema={"variant": pl.String})
 

@@ -92,6 +92,10 @@ def test_decide_page_rows_narrowing_and_budget(url: str) -> None:
         assert table.loc[r["variant"], "seeds so far"] == str(len(r["seeds"]))
         assert table.loc[r["variant"], "interval (%)"] == \
             f"[{100 * r['low']:+.2f}, {100 * r['high']:+.2f}]"
+        # the change by the one rule of every board (compare.pct_of_base), not the mean of
+        # the per-seed ratios the relative test reads
+        assert table.loc[r["variant"], "Δ (%)"] == f"{r['delta_pct']:+.2f}"
+        assert table.loc[r["variant"], "note"] == (r["note"] or "–")
     (said,) = [m.value for m in at.markdown if "1 of 2 rows decided" in m.value]
     # the rule the rows were read by (their ``rule``, as `status` reads it), in its words
     from dashboard.views.decide import rule_words
