@@ -48,14 +48,19 @@ def write(sweep: str, url: str, out: Path, fmt: str, figures: Path | None = None
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m dashboard.report", description=__doc__)
     ap.add_argument("sweep")
-    ap.add_argument("--db", required=True)
+    ap.add_argument("--db", default=None,
+                    help="Results DB URL (default: $GATESWEEP_DB, else sqlite:///results.db; "
+                         "`orchestrator report` passes it there, off the command line)")
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--format", choices=FORMATS, default="html")
     ap.add_argument("--figures", type=Path, default=None,
                     help="Folder for the Markdown figures (default: OUT's stem + _files)")
     args = ap.parse_args(argv)
     try:
-        for path in write(args.sweep, args.db, args.out, args.format, args.figures):
+        from results_db import default_url  # sqlalchemy: only when a report is built
+
+        url = args.db or default_url()
+        for path in write(args.sweep, url, args.out, args.format, args.figures):
             print(path)
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)

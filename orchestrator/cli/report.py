@@ -22,6 +22,7 @@ from contract.child import child_env, python_command
 from contract.errors import UserError
 from orchestrator.cli.app import DbOpt, ReplaceSymlinkOpt, app, db_url, open_sweep, out
 from orchestrator.cli.outfiles import Writer, out_dir, write_files
+from results_db.engine import DB_ENV
 
 FORMATS = {"html": ".html", "markdown": ".md"}
 
@@ -55,10 +56,12 @@ def report(sweep: str, db: DbOpt = None,
     with tempfile.TemporaryDirectory(prefix="gatesweep-report-") as tmp:
         built = Path(tmp) / f"report{FORMATS[format]}"
         figures = Path(tmp) / "figures"
-        cmd = python_command("dashboard.report", sweep, "--db", db_url(db), "--out", str(built),
-                             "--format", format, "--figures", str(figures))
+        # the DB URL (a password, maybe) in the child's environment, not on its command line
+        # (which `ps` shows every user)
+        cmd = python_command("dashboard.report", sweep, "--out", str(built), "--format", format,
+                             "--figures", str(figures))
         proc = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                              env=child_env())
+                              env=child_env({DB_ENV: db_url(db)}))
         if proc.returncode != 0:
             last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
             raise UserError(f"report: the report builder failed ({last})")
