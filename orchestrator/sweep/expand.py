@@ -72,8 +72,8 @@ def expand(spec: SweepSpec, src: Source) -> list[ExpandedRun]:
     issues += per_run.issues()
     _check_rules_used(rules, src, issues)
     _check_unique(runs, src, issues)
-    if spec.decide is not None:
-        issues += decide.row_issues(src, [r.variant for r in runs])
+    if spec.decide is not None and not issues:  # invalid rows are missing from ``runs``:
+        issues += decide.row_issues(src, [r.variant for r in runs])  # not "no variant"
     if issues:
         raise SpecError(issues)
     return runs

@@ -132,3 +132,13 @@ def test_an_unknown_metric_stops_with_the_key_named(tmp_path: Path) -> None:
     _finish(db, plan, first.to_run, lambda v, s: 10.0)
     with pytest.raises(UserError, match="decide.metric: no finished run of adapt has 'val/nope'"):
         _check_metric(db, "adapt", decide)
+
+
+def test_invalid_runs_are_not_said_to_be_no_variant(tmp_path: Path) -> None:
+    """steps <= warmup makes every row invalid: the one error is that, not a decide block
+    with "no variant" (the invalid rows are missing from the expansion, not from the file)."""
+    text = SWEEP.replace("train: {steps: 40}", "train: {steps: 10, warmup: 40}")
+    with pytest.raises(SpecError) as info:
+        _plan(tmp_path, text)
+    assert "train.warmup: 40 must be below train.steps (10)" in str(info.value)
+    assert "no variant" not in str(info.value) and len(info.value.issues) == 1
