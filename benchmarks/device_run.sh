@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The one GPU session's script (issue 11): bounded (<= 8 min wall by default, every step under
+# The one GPU session's script: bounded (<= 8 min wall by default, every step under
 # `timeout`), fail-soft (a failing step never loses the others' output), everything into $OUT
 # (at most 8 files). Needs python3 with torch, numpy, pydantic, pyyaml, rich and the installed
 # `deepspeed` package folder on PYTHONPATH together with what deepspeed imports at start-up:

@@ -42,11 +42,9 @@ def findings(sweep: str, db: DbOpt = None, metric: MetricOpt = METRIC,
     frame = pl.DataFrame(f.rows(), schema=dict.fromkeys(ROW_COLUMNS, pl.String))
     summary = findings_lines(d, sweep, f)
     title = f"{sweep}: findings on {metric}"
-    if format in ("csv", "json"):
-        render(out, frame, format, title=title, summary=summary)
-        return
-    if frame.is_empty():
+    if frame.is_empty() and format not in ("csv", "json"):  # the answers say why
         out.print(summary)
         return
+    # the rule is in each answer's words; csv/json keep every column (render's rule)
     render(out, frame, format, title=title, summary=summary,
            columns=[c for c in ROW_COLUMNS if c != "rule"])

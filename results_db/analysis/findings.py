@@ -255,6 +255,11 @@ def _counted(findings: list[Finding], total_what: str) -> str:
     return "; ".join(parts)
 
 
+def _some(names: list[str], shown: int = 4) -> str:
+    """The first ``shown`` names, then "..." (a summary line names a few, the table all)."""
+    return ", ".join(names[:shown]) + (", ..." if len(names) > shown else "")
+
+
 def same_lr(at: pl.DataFrame, board: pl.DataFrame,
             tuned: dict[str, tuple[float, bool, float]],
             metric: str) -> Answer | None:
@@ -305,8 +310,8 @@ def same_lr(at: pl.DataFrame, board: pl.DataFrame,
                f"{metric} at the {_steps(rows)}: "
                + (_counted(judged, unit) if judged else "no variant ran there"))
     if missing:
-        summary += (f"; {len(missing)} not run at {lr_words} ({', '.join(missing[:4])}"
-                    f"{', ...' if len(missing) > 4 else ''}): they answer nothing here")
+        summary += (f"; {len(missing)} not run at {lr_words} ({_some(missing)}): they answer "
+                    "nothing here")
     return Answer(SAME_LR, "Table 1: same hyper-parameters", rule,
                   f"{metric}, LR {lr_words}, {_steps(rows)}", tuple(found),
                   summary + f" [{rule}].")
@@ -347,8 +352,7 @@ def tuned_vs_tuned(bvb: pl.DataFrame, board: pl.DataFrame, metric: str) -> Answe
                + (_counted(judged, "tuned variants") if judged else "no variant has an LR "
                   "ladder"))
     if untuned:
-        summary += (f"; {len(untuned)} not tuned (one LR: {', '.join(untuned[:4])}"
-                    f"{', ...' if len(untuned) > 4 else ''})")
+        summary += f"; {len(untuned)} not tuned (one LR: {_some(untuned)})"
     return Answer(TUNED, "each at its own LR, picked on held-out seeds", rule,
                   f"{metric}, each side at its held-out LR pick", tuple(found),
                   summary + f" [{rule}].")

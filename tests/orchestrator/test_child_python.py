@@ -23,7 +23,7 @@ import pytest
 import results_db
 from contract.child import child_env, python_command
 from orchestrator.cli.main import main
-from orchestrator.run.driver.submit import make_plan, register
+from tests.support import smokedb
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "sweeps" / "smoke.yaml"
@@ -35,17 +35,7 @@ PLANTED = ("dashboard/__init__.py", "orchestrator/__init__.py", "streamlit/__ini
 @pytest.fixture()
 def filled(tmp_path: Path) -> str:
     """The smoke sweep: run 1 succeeded with a loss curve, run 2 failed, run 3 pending."""
-    url = f"sqlite:///{tmp_path / 'results.db'}"
-    db = results_db.open(url)
-    res = register(db, make_plan(SMOKE), force=False)
-    ok, bad = res.to_run[0], res.to_run[1]
-    a = db.start_attempt(ok.id, host="h")
-    db.log_metrics(ok.id, a.id, [(s, "train/loss", 5.0 - s / 10) for s in (10, 20, 30)])
-    db.log_summaries(ok.id, a.id, {"val/ppl": 12.5})
-    db.finish_attempt(a.id, "succeeded")
-    b = db.start_attempt(bad.id, host="h")
-    db.finish_attempt(b.id, "failed", error="RuntimeError: boom")
-    return url
+    return smokedb.fill(f"sqlite:///{tmp_path / 'results.db'}")
 
 
 @pytest.fixture()

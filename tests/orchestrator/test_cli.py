@@ -11,7 +11,7 @@ import pytest
 
 import results_db
 from orchestrator.cli.main import main
-from orchestrator.run.driver.submit import make_plan, register
+from tests.support import smokedb
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "sweeps" / "smoke.yaml"
@@ -32,17 +32,7 @@ def url(tmp_path: Path) -> str:
 @pytest.fixture()
 def filled(url: str) -> str:
     """The smoke sweep registered; run 1 succeeded with metrics, run 2 failed."""
-    db = results_db.open(url)
-    res = register(db, make_plan(SMOKE), force=False)
-    ok, bad = res.to_run[0], res.to_run[1]
-    a = db.start_attempt(ok.id, host="h")
-    db.log_metrics(ok.id, a.id, [(s, "train/loss", 5.0 - s / 10) for s in (10, 20, 30)])
-    db.log_summaries(ok.id, a.id, {"val/ppl": 12.5})
-    db.finish_attempt(a.id, "succeeded")
-    b = db.start_attempt(bad.id, host="h")
-    db.finish_attempt(b.id, "failed", error="RuntimeError: boom",
-                      traceback="Traceback (most recent call last):\n  ...\nRuntimeError: boom")
-    return url
+    return smokedb.fill(url)
 
 
 def test_validate_prints_every_run_and_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
