@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
+from results_db.analysis.confseq import BETTER, WITHIN, WORSE
 from results_db.schema.tables import (
     DecideLook,
     DecidePair,
@@ -34,7 +35,7 @@ from results_db.schema.tables import (
 if TYPE_CHECKING:
     import polars as pl
 
-DECIDED = ("better", "worse", "within noise")  # confseq's settled verdicts (they never reopen)
+DECIDED = (BETTER, WORSE, WITHIN)  # confseq's settled verdicts (they never reopen)
 
 
 @dataclass(frozen=True)
