@@ -7,6 +7,8 @@
   free MASTER_PORT per process only when none is set, so a stale one would make concurrent
   trials collide.
 - RAY_AUTH_MODE=disabled by default for local clusters (Ray 2.60 enables token auth).
+- The job's runtime_env carries a working_dir of its own, an empty one (``trial_runtime_env``):
+  without one, Ray puts the driver's current directory first on every worker's sys.path.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 LAUNCHER_VARS = ("MASTER_PORT", "MASTER_ADDR", "RANK", "WORLD_SIZE", "LOCAL_RANK",
                  "LOCAL_WORLD_SIZE", "GROUP_RANK")
@@ -45,6 +48,23 @@ def worker_env_vars() -> dict[str, str]:
     env = {k: os.environ[k] for k in PASS_THROUGH if k in os.environ}
     env.setdefault("TORCH_EXTENSIONS_DIR", default_extensions_dir())
     return env
+
+
+def trial_runtime_env(env_vars: dict[str, str], empty_dir: str) -> dict[str, Any]:
+    """The runtime_env of the sweep's Ray job: the trials' ``env_vars`` and, as its
+    working_dir, ``empty_dir`` (an empty directory that must exist until ``ray.init`` returns).
+
+    Why the working_dir: a driver that has none sends its current directory and its script's
+    directory to the workers (JobConfig._py_driver_sys_path, set in ray/_private/worker.py
+    ``connect``), and each worker inserts them first on its sys.path -- a ``polars.py`` or
+    ``trainer/`` where the user typed ``orchestrator submit`` was imported by every trial, on
+    a local Ray and on a cluster joined by address alike (Ray Client skips only the current
+    directory). A job with a working_dir gets neither; Ray uploads the empty directory once
+    and unpacks it on each node into its own session folder, which
+    becomes the workers' sys.path entry and starting directory (Tune then moves a trial into
+    its trial folder, as before). A worker_process_setup_hook cannot help: it runs after the
+    paths are inserted and after the trainable's imports."""
+    return {"env_vars": env_vars, "working_dir": empty_dir}
 
 
 def prepare_trial_env() -> None:

@@ -47,7 +47,12 @@ from orchestrator.run.cluster import (
     trial_bundles,
 )
 from orchestrator.run.driver.quiet_logs import one_line_trial_errors
-from orchestrator.run.env import absolute_db_url, driver_defaults, worker_env_vars
+from orchestrator.run.env import (
+    absolute_db_url,
+    driver_defaults,
+    trial_runtime_env,
+    worker_env_vars,
+)
 from orchestrator.run.health.dbretry import (
     DB_WAIT_ENV,
     DBOutage,
@@ -128,13 +133,16 @@ def ray_session(address: str | None, extra_env: dict[str, str] | None = None) ->
     address = resolve_address(address)
     tmp = None
     try:
-        if address:
-            ray.init(address=address, runtime_env={"env_vars": env_vars}, log_to_driver=False)
-        else:
-            tmp = tempfile.mkdtemp(prefix="gsray", dir="/tmp")
-            ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=False, _temp_dir=tmp,
-                     runtime_env={"env_vars": env_vars}, log_to_driver=False,
-                     configure_logging=False)
+        # the job's own empty working_dir keeps the user's directory off the workers' sys.path
+        with tempfile.TemporaryDirectory(prefix="gsworkdir") as empty:
+            runtime_env = trial_runtime_env(env_vars, empty)
+            if address:
+                ray.init(address=address, runtime_env=runtime_env, log_to_driver=False)
+            else:
+                tmp = tempfile.mkdtemp(prefix="gsray", dir="/tmp")
+                ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=False, _temp_dir=tmp,
+                         runtime_env=runtime_env, log_to_driver=False,
+                         configure_logging=False)
     except Exception as exc:  # noqa: BLE001 - turn any start failure into one sentence
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
