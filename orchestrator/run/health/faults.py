@@ -17,9 +17,11 @@ The retry policy:
 
 A code error is deterministic: rerunning it burns a GPU slot for the same traceback, so it is
 retried only when the sweep asks (``GATESWEEP_RETRY_CODE_ERRORS=1`` until the sweep file has
-a field for it). Classification looks at exception *types* first (Ray's and torch's), then at
-the message text, because the error often reaches us as a string (Tune's error file, a
-``TrainingFailedError`` wrapping a worker's traceback).
+a field for it; the driver reads it, and each trial gets it on its job, ``TrialJob.policy``: a
+trial on another node does not see the driver's environment). Classification looks at
+exception *types* first (Ray's and torch's), then at the message text, because the error often
+reaches us as a string (Tune's error file, a ``TrainingFailedError`` wrapping a worker's
+traceback).
 """
 
 from __future__ import annotations
@@ -159,6 +161,7 @@ class RetryPolicy:
 
     @classmethod
     def from_env(cls, retries: int) -> RetryPolicy:
+        """This process's GATESWEEP_RETRY_CODE_ERRORS: the driver's (a trial uses its job's)."""
         return cls(retries=retries, retry_code_errors=env.flag(RETRY_CODE_ERRORS_ENV))
 
 

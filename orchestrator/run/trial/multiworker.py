@@ -173,7 +173,7 @@ def worker_loop(config: dict[str, Any]) -> None:
     _launcher_env(ctx)
     job: TrialJob = config["job"]
     rank = ctx.get_world_rank()
-    policy = RetryPolicy.from_env(job.retries)
+    policy = job.policy
     decision = [_rank0_decide(job, config["trial_id"], policy) if rank == 0 else None]
     tdist.broadcast_object_list(decision, src=0)
     status, attempt_id, holder = cast("tuple[str, int | None, str]", decision[0])  # rank 0's

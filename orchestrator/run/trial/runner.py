@@ -35,7 +35,7 @@ from contract.states import RunStatus
 from orchestrator.run.cluster import host_label
 from orchestrator.run.env import prepare_trial_env
 from orchestrator.run.health.dbretry import DBOutage, with_db_retry
-from orchestrator.run.health.faults import Fault, RetryPolicy, classify, describe
+from orchestrator.run.health.faults import Fault, classify, describe
 from orchestrator.run.trial.reporter import DBReporter, RunCancelled
 from orchestrator.run.trial.sigterm import graceful_sigterm
 from orchestrator.run.trial.sweep_stop import stopped
@@ -193,7 +193,7 @@ def record_failure(db: ResultsDB, job: TrialJob, attempt_id: int, exc: BaseExcep
     fault = classify(exc, tb)
     if superseded:
         return _after_superseded(db, job, attempt_id, tb, first_step)
-    retry = RetryPolicy.from_env(job.retries).should_retry(fault)
+    retry = job.policy.should_retry(fault)
     error = f"{type(exc).__name__}: {exc}" + describe(fault, retry)
     if not finish_failed(db, job, attempt_id, error, tb, fault):
         retry = False  # a retry could not claim the run either: the next submit/rerun will

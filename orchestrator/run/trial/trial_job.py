@@ -20,6 +20,7 @@ from typing import Any
 from contract import env
 from contract.config import RunSpec
 from contract.states import DEFAULT_HEARTBEAT_S
+from orchestrator.run.health.faults import RetryPolicy
 
 
 def driver_owner(kind: str = "submit") -> str:
@@ -45,6 +46,9 @@ class TrialJob:
     heartbeat_s: float = DEFAULT_HEARTBEAT_S
     flush_s: float = 5.0
     db_wait_s: float = 300.0  # how long a DB outage is ridden out (run/health/dbretry.py)
+    # GATESWEEP_RETRY_CODE_ERRORS as the driver read it: a trial on another node does not
+    # have the driver's environment, so the policy travels with the job (``policy``)
+    retry_code_errors: bool = False
     train_storage: str | None = None  # Ray Train's run state (multi-worker), default beside
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -65,6 +69,11 @@ class TrialJob:
         rs = spec if isinstance(spec, RunSpec) else RunSpec.model_validate(spec)
         return cls(run_id=int(run_id), name=name, spec=rs,
                    checkpoint_dir=Path(checkpoint_dir).resolve(), db_url=db_url, **kw)
+
+    @property
+    def policy(self) -> RetryPolicy:
+        """The sweep's retry policy, as the driver set it (never the trial's environment)."""
+        return RetryPolicy(retries=self.retries, retry_code_errors=self.retry_code_errors)
 
     @property
     def cpus(self) -> float:
