@@ -19,7 +19,7 @@ from dashboard import jsontext
 from dashboard.curvedata import colour_order
 from dashboard.palette import scale
 from dashboard.tables import fmt_verdict
-from results_db.analysis.stability import DIVERGED_SEEDS
+from results_db.analysis.labels import DIVERGED_SEEDS
 from results_db.schema.vocab import verdict_kind
 
 # What a layered chart is typed as once `.properties()`/`.interactive()` ran (altair's stubs)

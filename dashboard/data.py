@@ -23,8 +23,8 @@ from contract.analysis_defaults import (
     STABILITY_TOL,
 )
 from dashboard import ablation, explore
+from results_db.analysis.decide_rule import DecideRule
 from results_db.analysis.findings import Findings
-from results_db.analysis.sequential import DecideRule
 
 LIVE_TTL_S = 3  # status of live runs: refreshed by the pages' fragments
 TTL_S = 15  # results (summaries, metrics): change only when a run reports

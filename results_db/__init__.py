@@ -9,7 +9,8 @@
     db.finish_attempt(att.id, "succeeded")
     db.runs(sweep="gates-toy")      # polars DataFrame
 
-No torch here, and polars/alembic are imported only where needed, so this imports fast.
+No torch here, and polars/alembic are imported only where needed, so this imports fast: the
+names whose modules import polars (ResultsDB, the query limits: ``_LAZY``) load on first use.
 
   db.py            ResultsDB: one object per process, a writer and a read-only reader engine
   engine.py        the engines for one URL (SQLite WAL, PostgreSQL), URL rules, backups
@@ -28,10 +29,12 @@ sqlread.py and analysis/'s pure rules; write/; read/; analysis/api.py; db.py; th
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from sqlalchemy import URL
 
 from contract.states import DONE_OK, TERMINAL, InvalidTransition, RunStatus
-from results_db.db import ReadOnlyQueryError, ResultsDB
 from results_db.engine import (
     DEFAULT_URL,
     DBForeign,
@@ -44,6 +47,7 @@ from results_db.engine import (
     backup_sqlite,
     check_writable,
     default_url,
+    readonly_engine,
     redacted,
     resolve_url,
     sqlite_database,
@@ -59,8 +63,16 @@ from results_db.rows import (
 )
 from results_db.schema.migrate import current_revision, upgrade_engine
 from results_db.schema.vocab import DIMENSIONS, VERDICTS
-from results_db.sqlread import QueryLimitError, QueryLimits
-from results_db.write.store import NotFound
+from results_db.write.claims import NotFound
+
+if TYPE_CHECKING:
+    from results_db.db import ReadOnlyQueryError, ResultsDB
+    from results_db.sqlread import QueryLimitError, QueryLimits
+
+# Served on first use (``__getattr__``): their modules import polars, which a command that
+# never reads a frame (``--help``, ``validate``) should not pay for.
+_LAZY = {"ResultsDB": "results_db.db", "ReadOnlyQueryError": "results_db.db",
+         "QueryLimitError": "results_db.sqlread", "QueryLimits": "results_db.sqlread"}
 
 __all__ = ["DEFAULT_URL", "default_url", "DIMENSIONS", "DONE_OK", "VERDICTS", "AttemptRow",
            "AttemptWrite", "NewArtifact",
@@ -82,7 +94,12 @@ def open(url: str | URL | None = None, migrate: bool = True,  # noqa: A001
     (``DBNotFound`` otherwise) and be at the current schema (``DBOutdated``); it is never
     created, migrated or switched to WAL, and its bytes never change (SQLite ``mode=ro``).
     """
-    return ResultsDB(resolve_url(url), migrate=migrate and not readonly, readonly=readonly)
+    u = resolve_url(url)
+    # a missing or outdated DB refused before the read machinery (polars) loads: ``validate``
+    opened = readonly_engine(u) if readonly else None
+    from results_db.db import ResultsDB
+
+    return ResultsDB(u, migrate=migrate and not readonly, readonly=readonly, opened=opened)
 
 
 def upgrade(url: str | URL | None = None, revision: str = "head") -> str:
@@ -95,3 +112,10 @@ def upgrade(url: str | URL | None = None, revision: str = "head") -> str:
         return current_revision(engine) or ""
     finally:
         engine.dispose()
+
+
+def __getattr__(name: str) -> Any:
+    """The names of ``_LAZY``, imported on first use."""
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'results_db' has no attribute {name!r}")

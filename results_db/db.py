@@ -30,14 +30,17 @@ class ResultsDB(WriterMixin, ReaderMixin, AnalysisMixin, LiveMixin, ProvenanceMi
     each attempt (ProvenanceMixin, provenance.py) and what an adaptive sweep decided under
     which rule (DecideRecordsMixin, decide_records.py)."""
 
-    def __init__(self, url: URL, migrate: bool = True, readonly: bool = False) -> None:
+    def __init__(self, url: URL, migrate: bool = True, readonly: bool = False,
+                 opened: tuple[Engine, str | None] | None = None) -> None:
+        """``opened``: the read-only engine and schema note ``readonly_engine(url)`` gave
+        (results_db.open opens it first, so a missing DB is refused before polars loads)."""
         self.url: URL = url
         self.readonly = readonly
         self._reader: Engine | None = None
         # a newer gatesweep's DB, read anyway: the warning a surface shows (ownership.py)
         self.schema_note: str | None = None
         if readonly:  # one read-only engine for everything: writes fail, nothing migrates
-            self._reader, self.schema_note = readonly_engine(url)
+            self._reader, self.schema_note = opened or readonly_engine(url)
             self.engine: Engine = self._reader
             return
         self.engine = writer_engine(url)  # SQLite: another tool's file refused before connecting

@@ -12,12 +12,10 @@ import sqlite3
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import polars as pl
 from sqlalchemy import Engine, text
-
-if TYPE_CHECKING:
-    import polars as pl
 
 
 def frame(engine: Engine, stmt: Any, params: dict[str, Any] | None = None,
@@ -41,8 +39,6 @@ def frame(engine: Engine, stmt: Any, params: dict[str, Any] | None = None,
 def declared(stmt: Any) -> dict[str, pl.DataType]:
     """{column: polars type} of what a Select declares (int, float, text, bool, datetime);
     SQL text and JSON columns declare nothing here."""
-    import polars as pl
-
     kinds: dict[type, pl.DataType] = {int: pl.Int64(), float: pl.Float64(), str: pl.String(),
                                       bool: pl.Boolean(), dt.datetime: pl.Datetime("us", "UTC")}
     out: dict[str, pl.DataType] = {}
@@ -58,8 +54,6 @@ def declared(stmt: Any) -> dict[str, pl.DataType]:
 
 def typed(df: pl.DataFrame, schema: Mapping[str, pl.DataType]) -> pl.DataFrame:
     """``df`` with each column that holds no value (polars' Null type) cast to ``schema``'s."""
-    import polars as pl
-
     fix = {c: t for c, t in schema.items() if df.schema.get(c) == pl.Null}
     return df.with_columns(pl.col(c).cast(t) for c, t in fix.items()) if fix else df
 
@@ -166,8 +160,6 @@ def user_frame(engine: Engine, sql: str, limits: QueryLimits | None = None) -> p
 
 
 def rows_to_frame(cols: list[str], rows: Sequence[Any]) -> pl.DataFrame:
-    import polars as pl
-
     if not rows:
         return pl.DataFrame({c: [] for c in cols})
     if len(set(cols)) == len(cols):  # column-wise build: faster than orient="row"

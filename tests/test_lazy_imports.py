@@ -79,7 +79,8 @@ def _direct(name: str) -> frozenset[str]:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             out.update(m if m in MODULES else _top(m) for m in _names(name, node))
         elif isinstance(node, (ast.If, ast.Try)):
-            stack += [n for n in ast.iter_child_nodes(node) if isinstance(n, ast.stmt)]
+            stack += [n for n in ast.iter_child_nodes(node)
+                      if isinstance(n, ast.stmt) and id(n) not in skip]
     parts = name.split(".")
     out.update(".".join(parts[:i]) for i in range(1, len(parts)) if ".".join(parts[:i]) in MODULES)
     return frozenset(out)

@@ -8,7 +8,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from dashboard.report import vega
+from dashboard.report import html, markdown, vega
+from dashboard.report.model import Chart
 
 FORMATS = ("html", "markdown")
 
@@ -24,13 +25,8 @@ def write(sweep: str, url: str, out: Path, fmt: str, figures: Path | None = None
     finally:
         db.close()
     if fmt == "html":
-        from dashboard.report import html
-
         out.write_text(html.render(report, vega.javascript_bundle()), encoding="utf-8")
         return [out]
-    from dashboard.report import markdown
-    from dashboard.report.model import Chart
-
     fig_dir = figures or out.with_name(out.stem + "_files")
     fig_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []

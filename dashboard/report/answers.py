@@ -11,7 +11,8 @@ import polars as pl
 
 from dashboard.report.model import Block, Section, Table
 from dashboard.scalingtable import trend_table
-from results_db.analysis.findings import ROW_COLUMNS, Findings
+from results_db.analysis.columns import ROW_COLUMNS
+from results_db.analysis.findings import Findings
 
 if TYPE_CHECKING:
     from results_db.analysis.scaling import Scaling

@@ -11,7 +11,8 @@ import streamlit as st
 from dashboard import data
 from dashboard.mdtext import md
 from dashboard.views.common import table_height, watch
-from results_db.analysis.findings import ROW_COLUMNS, Findings
+from results_db.analysis.columns import ROW_COLUMNS
+from results_db.analysis.findings import Findings
 
 # the columns of a question's table (the rule is said once, under it)
 SHOWN = [c for c in ROW_COLUMNS if c not in ("question", "rule")]

@@ -15,7 +15,7 @@ from dashboard import charts, data, palette
 from dashboard.mdtext import md
 from dashboard.tables import fmt_delta_ci, fmt_lr, fmt_num, fmt_verdict
 from dashboard.views.common import show_chart, table_height, watch
-from results_db.analysis.stability import DIVERGED_SEEDS
+from results_db.analysis.labels import DIVERGED_SEEDS
 
 TOLERANCES = tuple(sorted({0.02, STABILITY_TOL, 0.10, 0.20}))
 

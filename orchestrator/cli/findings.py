@@ -11,7 +11,7 @@ from contract.analysis_defaults import CORRECTION, FAMILY_ERROR, METRIC, MIN_EFF
 from orchestrator.cli.app import DbOpt, app, check_metrics, open_sweep, out
 from orchestrator.cli.frame_format import check_format, render
 from orchestrator.cli.results import CorrectionOpt, EffectOpt, FamilyErrorOpt, FormatOpt, MetricOpt
-from results_db.analysis.findings import ROW_COLUMNS
+from results_db.analysis.columns import ROW_COLUMNS
 
 if TYPE_CHECKING:
     from results_db import ResultsDB

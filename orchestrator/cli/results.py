@@ -24,7 +24,7 @@ from orchestrator.cli.app import DbOpt, app, check_metrics, open_sweep, out, spl
 from orchestrator.cli.frame_format import check_format, render
 from orchestrator.cli.read import stored_decide
 from results_db.analysis.columns import shown_columns
-from results_db.analysis.stability import DIVERGED_SEEDS, lr_text
+from results_db.analysis.labels import DIVERGED_SEEDS, lr_text
 from results_db.analysis.summary import best_vs_best_sentence, board_rule, effects_sentence
 from results_db.schema.vocab import higher_is_better
 

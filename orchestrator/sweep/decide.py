@@ -31,7 +31,7 @@ from contract.analysis_defaults import FAMILY_ERROR, METRIC, MIN_EFFECT
 from contract.config import StrictModel
 from contract.errors import SpecIssue
 from results_db.analysis.confseq import MIXTURE_G
-from results_db.analysis.sequential import DecideRule
+from results_db.analysis.decide_rule import DecideRule
 from results_db.schema.vocab import higher_is_better
 
 if TYPE_CHECKING:

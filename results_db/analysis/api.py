@@ -13,6 +13,8 @@ from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
+import polars as pl
+
 from contract.analysis_defaults import (
     CORRECTION,
     FAMILY_ERROR,
@@ -37,12 +39,11 @@ from results_db.analysis.baseline import pick_baseline
 from results_db.analysis.bestlr import best_vs_best, declared_check
 from results_db.analysis.columns import HEAD, STAT_COLUMNS, TAIL
 from results_db.analysis.compare import compare, rank, varying
+from results_db.analysis.decide_rule import METHOD, DecideRule
 from results_db.analysis.effects import main_effects
 from results_db.analysis.findings import Findings, at_tuned, findings, scale_axes, tuned_lrs
 from results_db.analysis.scaling import Scaling, scaling
 from results_db.analysis.sequential import (
-    METHOD,
-    DecideRule,
     Spent,
     onto_board,
     read_rows,
@@ -59,7 +60,6 @@ from results_db.schema.vocab import RESULT_STATES, higher_is_better
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    import polars as pl
     from sqlalchemy import Engine
 
     from results_db.write.decide_records import RuleChange
@@ -122,8 +122,6 @@ class AnalysisMixin:
         higher-is-better. ``decide``: the sweep's ``decide:`` rule; on its metric the rows are
         read by it (sequential.onto_board: anytime-valid, its one rule), not by fixed-n t
         intervals."""
-        import polars as pl
-
         higher = higher_is_better(metric) if ascending is None else not ascending
         runs, info = self._read(sweep, [metric])
         base = self.baseline(sweep)
@@ -166,8 +164,6 @@ class AnalysisMixin:
         tuned LR vs the tuned baseline (LRs picked on held-out seeds); the largest stable LR
         of each (Table 2's frame); the trend across a size / token axis. Each finding with
         its condition (metric, LR, seeds, step), estimate, verdict and rule."""
-        import polars as pl
-
         higher = higher_is_better(metric)
         runs, info = self._read(sweep, [metric])
         base = self.baseline(sweep)
@@ -190,8 +186,6 @@ class AnalysisMixin:
         """The rows of an adaptive (``decide:``) sweep read anytime-validly, one per variant
         row with a baseline (results_db/analysis/sequential.py): pairs in their recorded
         order, a row a recorded look decided under the current rule kept as decided."""
-        import polars as pl
-
         # every registered run: a failed or open one is an incomplete pair, not no seed
         runs, info = self._read(sweep, [rule.metric], states=list(RunStatus))
         values = runs.select("run_id", "group_key", "seed", "status",
@@ -267,8 +261,6 @@ class AnalysisMixin:
         the slope of delta % per decade of tokens (per group) and of parameters / FLOPs (per
         variant, across the sizes) with CIs, the iso-FLOP delta, and one sentence each; "flat"
         and "within noise" only inside +-100 x ``min_effect`` (pp per decade, %)."""
-        import polars as pl
-
 
         runs = runs_wide(self.reader, sweep, [], keys=COMPARE_KEYS)
         series = self.metrics(runs["run_id"].to_list(), names=[metric]) if runs.height else \
@@ -283,7 +275,6 @@ class AnalysisMixin:
         per token (contract/flops.py) from its first run's config; null where that config is
         not a valid RunSpec."""
 
-        import polars as pl
         from pydantic import ValidationError
 
 
@@ -345,8 +336,6 @@ def _ladders(st: Stability) -> pl.DataFrame | None:
 def _finished(runs: pl.DataFrame, metric: str, states: Sequence[str]) -> pl.DataFrame:
     """group_key, seed, status, value of the runs in ``states`` or diverged: what the LR
     rules read (a diverged run is a divergence at its LR, not a missing run)."""
-    import polars as pl
-
     done = [*states, RunStatus.DIVERGED.value]
     return runs.filter(pl.col("status").is_in(done)).select(
         "group_key", "seed", "status", value=pl.col(metric))

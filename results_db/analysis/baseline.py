@@ -20,12 +20,11 @@ baseline was swept over): see results_db/analysis/compare.py.
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import polars as pl
 
 from results_db.schema.vocab import DEFAULT_NORM_STYLE, GATE_DEFAULTS
-
-if TYPE_CHECKING:
-    import polars as pl
 
 NAMED = "baseline"
 # Architecture a "plain" baseline shares with most variants of the sweep.
@@ -34,8 +33,6 @@ COMMON_ARCH = ("n_head", "n_kv_head", "moe_experts")
 
 def _first_per_variant(runs: pl.DataFrame) -> pl.DataFrame:
     """One row per variant (its first run: smallest id, else first row), in declared order."""
-    import polars as pl
-
     order = next((c for c in ("id", "run_id") if c in runs.columns), None)
     df = runs.with_row_index("_row")
     key = pl.col(order) if order is not None else pl.col("_row")
@@ -44,15 +41,11 @@ def _first_per_variant(runs: pl.DataFrame) -> pl.DataFrame:
 
 
 def _col(df: pl.DataFrame, name: str) -> pl.Expr:
-    import polars as pl
-
     return pl.col(name) if name in df.columns else pl.lit(None)
 
 
 def _adds_nothing(df: pl.DataFrame) -> pl.Expr:
     """No gate, no non-linearity control, no SwitchHead, no sandwich norm, no clipping."""
-    import polars as pl
-
     if "n_gates" in df.columns:
         ungated = pl.col("n_gates").fill_null(0) == 0
     else:
@@ -78,8 +71,6 @@ def pick_baseline(runs: pl.DataFrame) -> str | None:
     """The sweep's baseline variant (module docstring). ``runs``: one row per run or group
     with ``variant`` and whichever of n_gates/gate_position, nonlinearity, switch_head,
     norm_style, clip_residual, n_head, n_kv_head, moe_experts, params_total, id it has."""
-    import polars as pl
-
     if runs.is_empty() or "variant" not in runs.columns:
         return None
     variants = _first_per_variant(runs)

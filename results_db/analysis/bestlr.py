@@ -32,22 +32,17 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import polars as pl
 
 from contract.analysis_defaults import MIN_EFFECT
 from contract.states import RunStatus
 from results_db.analysis.compare import _key, match_axes, pct_of_base
-from results_db.analysis.stability import lr_text
+from results_db.analysis.labels import LOSO, NO_BEST_LR, NOT_RUN, ONE_SEED, lr_text
 from results_db.analysis.stats import delta_ci, fmean, seeds_needed_many
 from results_db.analysis.verdict import verdict_expr
 
-if TYPE_CHECKING:
-    import polars as pl
-
-LOSO = "leave-one-seed-out"
-NO_BEST_LR = "no best LR (one LR)"
-ONE_SEED = "no held-out pick (one seed)"
-NOT_RUN = "not run at the declared LR"
 # polars dtype names (getattr(pl, ...)): polars is imported where a frame is built, so that
 # importing this module (api.py, summary.py do at their top) stays as light as the CLI needs
 SCHEMA: dict[str, str] = {
@@ -60,8 +55,6 @@ DIVERGED = RunStatus.DIVERGED.value
 
 
 def _schema() -> dict[str, Any]:
-    import polars as pl
-
     return {c: getattr(pl, t) for c, t in SCHEMA.items()}
 
 
@@ -122,8 +115,6 @@ def ladders(board: pl.DataFrame, values: pl.DataFrame, baseline: str | None
     """({ladder key: Ladder}, {variant ladder key: its baseline ladder key}, variant ladder
     keys in board order). ``values``: group_key, seed, value and optionally status (a
     diverged status or a non-finite value is a divergence)."""
-    import polars as pl
-
     axes = [a for a in match_axes(board, baseline) if a != "lr"]
     keyed = board.with_columns(_ax=_key(board, axes))
     info = {r["group_key"]: r for r in keyed.iter_rows(named=True)}
@@ -208,8 +199,6 @@ def best_vs_best(board: pl.DataFrame, values: pl.DataFrame, higher: bool,
     baseline. ``board``: db.leaderboard (variant, lr, group_key, lr_group_key, is_baseline,
     the dimension columns); ``values``: group_key, seed, value (and status) of the finished
     runs; ``lr``: a declared LR instead of the held-out choice."""
-    import polars as pl
-
     if baseline is None or board.is_empty() or not board["is_baseline"].any():
         return pl.DataFrame(schema=_schema())
     found, base_of, order = ladders(board, values, baseline)
@@ -229,8 +218,6 @@ def best_vs_best(board: pl.DataFrame, values: pl.DataFrame, higher: bool,
 def _judge(t: pl.DataFrame, higher: bool, min_effect: float) -> pl.DataFrame:
     """Percentages and the verdict of the compared rows by the leaderboard's rule
     (verdict.verdict_expr, stats.seeds_needed_many); the others keep their words."""
-    import polars as pl
-
     for c, dtype in {**_schema(), "ci_low": pl.Float64, "ci_high": pl.Float64,
                      "base_mean": pl.Float64, "_spread": pl.Float64}.items():
         # a column every row left None is Null-typed: cast it, as a missing one is made

@@ -57,6 +57,9 @@ RULE: tuple[str, ...] = ("correction", "family_error", "family")
 CONDITION = "condition"
 TAIL: tuple[str, ...] = (CONDITION, "metric", "baseline", "n_diverged", "group_key", "lr_group_key",
                          "params_total", "params_gates", "seeds_observed", *RULE)
+# The study's answers (findings.py), one row per question and variant.
+ROW_COLUMNS = ("question", "variant", "estimate", "verdict", "LR", "seeds", "step", "note",
+               "rule")
 
 
 def shown_columns() -> list[str]:

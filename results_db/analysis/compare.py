@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+
+import polars as pl
 
 from contract.analysis_defaults import CORRECTION, FAMILY_ERROR, MIN_EFFECT
 from contract.gate_dims import GATE_FIELDS
@@ -33,9 +34,6 @@ from results_db.analysis.tdist import two_sided_p
 from results_db.analysis.verdict import BETTER, WORSE, verdict_expr
 from results_db.schema.vocab import DIMENSIONS, GATE_DIMENSIONS, RESULT_STATES, higher_is_better
 
-if TYPE_CHECKING:
-    import polars as pl
-
 INFO = ("variant", "lr", "lr_group_key", *[d for d in DIMENSIONS if d != "lr"], "n_gates",
         "params_total", "params_gates")
 _NUL = "\u0000"  # a null cell in a match key: null matches null, as in Python's ==
@@ -45,8 +43,6 @@ def _groups(runs: pl.DataFrame, info: pl.DataFrame, ok: pl.Expr) -> pl.DataFrame
     """One row per group_key in declared order (first run id): INFO (from ``info``),
     n_diverged, and over the ``ok`` runs n, mean, std (ddof 1) of ``value``, their sorted
     seeds and whether those are distinct."""
-    import polars as pl
-
     seed = pl.col("seed").filter(ok)
     stats = (runs.sort("run_id").group_by("group_key", maintain_order=True)
              .agg(n_diverged=(pl.col("status") == RunStatus.DIVERGED).sum().cast(pl.Int64),
@@ -60,8 +56,6 @@ def _groups(runs: pl.DataFrame, info: pl.DataFrame, ok: pl.Expr) -> pl.DataFrame
 
 def _key(df: pl.DataFrame, cols: Sequence[str]) -> pl.Expr:
     """One string per row over ``cols`` (null-safe): rows match when all of cols are equal."""
-    import polars as pl
-
     if not cols:
         return pl.lit("")
     return pl.concat_str([pl.col(c).cast(pl.String).fill_null(_NUL) for c in cols],
@@ -73,8 +67,6 @@ def match_axes(groups: pl.DataFrame, baseline: str | None) -> list[str]:
     DIMENSIONS column (gate columns excepted: they are what a variant changes) with more than
     one value (null counts as a value) within some variant, and every column the baseline's
     groups take more than one value of, in DIMENSIONS order."""
-    import polars as pl
-
     dims = [c for c in DIMENSIONS if c in groups.columns]
     if not dims or groups.height == 0:
         return ["lr"] if "lr" in groups.columns else []
@@ -91,8 +83,6 @@ def _match(groups: pl.DataFrame, baseline: str | None) -> pl.DataFrame:
     """Adds ``is_baseline`` and ``base_key``: the baseline group each group is compared with
     -- itself for the baseline's groups; else the first (declared order) baseline group at
     the same value of every match_axes column; else null (no fallback)."""
-    import polars as pl
-
     is_base = pl.lit(False) if baseline is None else pl.col("variant") == baseline
     groups = groups.with_columns(is_baseline=is_base)
     bases = groups.filter(pl.col("is_baseline"))
@@ -111,8 +101,6 @@ def _match(groups: pl.DataFrame, baseline: str | None) -> pl.DataFrame:
 def _paired_diffs(values: pl.DataFrame, ok: pl.Expr, table: pl.DataFrame) -> pl.DataFrame:
     """Per paired group: mean and sd of the per-seed differences x_seed - base_seed, and what
     the pairing bought (pairing.py: pair_corr, seed_multiplier)."""
-    import polars as pl
-
     runs = values.filter(ok).select("group_key", "seed", "value")
     pairs = table.filter(pl.col("paired")).select("group_key", "base_key")
     d = (runs.join(pairs, on="group_key")
@@ -128,8 +116,6 @@ def _ci(t: pl.DataFrame, paired_diffs: pl.DataFrame, correction: str,
     """delta, ci_low/high, ci_method, spread (the std seeds_needed reads), p_value and
     ci_level for every row: paired, Welch or none, as stats.delta_ci defines them, each CI
     at the level multiplicity.row_level gives over the rows that have one (the family)."""
-    import polars as pl
-
     t = t.join(paired_diffs, on="group_key", how="left", maintain_order="left")
     n, bn, s, bs = pl.col("n"), pl.col("base_n"), pl.col("std"), pl.col("base_std")
     vx, vb = s ** 2 / n, bs ** 2 / bn
@@ -176,8 +162,6 @@ def compare(runs: pl.DataFrame, info: pl.DataFrame, metric: str, baseline: str |
     groups at once (polars expressions; the t quantiles once per distinct df): stats.delta_ci
     / seeds_needed and verdict.py define the numbers, tests/results_db/test_analysis_vectorised
     .py holds this to them."""
-    import polars as pl
-
     if not 0 < min_effect < math.inf:
         raise ValueError(f"min_effect: a relative effect > 0 (0.01 = 1 %), got {min_effect}")
     multiplicity.check(correction, family_error)
@@ -216,8 +200,6 @@ def _judge(t: pl.DataFrame, higher: bool, min_effect: float, correction: str,
     the ``_pct`` columns (relative to |baseline mean|, so a negative mean keeps low <= high;
     null when it is 0) and the verdict of every row (verdict.py; under Holm, better/worse
     are Holm's step-down over the rows' p-values: multiplicity.py)."""
-    import polars as pl
-
     bmean = pl.col("base_mean")
     rel = pl.when(~pl.col("is_baseline") & (bmean != 0)).then(pl.col("_spread") / bmean.abs())
     t = t.with_columns(_rel=rel)
@@ -246,8 +228,6 @@ def _judge(t: pl.DataFrame, higher: bool, min_effect: float, correction: str,
 def pct_of_base(value: pl.Expr, base_mean: pl.Expr) -> pl.Expr:
     """THE percentage rule of every ``*_pct`` value: 100 * value / |baseline mean| (a negative
     mean keeps the sign of the change and low <= high); null when the baseline mean is 0."""
-    import polars as pl
-
     return pl.when(base_mean != 0).then(value / base_mean.abs() * 100.0)  # no 100x overflow
 
 
@@ -257,8 +237,6 @@ def seed_deltas(board: pl.DataFrame, values: pl.DataFrame) -> pl.DataFrame:
     value) of the non-baseline rows of ``board`` (a leaderboard: group_key, is_baseline, mean,
     delta) that have a delta; none where the baseline mean is 0. The dashboard draws them as
     the dots beside each mean and CI."""
-    import polars as pl
-
     ref = board.filter(~pl.col("is_baseline") & pl.col("delta").is_not_null()).select(
         pl.col("group_key").cast(pl.String), base=pl.col("mean") - pl.col("delta"))
     joined = values.with_columns(pl.col("group_key").cast(pl.String)).join(ref, on="group_key")
@@ -268,8 +246,6 @@ def seed_deltas(board: pl.DataFrame, values: pl.DataFrame) -> pl.DataFrame:
 
 
 def _frame(table: pl.DataFrame | None) -> pl.DataFrame:
-    import polars as pl
-
     schema = {**{s.name: getattr(pl, s.dtype) for s in STATS}, "seeds_observed": pl.Int64,
               "lr": pl.Float64, "variant": pl.String, "group_key": pl.String,
               "n_diverged": pl.Int64, "metric": pl.String, "baseline": pl.String,
@@ -281,8 +257,6 @@ def _frame(table: pl.DataFrame | None) -> pl.DataFrame:
 
 def rank(table: pl.DataFrame, higher: bool) -> pl.Series:
     """1 = best mean (ties share the smaller rank); null where there is no mean."""
-    import polars as pl
-
     return table["mean"].rank("min", descending=higher).cast(pl.Int64)
 
 
@@ -308,8 +282,6 @@ def matched_groups(values: pl.DataFrame, info: pl.DataFrame, baseline: str | Non
     """The seed groups of ``values`` (run_id, group_key, seed, status, value) over the result
     states, each with is_baseline and base_key: the rows this module compares and the baseline
     group of each (sequential.py reads the same rows anytime-validly)."""
-    import polars as pl
-
     ok = pl.col("status").is_in(list(RESULT_STATES)) & pl.col("value").is_finite() \
         .fill_null(False)
     groups = _groups(values, info, ok)

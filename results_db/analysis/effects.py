@@ -38,6 +38,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import polars as pl
+
 from contract.analysis_defaults import MIN_EFFECT
 from results_db.analysis.compare import _key, match_axes, varying
 from results_db.analysis.stats import LEVEL, t_quantile
@@ -46,7 +48,6 @@ from results_db.schema.vocab import DIMENSIONS, RESULT_STATES
 
 if TYPE_CHECKING:
     import numpy as np
-    import polars as pl
 
 # The conditions a main effect holds under travel with it: the context (lr and every
 # other axis), the metric, and the seeds behind the level with whether the fit paired them.
@@ -58,8 +59,6 @@ ONE_VARIANT, NOT_ESTIMABLE, NO_CI = "one variant", "not estimable", "no CI"
 
 
 def _schema() -> dict[str, Any]:
-    import polars as pl
-
     return {"dimension": pl.String, "value": pl.String, "lr": pl.Float64,
             "n_variants": pl.Int64, "n_runs": pl.Int64, "mean_delta_pct": pl.Float64,
             "ci_low_pct": pl.Float64, "ci_high_pct": pl.Float64, "verdict": pl.String,
@@ -138,8 +137,6 @@ def _level_rows(groups: pl.DataFrame, runs: pl.DataFrame, dim: str, others: list
                 base_key: str) -> tuple[pl.DataFrame, pl.DataFrame] | None:
     """The groups in the fit (baseline + variants with ``dim`` set) with their level and
     cell labels, and their runs; None without a baseline run or a variant run."""
-    import polars as pl
-
     keep = groups.filter((pl.col("group_key") == base_key)
                          | (~pl.col("is_baseline") & pl.col(dim).is_not_null()))
     keep = keep.with_columns(
@@ -155,8 +152,6 @@ def _effects_of(dim: str, keep: pl.DataFrame, r: pl.DataFrame, base_mean: float,
                 higher: bool, min_effect: float) -> list[dict[str, Any]]:
     """One row per non-baseline level of ``dim`` (module docstring)."""
     import numpy as np
-    import polars as pl
-
     seeds = r.group_by("group_key").agg(pl.col("seed").sort())
     same = (seeds["seed"].n_unique() == 1 and r["seed"].n_unique() >= 2
             and all(len(set(s)) == len(s) for s in seeds["seed"].to_list()))
@@ -232,8 +227,6 @@ def main_effects(table: pl.DataFrame, runs: pl.DataFrame, metric: str, higher: b
     text. ``lr`` is the context's learning rate, ``context`` all its axes in words; ``metric``,
     ``n_seeds`` (distinct seeds among the level's runs) and ``paired`` (the fit blocked by
     seed) are the rest of the condition the number holds under."""
-    import polars as pl
-
     schema = _schema()
     if table.is_empty() or not table["is_baseline"].any():
         return pl.DataFrame(schema=schema)

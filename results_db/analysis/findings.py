@@ -29,23 +29,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from results_db.analysis.bestlr import NO_BEST_LR, ladders
+import polars as pl
+
+from results_db.analysis.bestlr import ladders
 from results_db.analysis.compare import match_axes
+from results_db.analysis.labels import NO_BEST_LR, lr_text
 from results_db.analysis.multiplicity import HOLM, NONE, rule_text
-from results_db.analysis.stability import lr_text
 from results_db.analysis.untuned import judge
 from results_db.analysis.verdict import BETTER, WORSE
 from results_db.schema.vocab import DIMENSIONS, GATE_DIMENSIONS
 
 if TYPE_CHECKING:
-    import polars as pl
-
     from results_db.analysis.scaling import Scaling
     from results_db.analysis.stability import Stability
 
 SAME_LR, TUNED, STABILITY, SCALE = "same LR", "tuned vs tuned", "stability", "scale"
-ROW_COLUMNS = ("question", "variant", "estimate", "verdict", "LR", "seeds", "step", "note",
-               "rule")
 QUESTIONS: tuple[str, ...] = (SAME_LR, TUNED, STABILITY, SCALE)
 NOT_RUN_THERE = "not run at the baseline's tuned LR"
 NOT_TUNED = "not tuned (one LR)"
@@ -164,8 +162,6 @@ def tuned_lrs(board: pl.DataFrame, values: pl.DataFrame, higher: bool,
     (untuned.judge) -- when more of the sweep's variant rows ran there: the same
     hyper-parameters for as many variants as the design allows, chosen by the baseline's data
     and the design, never by a variant's result."""
-    import polars as pl
-
     if baseline is None or board.is_empty() or not board["is_baseline"].any():
         return {}
     found, base_of, _ = ladders(board, values, baseline)
@@ -205,8 +201,6 @@ def at_tuned(board: pl.DataFrame, values: pl.DataFrame,
 
 def scale_axes(board: pl.DataFrame, baseline: str | None) -> list[str]:
     """The size / token dimensions the baseline was swept over (question 4 needs one)."""
-    import polars as pl
-
     if baseline is None or board.is_empty():
         return []
     bases = board.filter(pl.col("variant") == baseline)
@@ -320,8 +314,6 @@ def same_lr(at: pl.DataFrame, board: pl.DataFrame,
 def tuned_vs_tuned(bvb: pl.DataFrame, board: pl.DataFrame, metric: str) -> Answer | None:
     """Question 2 over db.best_vs_best's frame (leave-one-seed-out), when the baseline ran at
     >= 2 LRs (else nothing is tuned and the question is not asked)."""
-    import polars as pl
-
     bases = board.filter(pl.col("is_baseline"))
     if bvb.is_empty() or bases["lr"].n_unique() < 2:
         return None
@@ -362,8 +354,6 @@ def stability_answer(st: Stability | None, baseline: str | None, metric: str
                      ) -> Answer | None:
     """Question 3 over db.stability's summary: each ladder's max stable LR (with its seeds'
     agreement) against the baseline's."""
-    import polars as pl
-
     if st is None:
         return None
     s = st.summary.filter(pl.col("n_lrs") > 1)

@@ -17,13 +17,11 @@ leaderboard, table, effects, stability and scaling outputs and the report print 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+
+import polars as pl
 
 from contract.identity import ADDED
 from contract.provenance import short_key
-
-if TYPE_CHECKING:
-    import polars as pl
 
 # What makes two results "from different code or packages" (the storage libraries and ray do
 # not change a trained number; they are recorded and shown, not compared).
@@ -59,8 +57,6 @@ def _shown(col: str, value: str | None) -> str:
 def _init_counts(runs: pl.DataFrame) -> list[tuple[str, int]]:
     """[(scheme, runs)] over ``runs``' INIT column (null: stored before model.init existed,
     so the pre-field scheme), most runs first; [] without the column."""
-    import polars as pl
-
     if INIT not in runs.columns:
         return []
     before = ADDED["model"][INIT]

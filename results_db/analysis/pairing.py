@@ -26,12 +26,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+
+import polars as pl
 
 from results_db.analysis.stats import fmean, sum_sq
-
-if TYPE_CHECKING:
-    import polars as pl
 
 MIN_PAIRS = 3
 COLUMNS = ("pair_corr", "seed_multiplier")
@@ -62,8 +60,6 @@ def pairing(x: Sequence[float], b: Sequence[float]) -> Pairing:
 def aggs(x: str, b: str) -> list[pl.Expr]:
     """``pair_corr`` and ``seed_multiplier`` as aggregations over one group's paired seeds
     (columns ``x`` and ``b``), the same definition as ``pairing``."""
-    import polars as pl
-
     vx, vb = pl.col(x).var(), pl.col(b).var()
     vd = (pl.col(x) - pl.col(b)).var()
     enough = pl.len() >= MIN_PAIRS

@@ -41,16 +41,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+
+import polars as pl
 
 from contract.analysis_defaults import MIN_EFFECT
 from results_db.analysis.compare import _match
 from results_db.analysis.stats import LEVEL, fmean, sum_sq, t_quantile
 from results_db.analysis.verdict import BETTER, INCONCLUSIVE, WITHIN, WORSE, interval_verdict
 from results_db.schema.vocab import DIMENSIONS
-
-if TYPE_CHECKING:
-    import polars as pl
 
 POINT_COLUMNS = ("variant", "lr", "size", "group_key", "step", "tokens", "flops",
                  "params_total", "n", "base_mean", "mean", "delta", "delta_pct", "ci_low_pct",
@@ -86,8 +84,6 @@ class Scaling:
 def _sizes(info: pl.DataFrame) -> pl.DataFrame:
     """group_key, base_key and a ``size`` label ("n_layer=2"; "all" without a size axis): the
     dimensions (but lr) the baseline was swept over, at the group's values."""
-    import polars as pl
-
     bases = info.filter(pl.col("is_baseline"))
     dims = [c for c in DIMENSIONS if c != "lr" and c in bases.columns
             and bases[c].n_unique() > 1]
@@ -135,8 +131,6 @@ def _iso(pairs: pl.DataFrame, pts: pl.DataFrame) -> pl.DataFrame:
     variant's compute (interpolated in log10 tokens over its curve in ``pts``; null outside
     its evaluated range) -> ``iso_base``. One numpy.interp per (group, seed)."""
     import numpy as np
-    import polars as pl
-
     curves = {(k, s): (np.asarray(t, float), np.asarray(v, float)) for k, s, t, v in
               pts.group_by("group_key", "seed").agg("tokens", "value").iter_rows()}
     out = []
@@ -154,8 +148,6 @@ def _pairs(series: pl.DataFrame, runs: pl.DataFrame, cells: pl.DataFrame,
            costs: pl.DataFrame) -> pl.DataFrame:
     """One row per (non-baseline group, seed, step) that both it and its baseline evaluated:
     value, base_value, tokens, flops, and the iso-FLOP baseline value."""
-    import polars as pl
-
     pts = (series.filter((pl.col("step") > 0) & pl.col("value").is_finite())
            .join(runs.select("run_id", "group_key", "seed"), on="run_id")
            .join(costs.select("group_key", "tokens_per_step", "fpt"), on="group_key")
@@ -174,8 +166,6 @@ def _pairs(series: pl.DataFrame, runs: pl.DataFrame, cells: pl.DataFrame,
 
 
 def _points(pairs: pl.DataFrame, cells: pl.DataFrame) -> pl.DataFrame:
-    import polars as pl
-
     d, di = pl.col("value") - pl.col("base_value"), pl.col("value") - pl.col("iso_base")
     agg = pairs.group_by("group_key", "step").agg(
         tokens=pl.col("tokens").first(), flops=pl.col("flops").first(),
@@ -359,8 +349,6 @@ def _trends(pairs: pl.DataFrame, points: pl.DataFrame, cells: pl.DataFrame, high
             metric: str, margin: float) -> list[dict]:
     """The trend rows (module docstring); ``margin``: 100 x min_effect, in pp per decade for
     a slope and in % for the change at equal compute."""
-    import polars as pl
-
     with_lr = cells["lr"].n_unique() > 1
     rows: list[dict] = []
     finals: dict[tuple, list[tuple[dict, pl.DataFrame]]] = {}
@@ -406,8 +394,6 @@ def scaling(series: pl.DataFrame, runs: pl.DataFrame, info: pl.DataFrame,
     tokens_per_step, params, fpt (training FLOPs per token): contract/params.py and
     contract/flops.py over the group's config; ``min_effect``: the smallest relative change
     that matters (the margin of "flat" and "within noise"). Module docstring for the rules."""
-    import polars as pl
-
     if not 0 < min_effect < math.inf:
         raise ValueError(f"min_effect: a relative effect > 0 (0.01 = 1 %), got {min_effect}")
 
@@ -444,8 +430,6 @@ def scaling(series: pl.DataFrame, runs: pl.DataFrame, info: pl.DataFrame,
 
 
 def _schema(cols: Sequence[str]) -> dict[str, pl.DataType]:
-    import polars as pl
-
     text = {"variant", "size", "group_key", "x", "verdict", "sentence"}
     ints = {"step", "last_step", "tokens", "n", "iso_n", "n_points", "n_seeds", "params_total"}
     return {c: pl.String() if c in text else pl.Int64() if c in ints else pl.Float64()
@@ -453,6 +437,4 @@ def _schema(cols: Sequence[str]) -> dict[str, pl.DataType]:
 
 
 def _empty(cols: Sequence[str]) -> pl.DataFrame:
-    import polars as pl
-
     return pl.DataFrame(schema=_schema(cols))

@@ -32,39 +32,20 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import polars as pl
 
 from contract.states import DONE_OK, RunStatus
 from results_db.analysis import confseq, multiplicity, pairing, signcs
 from results_db.analysis.compare import matched_groups, pct_of_base
+from results_db.analysis.decide_rule import METHOD, RULES, DecideRule
 from results_db.schema.vocab import NEEDS_SEEDS
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    import polars as pl
-
     from results_db.write.decide_records import RuleChange
 
-RULES = (multiplicity.BONFERRONI, multiplicity.HOLM)  # multiplicity.py owns both
-METHOD = multiplicity.BONFERRONI  # THE rule of a decide sweep (module docstring)
 _UNPAIRED = pairing.Pairing(None, None)  # a row with no seed finished on both sides
-
-
-@dataclass(frozen=True)
-class DecideRule:
-    """What a ``decide:`` block asks of the analysis (orchestrator/sweep/spec.py parses it)."""
-
-    metric: str
-    margin: float  # "within noise" half-width, in the metric's units or relative
-    relative: bool  # margin (and the differences) relative to the baseline's per-seed value
-    error_rate: float  # family-wise, over the sweep's rows
-    max_seeds: int  # a row that reaches it undecided is inconclusive
-    higher_is_better: bool
-    g: float = confseq.MIXTURE_G
-    test: str = "mixture_t"  # TESTS: which confidence sequence reads the differences
-
-
-TESTS = ("mixture_t", "sign")  # confseq.py (Gaussian differences), signcs.py (any continuous)
 # |sample skewness| of a row's differences above which the mixture t's Gaussian guarantee is
 # doubtful. benchmarks/decide_sim.py (docs/reproduction.md, "Sweeps that run until they
 # decide"): at true skewness 1 the mixture t's family-wise error is about half the declared
@@ -144,8 +125,6 @@ def read_rows(values: pl.DataFrame, info: pl.DataFrame, baseline: str | None,
     ``info``: frames.group_info; ``order``: (group_key, seed) -> recorded look (db.pair_order);
     ``settled``: group_key -> the look that decided it under the current rule (db.settled),
     whose verdict and interval stand: a verdict never flips back."""
-    import polars as pl
-
     if method not in RULES:
         raise ValueError(f"rule: expected one of {RULES}, got {method!r}")
     table = matched_groups(values, info, baseline)
@@ -289,8 +268,6 @@ class Spent:
 
 def spent(attempts: pl.DataFrame, runs: int, now: datetime) -> Spent:
     """``attempts``: frames.sweep_attempts (run_id, started, ended, gpus)."""
-    import polars as pl
-
     if attempts.height == 0:
         return Spent(runs, 0.0, 0.0)
     end = pl.col("ended").fill_null(pl.lit(now, pl.Datetime("us", "UTC")))
@@ -342,8 +319,6 @@ def onto_board(board: pl.DataFrame, rows: pl.DataFrame, rule: DecideRule) -> pl.
     seeds were added after looking -- G1 elementwise read "better" by it on a sweep whose
     anytime-valid interval, [-7.6, +2.2] %, still held 0. An open row "needs >= k seeds": k
     from more_seeds, or max_seeds + 1 when even the cap would not decide it."""
-    import polars as pl
-
     if rows.height == 0 or board.height == 0:
         return board
     base = board.select(base_key="group_key", _base=pl.col("mean").abs())

@@ -40,20 +40,19 @@ Uncertainty: a max stable LR from means alone says nothing about seeds, so
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import polars as pl
 
 from contract.analysis_defaults import STABILITY_METRIC, STABILITY_TOL
 from contract.metrics import DIVERGED, LOSS_SPIKES, MAX_ACTIVATION
 from contract.states import RunStatus as S
+from results_db.analysis.labels import DIVERGED_SEEDS, lr_text
 from results_db.analysis.stats import t_column
 from results_db.schema.vocab import DIMENSIONS, RESULT_STATES, higher_is_better
 
-if TYPE_CHECKING:
-    import polars as pl
-
 EXTRA_METRICS = (DIVERGED, LOSS_SPIKES, MAX_ACTIVATION)
 # The curve's count of the seeds that diverged at an LR: the column is named by the state.
-DIVERGED_SEEDS: str = S.DIVERGED.value
 
 
 @dataclass(frozen=True)
@@ -76,8 +75,6 @@ def _points(runs: pl.DataFrame, metric: str) -> pl.DataFrame:
     """Per (ladder, lr), ladders in order of their first run, LRs ascending: n, mean, std,
     CI over the seeds that neither diverged nor ended non-finite, diverged, loss_spikes
     (sum of the finite counts; null without any), max_activation (largest finite)."""
-    import polars as pl
-
     flag = pl.col(DIVERGED).fill_null(0.0).fill_nan(0.0) > 0  # NaN flag: not a flag
     bad = (pl.col("status") == S.DIVERGED) | flag | ~pl.col(metric).is_finite().fill_null(False)
     ok = ~bad & pl.col("status").is_in(list(RESULT_STATES))
@@ -103,8 +100,6 @@ def _points(runs: pl.DataFrame, metric: str) -> pl.DataFrame:
 def _ladders(pts: pl.DataFrame, tol: float) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Marks rel_to_best/degraded/stable on every point and summarises every ladder (module
     docstring) with window expressions over the ladder (points sorted by lr)."""
-    import polars as pl
-
     lad = "lr_group_key"
     mean, div, lr = pl.col("mean"), pl.col(DIVERGED_SEEDS), pl.col("lr")
     okp = (div == 0) & mean.is_not_null()
@@ -138,8 +133,6 @@ def _seed_points(runs: pl.DataFrame, metric: str) -> pl.DataFrame:
     diverged or ended non-finite, then ``diverged`` 1), keyed ``lr_group_key`` = the ladder's
     key + the seed, so that _ladders applies the rule to each seed's own ladder; ``ladder``
     and ``seed`` say which."""
-    import polars as pl
-
     flag = pl.col(DIVERGED).fill_null(0.0).fill_nan(0.0) > 0
     bad = (pl.col("status") == S.DIVERGED) | flag | ~pl.col(metric).is_finite().fill_null(False)
     ok = ~bad & pl.col("status").is_in(list(RESULT_STATES))
@@ -162,8 +155,6 @@ _SEP = "\u001f"
 def _per_seed(runs: pl.DataFrame, metric: str, tol: float) -> pl.DataFrame:
     """One row per (ladder, seed) that ran at >= 2 learning rates: lr_group_key, variant,
     seed, best_lr, max_stable_lr, n_lrs (module docstring)."""
-    import polars as pl
-
     pts = _seed_points(runs, metric)
     if pts.is_empty():
         return pl.DataFrame(schema={c: t for c, t in _dtypes(_PER_SEED).items()
@@ -180,8 +171,6 @@ def _per_seed(runs: pl.DataFrame, metric: str, tol: float) -> pl.DataFrame:
 def _agreement(summary: pl.DataFrame, per_seed: pl.DataFrame) -> pl.DataFrame:
     """n_seeds, seeds_agree (seeds whose own max stable LR is the ladder's), the range of the
     seeds' max stable LRs and ``seed_msls`` in words ("s0 1e-2, s1 3e-2"), per summary row."""
-    import polars as pl
-
     ps = per_seed.join(summary.select("lr_group_key", _msl="max_stable_lr"),
                        on="lr_group_key", how="left")
     same = pl.col("max_stable_lr").eq_missing(pl.col("_msl"))
@@ -197,21 +186,10 @@ def _agreement(summary: pl.DataFrame, per_seed: pl.DataFrame) -> pl.DataFrame:
     return out.with_columns(pl.col("n_seeds").fill_null(0), pl.col("seeds_agree").fill_null(0))
 
 
-def lr_text(lr: float | None) -> str:
-    """3e-2, 1e-1, 1.5e-3: a learning rate as people write it ('none' for null)."""
-    if lr is None:
-        return "none"
-    mant, exp = f"{lr:.2e}".split("e")
-    mant = mant.rstrip("0").rstrip(".")
-    return f"{mant}e{int(exp)}"
-
-
 def ladder_labels(ladders: pl.DataFrame, info: pl.DataFrame | None) -> pl.DataFrame:
     """(lr_group_key, label) per ladder: the variant's name, plus ``dim=value`` for the
     dimensions (from ``info``: one row per seed group with lr_group_key and the DIMENSIONS
     columns, frames.group_info) that differ between two ladders of the same variant."""
-    import polars as pl
-
     base = ladders.select("lr_group_key", "variant").unique("lr_group_key",
                                                             maintain_order=True)
     if info is None or "lr_group_key" not in info.columns or base.is_empty():
@@ -236,8 +214,6 @@ _VS = ("delta_pct", "ci_low_pct", "ci_high_pct", "ci_method", "verdict", "is_bas
 def _vs_baseline(curve: pl.DataFrame, table: pl.DataFrame | None) -> pl.DataFrame:
     """The leaderboard's change vs the baseline at the same LR on every curve point (nulls
     without a ``table``)."""
-    import polars as pl
-
     if table is None or "lr_group_key" not in table.columns:
         return curve.with_columns(
             *(pl.lit(None, pl.Float64).alias(c) for c in _VS[:3]),
@@ -257,8 +233,6 @@ def analyse(runs: pl.DataFrame, metric: str = STABILITY_METRIC, tol: float = STA
     (frames.group_info), for the ladders' labels; ``table``: compare.compare() on ``metric``,
     for the change vs the baseline at each LR; ``baseline``: its variant, for the sentence.
     Every ladder at once (polars; the t quantiles once per distinct seed count)."""
-    import polars as pl
-
     if not 0 <= tol < 10:
         raise ValueError(f"stability: tol is a relative fraction (0.05 = 5 %), got {tol}")
     if higher_is_better(metric):
@@ -317,8 +291,6 @@ def _at_baseline_limit(st: Stability, metric: str, baseline: str | None) -> str:
     """" At 3e-2, where the baseline has degraded, the change in val/loss vs the baseline
     (95 % CI): sdpa_elementwise -20.1 % [-25.3, -14.9] (paired, better)." -- at the lowest
     LR above the baseline's max stable LR, for the ladders with a change there."""
-    import polars as pl
-
     if baseline is None:
         return ""
     bases = st.summary.filter((pl.col("variant") == baseline) & (pl.col("n_lrs") > 1))
@@ -363,8 +335,6 @@ _PER_SEED = {"lr_group_key": "String", "variant": "String", "seed": "Int64",
 
 
 def _dtype(name: str) -> Any:
-    import polars as pl
-
     return pl.List(pl.Float64) if name == "List(Float64)" else getattr(pl, name)
 
 
@@ -373,8 +343,6 @@ def _dtypes(spec: dict[str, str]) -> dict[Any, Any]:
 
 
 def _frame(df: pl.DataFrame, spec: dict[str, str]) -> pl.DataFrame:
-    import polars as pl
-
     schema = _dtypes(spec)
     if df.is_empty():
         return pl.DataFrame(schema=schema)
@@ -387,8 +355,6 @@ def _curve_frame(points: pl.DataFrame) -> pl.DataFrame:
 
 
 def _summary_frame(summary: pl.DataFrame) -> pl.DataFrame:
-    import polars as pl
-
     schema: dict[Any, Any] = {c: _dtype(t) for c, t in _SUMMARY.items()}
     df = summary.select(list(schema)).cast(schema)
     return df.sort(pl.col("max_stable_lr"), pl.col("rel_at_top_lr"), "variant",

@@ -28,13 +28,11 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
+
+import polars as pl
 
 from contract.analysis_defaults import MIN_EFFECT
 from results_db.analysis.tdist import t_quantile, t_quantiles
-
-if TYPE_CHECKING:
-    import polars as pl
 
 __all__ = ["LEVEL", "MAX_SEEDS", "POWER", "DeltaCI", "Described", "delta_ci",
            "describe", "seeds_needed", "seeds_needed_many", "t_column",
@@ -136,8 +134,6 @@ def t_column(df: pl.Series, level: float = LEVEL) -> pl.Series:
     """The two-sided ``level`` Student-t quantile at each element's df (null where the df is
     null): one t_quantiles call over the distinct dfs, then a lookup -- how the vectorised
     tables get their t without a per-group call."""
-    import polars as pl
-
     df = df.cast(pl.Float64)
     q = t_quantiles(0.5 + level / 2, df.drop_nulls().unique().to_list())
     return df.replace_strict(q, default=None, return_dtype=pl.Float64)
@@ -161,8 +157,6 @@ def seeds_needed_many(rel_std: pl.Series, min_effect: float, paired: pl.Series, 
     the smallest n in 2..MAX_SEEDS with curve(n) <= min_effect / rel_std, found by a binary
     search (search_sorted) in the power curve (computed once per process); MAX_SEEDS when
     none is."""
-    import polars as pl
-
     if not min_effect > 0:
         raise ValueError(f"seeds_needed: min_effect is a relative effect > 0 (0.01 = 1 %), "
                          f"got {min_effect}")
@@ -186,8 +180,6 @@ def seeds_needed(rel_std: float, min_effect: float = MIN_EFFECT, *, paired: bool
     Smallest n >= 2 with (t(level_q, df) + t(power, df)) * sqrt(k / n) * rel_std <= min_effect,
     k = 2, df = 2n - 2 for two independent groups of n seeds; k = 1, df = n - 1 paired.
     Capped at MAX_SEEDS. (seeds_needed_many on one element: one rule.)"""
-    import polars as pl
-
     if not rel_std >= 0 or math.isinf(rel_std):
         raise ValueError(f"seeds_needed: rel_std must be finite and >= 0, got {rel_std}")
     k = seeds_needed_many(pl.Series([float(rel_std)]), min_effect, pl.Series([paired]),

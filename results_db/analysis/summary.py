@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from results_db.analysis.bestlr import LOSO, NO_BEST_LR, NOT_RUN, ONE_SEED
 from results_db.analysis.columns import RULE
+from results_db.analysis.labels import LOSO, NO_BEST_LR, NOT_RUN, ONE_SEED
 from results_db.analysis.multiplicity import rule_text
 
 if TYPE_CHECKING:

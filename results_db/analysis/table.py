@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+
+import polars as pl
 
 from results_db.analysis.compare import INFO
-
-if TYPE_CHECKING:
-    import polars as pl
 
 PER_METRIC = ("n", "mean", "std", "delta", "delta_pct", "ci_low", "ci_high", "ci_low_pct",
               "ci_high_pct", "ci_method", "verdict", "seeds_needed")
@@ -26,8 +24,6 @@ def pm_text(mean: float | None, std: float | None) -> str:
 def ablation(tables: Sequence[pl.DataFrame], metrics: Sequence[str],
              stability: pl.DataFrame | None) -> pl.DataFrame:
     """Join compare() tables (one per metric, same groups) wide on group_key."""
-    import polars as pl
-
     first = tables[0]
     keys = ["group_key", *[c for c in INFO if c in first.columns], "is_baseline"]
     out = first.select(keys)

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    import polars as pl
+import polars as pl
 
 _CACHE: dict[tuple[float, float], float] = {}  # (p, df) -> quantile; cleared when large
 _CACHE_MAX = 200_000
@@ -64,7 +62,6 @@ def two_sided_p(delta: pl.Series, se: pl.Series, df: pl.Series) -> pl.Series:
     of freedom (scipy.special.stdtr, vectorised); se 0: p 0 for a non-zero delta, else 1;
     null where any input is null (no test)."""
     import numpy as np
-    import polars as pl
     from scipy.special import stdtr
 
     d, s, f = (x.cast(pl.Float64).fill_null(np.nan).to_numpy() for x in (delta, se, df))

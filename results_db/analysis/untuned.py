@@ -26,16 +26,14 @@ Pure Python over bestlr's ladders; api.py puts the column on db.leaderboard.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+
+import polars as pl
 
 from results_db.analysis.bestlr import Ladder, ladders
 from results_db.analysis.columns import CONDITION
-from results_db.analysis.stability import lr_text
+from results_db.analysis.labels import lr_text
 from results_db.analysis.stats import delta_ci, fmean
 from results_db.analysis.verdict import WORSE, interval_verdict
-
-if TYPE_CHECKING:
-    import polars as pl
 
 
 @dataclass(frozen=True)
@@ -87,8 +85,6 @@ def baseline_conditions(board: pl.DataFrame, values: pl.DataFrame, higher: bool,
     """(group_key, condition, base_worse_pct, base_untuned) for every row of ``board`` (a
     leaderboard or compare() frame) whose baseline is known; ``values``: group_key, seed,
     value and status of the finished runs (as best_vs_best reads them)."""
-    import polars as pl
-
     schema = {"group_key": pl.String, CONDITION: pl.String, "base_worse_pct": pl.Float64,
               "base_untuned": pl.Boolean}
     if baseline is None or board.is_empty() or not board["is_baseline"].any():

@@ -26,12 +26,9 @@ because it merely contains 0.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import polars as pl
 
 from results_db.schema.vocab import NEEDS_SEEDS
-
-if TYPE_CHECKING:
-    import polars as pl
 
 BETTER, WORSE, WITHIN, INCONCLUSIVE = "better", "worse", "within noise", "inconclusive"
 
@@ -52,8 +49,6 @@ def verdict_expr(*, higher_is_better: bool, min_effect: float) -> pl.Expr:
     """The verdict of every row at once (module docstring), over the columns is_baseline, n,
     base_n, delta, base_mean, ci_method, ci_low, ci_high and seeds_needed of compare.py's
     frame."""
-    import polars as pl
-
     low, high, k = pl.col("ci_low"), pl.col("ci_high"), pl.col("seeds_needed")
     bmean = pl.col("base_mean")
     margin = min_effect * bmean.abs()

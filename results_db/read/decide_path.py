@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from results_db.analysis.sequential import DecideRule, read_rows
+import polars as pl
+
+from results_db.analysis.decide_rule import DecideRule
+from results_db.analysis.sequential import read_rows
 from results_db.read.frames import group_info, runs_wide
 
 if TYPE_CHECKING:
-    import polars as pl
-
     from results_db import ResultsDB
 
 PATH_COLUMNS = ("variant", "lr", "group_key", "seeds", "n", "mean", "low", "high", "verdict")
@@ -29,8 +30,6 @@ def interval_path(db: ResultsDB, sweep: str, rule: DecideRule) -> pl.DataFrame:
     row's paired seeds among them, ``mean``/``low``/``high`` of the difference vs the
     baseline (fractions when the rule is relative) and the verdict at that look; k from the
     first look with any paired seed to the sweep's last seed."""
-    import polars as pl
-
     runs = runs_wide(db.reader, sweep, [rule.metric], keys=READ_KEYS)
     empty = pl.DataFrame(schema={"variant": pl.String, "lr": pl.Float64,
                                  "group_key": pl.String, "seeds": pl.Int64, "n": pl.Int64,

@@ -22,13 +22,12 @@ no longer with sorting them: see docs/benchmarks.md.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import polars as pl
 
 from results_db.sqlread import frame
 from results_db.write.rollup import BLOCK, TABLE, has_rollup
-
-if TYPE_CHECKING:
-    import polars as pl
 
 # The (run, name) step range of the current bucket ``b`` (bucket rows: run_id, name, lo, hi).
 _RANGE = "m.run_id = b.run_id AND m.name = b.name AND m.step BETWEEN b.lo AND b.hi"
@@ -256,7 +255,5 @@ def read_metrics(engine: Any, run_ids: Sequence[int] | None, names: Sequence[str
 
 
 def _points_schema() -> dict[str, pl.DataType]:
-    import polars as pl
-
     return {"run_id": pl.Int64(), "name": pl.String(), "step": pl.Int64(),
             "value": pl.Float64()}

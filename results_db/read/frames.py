@@ -8,17 +8,15 @@ stability) is decided in results_db/analysis/ over these frames.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import polars as pl
 from sqlalchemy import Engine
 
 from contract import dimensions
 from contract.states import DONE_OK
 from results_db.schema.vocab import DIMENSIONS
 from results_db.sqlread import frame, in_list
-
-if TYPE_CHECKING:
-    import polars as pl
 
 # Per run: what labels and groups it (the variant's dimensions, its seed-replicate group and
 # LR ladder) and its parameter counts.
@@ -41,8 +39,6 @@ def _typed(df: pl.DataFrame, floats: Sequence[str] = ()) -> pl.DataFrame:
     """SQL text has no result types (and SQLite booleans are ints): cast the known columns
     and ``floats``; every other column is text. Not strict: SQLite stores whatever a writer
     gave (text in a REAL column), and such a value is missing, not a crash of every table."""
-    import polars as pl
-
     casts = {**{c: getattr(pl, t) for c, t in _CASTS.items()}, **{c: pl.Float64 for c in floats}}
     return df.with_columns(pl.col(c).cast(casts.get(c, pl.String), strict=False)
                            for c in df.columns)
@@ -114,8 +110,6 @@ def first_runs(engine: Engine, sweep: str) -> pl.DataFrame:
 def sweep_attempts(engine: Engine, sweep: str) -> pl.DataFrame:
     """Every attempt of ``sweep``'s runs: run_id, started, ended (null while running) and the
     run's ``resources.gpus`` as stored in its config (what a decide: budget spends)."""
-    import polars as pl
-
     df = frame(engine, """SELECT a.run_id AS run_id, a.started AS started, a.ended AS ended,
       r.config AS config FROM attempts a JOIN runs r ON r.id = a.run_id
       JOIN sweeps w ON w.id = r.sweep_id WHERE w.name = :sweep ORDER BY a.id""",

@@ -9,10 +9,7 @@ pages show; the page only formats it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import polars as pl
+import polars as pl
 
 GROUP_COLUMNS = ("key", "group", "runs", "n", "mean", "std", "min", "max")
 
@@ -22,8 +19,6 @@ def group_stats(frame: pl.DataFrame, by: str, value: str) -> pl.DataFrame:
     typed as ``by``), ``group`` (as text, '–' for none), ``runs`` (rows), ``n`` (finite
     values of ``value``), and their mean, std (ddof 1; null below two values), min and max.
     Groups in the key's order: numbers numerically, text alphabetically, '–' last."""
-    import polars as pl
-
     if by not in frame.columns or value not in frame.columns:
         missing = [c for c in (by, value) if c not in frame.columns]
         raise ValueError(f"group_stats: no column {', '.join(map(repr, missing))}; the frame "

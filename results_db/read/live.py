@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+import polars as pl
 from sqlalchemy import Engine, and_, func, or_, select
 
 from contract.metrics import TRAIN_LOSS, TRAIN_TOKENS_PER_S
@@ -24,9 +25,6 @@ from contract.states import (
     status_group,
 )
 from results_db.schema.tables import Attempt, Metric, Run, Sweep, utcnow
-
-if TYPE_CHECKING:
-    import polars as pl
 
 # The contract's columns, in order; then extras: owner (who holds/queued it), lease_s_left
 # (seconds left on the driver's lease of a queued run: negative = its driver is gone),
@@ -51,8 +49,6 @@ class LiveMixin:
         (default: running, pending, lost; None: every status). ``step``/``last_loss``: the
         newest train/loss point; ``eta_s`` from the current attempt's own pace (running runs
         only); ``heartbeat_age_s``: seconds since the running attempt's last heartbeat."""
-        import polars as pl
-
         runs = self._live_run_rows(sweep, run_ids, statuses)
         ids = [r["run_id"] for r in runs]
         if not ids:
@@ -171,8 +167,6 @@ def _derive(r: dict[str, Any], a: dict[str, Any], pt: dict[str, Any], tps: float
 
 
 def _schema() -> dict[str, Any]:
-    import polars as pl
-
     return {"run_id": pl.Int64, "name": pl.Utf8, "sweep": pl.Utf8, "variant": pl.Utf8,
             "status": pl.Utf8, "attempt_id": pl.Int64, "step": pl.Int64,
             "steps_total": pl.Int64, "last_loss": pl.Float64, "tokens_per_s": pl.Float64,

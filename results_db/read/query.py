@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+import polars as pl
 from sqlalchemy import (
     ColumnElement,
     Engine,
@@ -42,9 +43,6 @@ from results_db.sqlread import (
     rows_to_frame,
     user_frame,
 )
-
-if TYPE_CHECKING:
-    import polars as pl
 
 RUN_COLUMNS: tuple[str, ...] = ("id", "name", "sweep_id", "fingerprint", "variant", "seed",
                                  "status", *DIM_COLUMNS, "params_total", "params_gates",
@@ -211,8 +209,6 @@ class ReaderMixin:
     def sweep_status(self, sweep: str | None = None) -> pl.DataFrame:
         """Per sweep: one count column per run state, ``total`` and ``done`` (ended for good:
         states.DONE_OK | DONE_BAD; a lost run is resumable, so not done)."""
-        import polars as pl
-
         where = "WHERE w.name = :sweep" if sweep is not None else ""
         df = frame(self.reader, f"""SELECT w.name AS sweep, r.status AS status,
             COUNT(r.id) AS n FROM sweeps w LEFT JOIN runs r ON r.sweep_id = w.id {where}
@@ -334,8 +330,6 @@ class ReaderMixin:
         ``limits`` (default QueryLimits(): 60 s, 1M rows, 256 MiB) bound time, rows and
         bytes (QueryLimitError); Ctrl-C stops the statement (PostgreSQL: cancelled on the
         server, SIGTERM too)."""
-        import polars as pl
-
         limits = limits or QueryLimits()
         try:
             if self.reader.dialect.name == "postgresql":

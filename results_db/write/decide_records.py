@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+import polars as pl
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
@@ -31,9 +32,6 @@ from results_db.schema.tables import (
     Sweep,
     utcnow,
 )
-
-if TYPE_CHECKING:
-    import polars as pl
 
 DECIDED = (BETTER, WORSE, WITHIN)  # confseq's settled verdicts (they never reopen)
 
@@ -139,8 +137,6 @@ class DecideRecordsMixin:
     def decide_looks(self, sweep: str) -> pl.DataFrame:
         """Every recorded look of the sweep's rows: look, group_key, rule_version, n,
         incomplete, mean, low, high (null: unbounded), verdict, recorded; by look."""
-        import polars as pl
-
         with Session(self.reader) as s:
             rows = s.execute(select(*(getattr(DecideLook, c) for c in _LOOK_COLUMNS))
                              .join(Sweep, Sweep.id == DecideLook.sweep_id)

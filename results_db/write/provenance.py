@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import polars as pl
 from sqlalchemy import Engine, Text, cast, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -24,8 +25,6 @@ from results_db.sqlread import frame
 from results_db.write.prepared import Prepared, arg
 
 if TYPE_CHECKING:
-    import polars as pl
-
     from results_db.analysis.mixing import CodeMix
 
 _REQUIRED = ("source", "code_version", "accelerator")
@@ -113,8 +112,6 @@ class ProvenanceMixin:
         ``recorded``. ``latest``: per run only its newest such attempt (the one whose
         numbers the run's summaries hold), plus ``n_code_versions`` over all its attempts
         (2+: the run was resumed on other code than it started with)."""
-        import polars as pl
-
         cols = [getattr(Provenance, k) for k in FIELDS if k != "deepspeed_config"]
         stmt = (select(Run.id.label("run_id"), Run.name.label("run"), Sweep.name.label("sweep"),
                        Run.variant, Run.status, Attempt.number.label("attempt"),

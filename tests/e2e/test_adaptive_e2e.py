@@ -19,7 +19,7 @@ import pytest
 import results_db
 from contract.metrics import VAL_PPL
 from results_db.analysis import confseq
-from results_db.analysis.sequential import DecideRule
+from results_db.analysis.decide_rule import DecideRule
 from tests.e2e.test_orchestrator_e2e import _kill_group
 
 pytestmark = pytest.mark.slow

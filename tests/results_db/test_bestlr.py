@@ -12,14 +12,8 @@ import polars as pl
 import pytest
 
 import results_db
-from results_db.analysis.bestlr import (
-    LOSO,
-    NO_BEST_LR,
-    NOT_RUN,
-    ONE_SEED,
-    best_vs_best,
-    declared_check,
-)
+from results_db.analysis.bestlr import best_vs_best, declared_check
+from results_db.analysis.labels import LOSO, NO_BEST_LR, NOT_RUN, ONE_SEED
 from results_db.analysis.stats import delta_ci, seeds_needed
 from tests import sample_db
 

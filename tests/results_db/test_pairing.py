@@ -12,7 +12,8 @@ import pytest
 
 from results_db.analysis import pairing
 from results_db.analysis.compare import compare
-from results_db.analysis.sequential import DecideRule, read_rows
+from results_db.analysis.decide_rule import DecideRule
+from results_db.analysis.sequential import read_rows
 
 BASE = [10.0, 12.0, 11.0, 13.0, 9.0]
 # the variant tracks its baseline seed by seed, a little lower, with its own wobble

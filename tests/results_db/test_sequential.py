@@ -15,7 +15,7 @@ import pytest
 import results_db
 from contract.metrics import VAL_PPL
 from results_db.analysis import confseq
-from results_db.analysis.sequential import DecideRule
+from results_db.analysis.decide_rule import DecideRule
 from tests.support.synthdb import play, register
 
 RULE = DecideRule(metric=VAL_PPL, margin=0.02, relative=True, error_rate=0.05, max_seeds=12,
