@@ -117,10 +117,11 @@ def _decide_seeds(mean: float, sd: float) -> tuple[int | None, int]:
     """(seeds the decide mode needs, the fixed-n paired t-test's) for relative mean / sd."""
     from contract import metrics
     from results_db.analysis import sequential, stats
+    from results_db.analysis.decide_rule import DecideRule
 
     d = yaml.safe_load(DECIDE.read_text())["decide"]
     rows = len(VARIANTS) - 1  # Bonferroni over decide.yaml's rows, as sequential.read_rows
-    rule = sequential.DecideRule(metric=metrics.VAL_PPL, margin=d["margin"], relative=True,
+    rule = DecideRule(metric=metrics.VAL_PPL, margin=d["margin"], relative=True,
                                  error_rate=d["error_rate"], max_seeds=stats.MAX_SEEDS,
                                  higher_is_better=False)
     decide = sequential._more(mean, sd, 0, rule, d["error_rate"] / rows)
