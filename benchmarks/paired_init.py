@@ -122,8 +122,8 @@ def _decide_seeds(mean: float, sd: float) -> tuple[int | None, int]:
     d = yaml.safe_load(DECIDE.read_text())["decide"]
     rows = len(VARIANTS) - 1  # Bonferroni over decide.yaml's rows, as sequential.read_rows
     rule = DecideRule(metric=metrics.VAL_PPL, margin=d["margin"], relative=True,
-                                 error_rate=d["error_rate"], max_seeds=stats.MAX_SEEDS,
-                                 higher_is_better=False)
+                      error_rate=d["error_rate"], max_seeds=stats.MAX_SEEDS,
+                      higher_is_better=False)
     decide = sequential._more(mean, sd, 0, rule, d["error_rate"] / rows)
     fixed = stats.seeds_needed(sd, max(abs(mean), 1e-9), paired=True) if sd > 0 else 2
     return decide, fixed
