@@ -185,6 +185,58 @@ class SwitchHeadConfig(StrictModel):
         return self
 
 
+NSACombine = Literal["gated", "learned", "equal"]
+
+
+class NSAConfig(StrictModel):
+    """Native Sparse Attention (Yuan et al. 2025, arXiv 2502.11089) in place of dense attention.
+
+    Three branches over the model's own q/k/v (trainer/nsa.py): attention over compressed
+    blocks (``compress_block`` tokens every ``compress_stride``, each block mapped to one key
+    and one value), over the ``select_top_n`` selection blocks of ``select_block`` tokens that
+    the compressed scores rank highest (the query's own block always among them), and over a
+    sliding ``window`` of recent tokens. ``combine`` mixes them: ``gated`` NSA's own
+    input-dependent sigmoid gate per head and branch, ``learned`` an input-independent sigmoid
+    weight per head and branch, ``equal`` 1/3 each (no gate). The paper's sizes (32 / 16, 64
+    x 16, 512) are for 64k contexts; the defaults fit the CPU models' 128-256 tokens.
+    """
+    compress_block: int = Field(default=16, ge=1)
+    compress_stride: int = Field(default=8, ge=1)
+    select_block: int = Field(default=16, ge=1)
+    select_top_n: int = Field(default=4, ge=1)  # counts the query's own (always chosen) block
+    window: int = Field(default=32, ge=1)  # tokens, the query's own included
+    combine: NSACombine = "gated"
+
+    @model_validator(mode="after")
+    def _check(self) -> NSAConfig:
+        block, d, sel = self.compress_block, self.compress_stride, self.select_block
+        if d > block or block % d:  # NSA's d | l: blocks overlap by whole strides, none skipped
+            raise ValueError(f"nsa.compress_stride: {d} must divide nsa.compress_block "
+                             f"({block}); expected a divisor of {block}")
+        if sel % d:  # NSA's d | l': each selection block is scored from whole strides
+            raise ValueError(f"nsa.select_block: {sel} must be a multiple of "
+                             f"nsa.compress_stride ({d})")
+        return self
+
+    def check_context(self, seq_len: int) -> None:
+        """The sizes against the training context ``seq_len`` (RunSpec's check): a block
+        larger than the context, a ragged last selection block, or more blocks to select than
+        the context has are errors naming the key and what was expected."""
+        for key, size in (("compress_block", self.compress_block),
+                          ("select_block", self.select_block), ("window", self.window)):
+            if size > seq_len:
+                raise ValueError(f"model.nsa.{key}: {size} exceeds train.seq_len ({seq_len}); "
+                                 f"expected at most {seq_len}")
+        if seq_len % self.select_block:
+            raise ValueError(f"model.nsa.select_block: {self.select_block} must divide "
+                             f"train.seq_len ({seq_len}); expected a divisor of {seq_len}")
+        n_sel = seq_len // self.select_block
+        if self.select_top_n > n_sel:
+            raise ValueError(f"model.nsa.select_top_n: {self.select_top_n} exceeds the "
+                             f"{n_sel} selection blocks of train.seq_len ({seq_len}); expected "
+                             f"1..{n_sel}")
+
+
 class ModelConfig(StrictModel):
     """A decoder-only LM. Give ``preset`` (contract/presets.py) plus overrides, or every field.
 
@@ -209,6 +261,7 @@ class ModelConfig(StrictModel):
     norm_style: Literal["pre", "sandwich"] = "pre"  # the sandwich-norm baseline
     clip_residual: float | None = Field(default=None, gt=0)  # clamp the residual to +-c
     switch_head: SwitchHeadConfig | None = None  # the SwitchHead baseline
+    nsa: NSAConfig | None = None  # Native Sparse Attention in every layer (None: dense)
     norm_eps: float = Field(default=1e-6, gt=0)
     init_std: float = Field(default=0.02, gt=0)
     init: InitScheme = "paired"
@@ -463,6 +516,12 @@ class RunSpec(StrictModel):
         if self.model.moe is not None and self.train.zero_stage == 3:
             raise ValueError("train.zero_stage: DeepSpeed's MoE layer trains under ZeRO 0-2, "
                              "not 3; use zero_stage 0, 1 or 2 for MoE models")
+        return self
+
+    @model_validator(mode="after")
+    def _check_nsa(self) -> RunSpec:
+        if self.model.nsa is not None:
+            self.model.nsa.check_context(self.train.seq_len)
         return self
 
     @model_validator(mode="after")

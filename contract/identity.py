@@ -44,8 +44,9 @@ DEFAULT_WORKERS = 1  # data-parallel workers of a run (contract.config.Resources
 # migration 0005 took the field out of the stored configs.
 RETIRED: dict[str, dict[str, Any]] = {"train": {"fail_at_step": None}}
 # block -> {field: the value every run stored before the field existed}. model.init: before
-# paired initialisation every run drew its weights from the global RNG in module order.
-ADDED: dict[str, dict[str, Any]] = {"model": {"init": "legacy"}}
+# paired initialisation every run drew its weights from the global RNG in module order;
+# model.nsa: every run before it had dense attention.
+ADDED: dict[str, dict[str, Any]] = {"model": {"init": "legacy", "nsa": None}}
 
 
 def with_added(config: Mapping[str, Any]) -> dict[str, Any]:

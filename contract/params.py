@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # contract.config validates param_match with this module: no 
     from contract.config import ModelConfig
 
 D_FF_MULTIPLE = 8  # param_match rounds d_ff to this (GEMM-friendly widths)
+NSA_BRANCHES = 3  # compressed, selected, window (trainer/nsa.py)
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class ParamCounts:
     ffn: int  # dense SwiGLU, or MoE experts + routers
     norms: int  # block, final, QK-norm, sandwich and G1-RMSNorm weights
     switch_head: int  # SwitchHead routers and extra experts' weights (whole projections)
+    nsa: int  # NSA's compression maps and branch gate (projection or learned logits)
 
 
 def count(cfg: ModelConfig) -> tuple[int, int]:
@@ -70,6 +72,20 @@ def _kv_per_layer(cfg: ModelConfig) -> tuple[int, int]:
     return (2 - switched) * d * width, switched * experts
 
 
+def nsa_per_layer(cfg: ModelConfig) -> tuple[int, int]:
+    """(compression maps, branch gate) parameters of one NSA layer (trainer/nsa.py): a key and
+    a value map, each (compress_block * head_dim -> head_dim) shared by the kv heads; the
+    gate a (d_model -> n_head * 3) projection (``gated``), n_head * 3 logits (``learned``) or
+    nothing (``equal``). (0, 0) for dense attention."""
+    nsa = cfg.nsa
+    if nsa is None:
+        return 0, 0
+    compress = 2 * nsa.compress_block * cfg.head_dim * cfg.head_dim
+    branches = cfg.n_head * NSA_BRANCHES
+    gate = {"gated": cfg.d_model * branches, "learned": branches, "equal": 0}[nsa.combine]
+    return compress, gate
+
+
 def _norms_per_layer(cfg: ModelConfig) -> int:
     d, hd = cfg.d_model, cfg.head_dim
     n = 2 * d  # attn_norm, ffn_norm
@@ -95,16 +111,18 @@ def _count(cfg: ModelConfig) -> ParamCounts:
     gates, ffn = L * _gates_per_layer(cfg), L * _ffn_per_layer(cfg)
     norms = L * _norms_per_layer(cfg) + d  # + the final norm
     embedding = cfg.vocab_size * d * (1 if cfg.tie_embeddings else 2)
-    attention, switch_head = L * (qo + kv), L * sh
-    total = embedding + attention + ffn + norms + gates + switch_head
+    attention, switch_head, nsa = L * (qo + kv), L * sh, L * sum(nsa_per_layer(cfg))
+    total = embedding + attention + ffn + norms + gates + switch_head + nsa
     return ParamCounts(total=total, gates=gates, embedding=embedding, attention=attention,
-                       ffn=ffn, norms=norms, switch_head=switch_head)
+                       ffn=ffn, norms=norms, switch_head=switch_head, nsa=nsa)
 
 
 def baseline_config(cfg: ModelConfig) -> ModelConfig:
-    """The same model without gates, non-linearity control, SwitchHead or param matching."""
+    """The same model without gates, non-linearity control, SwitchHead, NSA (dense attention)
+    or param matching: what param_match matches, so NSA and gated variants all match the
+    dense ungated model."""
     return cfg.model_copy(update={"gates": (), "nonlinearity": "none", "switch_head": None,
-                                  "param_match": False})
+                                  "nsa": None, "param_match": False})
 
 
 def added_params(cfg: ModelConfig) -> int:

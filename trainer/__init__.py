@@ -12,6 +12,9 @@ down, in the torch-free ``contract`` package; this package never imports ``resul
   attention.py       causal self-attention with GQA, QK-norm, RoPE and gates G1..G5
   gates.py           one ``Gate`` module for every GateSpec
   switch_head.py     SwitchHead projections (the Table 6 baseline)
+  nsa.py             Native Sparse Attention: three branches in place of dense attention
+  nsa_blocks.py      NSA's block geometry: compressed and selection blocks, causal masks
+  nsa_combine.py     NSA's branch combination: gated, learned or equal weights
   moe.py             feed-forward blocks: SwiGLU and a DeepSpeed MoE of SwiGLU experts
   norms.py           RMSNorm
   rope.py            rotary position embeddings with context-extension scaling

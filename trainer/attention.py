@@ -1,4 +1,5 @@
-"""Causal self-attention with GQA, optional QK-norm, RoPE and gates G1..G5.
+"""Causal self-attention with GQA, optional QK-norm, RoPE and gates G1..G5; or, with
+``model.nsa``, Native Sparse Attention (trainer/nsa.py) in place of the dense softmax.
 
 Where each gate acts (all read the pre-normed block input x, like q/k/v):
 - G4 on q and G3 on k after QK-norm and *before* RoPE: a per-channel scale after the rotation
@@ -11,7 +12,9 @@ Where each gate acts (all read the pre-normed block input x, like q/k/v):
 
 Normal steps use ``F.scaled_dot_product_attention(is_causal=True)``. When ``self.record`` is a
 list (set by ``GatedLM.probe``), the explicit-softmax path runs instead and appends this
-layer's attention statistics; probes therefore cost nothing on normal steps.
+layer's attention statistics; probes therefore cost nothing on normal steps. Under NSA the
+attention-sink probe reads the selected branch, the one that can reach the first token at any
+distance (the window cannot, and a compressed key is a summary of a block, not a token).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from contract.gate_positions import DENSE_OUTPUT, KEY, QUERY, SDPA_OUTPUT, VALUE
 from trainer.gates import Gate, build_gates
 from trainer.keyed import Part
 from trainer.norms import RMSNorm
+from trainer.nsa import NativeSparseAttention
 from trainer.probes import first_token_column
 from trainer.rope import apply_rope
 from trainer.switch_head import SwitchProjection
@@ -68,6 +72,7 @@ class Attention(nn.Module):
         self.nonlinearity = cfg.nonlinearity
         self.g1_norm = RMSNorm(hd, cfg.norm_eps) if cfg.nonlinearity == "rmsnorm" else None
         self.first_gate = cfg.gates[0].position if cfg.gates else None
+        self.nsa = NativeSparseAttention(cfg) if cfg.nsa is not None else None
         self.record: list[dict[str, Any]] | None = None  # set by GatedLM.probe
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -82,9 +87,7 @@ class Attention(nn.Module):
         q = self._gate(QUERY, q, x, scores)
         k = self._gate(KEY, k, x, scores)
         v = self._gate(VALUE, v, x, scores)
-        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-        y = self._attend(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
-        y = y.transpose(1, 2)  # (B, T, H, D)
+        y = self._mix(x, q, k, v, cos, sin)  # (B, T, H, D)
         y = self._gate(SDPA_OUTPUT, y, x, scores, g1_logits if self.g1_width else None)
         if self.g1_norm is not None:  # nonlinearity == "rmsnorm"
             y = self.g1_norm(y)
@@ -102,6 +105,19 @@ class Attention(nn.Module):
             return y
         y, scores[pos] = self.gates[pos](y, x, logits)
         return y
+
+    def _mix(self, x: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+             cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        """q (B, T, H, D), k/v (B, T, Hkv, D) before RoPE -> (B, T, H, D): dense or NSA."""
+        if self.nsa is not None:
+            out: tuple[torch.Tensor, torch.Tensor | None] = self.nsa(
+                x, q, k, v, cos, sin, weights=self.record is not None)
+            if self.record is not None and out[1] is not None:  # the selected branch's sink
+                self.record.append({"first_token": first_token_column(out[1])})
+            return out[0]
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        y = self._attend(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
+        return y.transpose(1, 2)
 
     def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """q (B, H, T, D), k/v (B, Hkv, T, D) -> (B, H, T, D)."""

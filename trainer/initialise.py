@@ -13,7 +13,8 @@ Where one tensor holds pieces of different origin, the module that owns the layo
 into ``q_proj`` draw from the unfused gate projection's key (``gates.G1.proj.weight``), the
 shared q rows from ``q_proj.weight`` exactly as the ungated model's whole ``q_proj``; a
 SwitchHead projection's expert 0 draws what the plain k/v projection it replaces does, each
-other expert from a key of its own.
+other expert from a key of its own. NSA's compression maps and branch gate are whole tensors of
+their own (``attn.nsa.*``), so adding NSA moves no weight the dense model has.
 
 The distribution of each parameter is today's rule (``RULES``), unchanged: normal(0,
 ``init_std``) for every projection and embedding (tied: drawn once, as ``embed.weight``), ones
@@ -43,6 +44,7 @@ from torch import nn
 from trainer.gates import Gate
 from trainer.keyed import Part, keyed_generator
 from trainer.norms import RMSNorm
+from trainer.nsa_combine import BranchWeights
 from trainer.switch_head import SwitchProjection
 
 KEY = "init"  # the first part of every init key, so no init key is ever a data key
@@ -53,6 +55,7 @@ RULES: dict[tuple[type[nn.Module], str], str] = {
     (SwitchProjection, "weight"): "normal",
     (RMSNorm, "weight"): "ones",
     (Gate, "logit"): "zeros",
+    (BranchWeights, "logit"): "zeros",  # NSA's learned branch weights: sigmoid(0) each
 }
 
 

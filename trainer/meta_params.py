@@ -51,7 +51,9 @@ def _count(cfg: ModelConfig, device: str | torch.device) -> ParamCounts:
     ffn = sum(_numel(b.ffn.parameters()) for b in model.layers()) * mult
     sh = sum(_numel(m.parameters()) for b in model.layers() for m in (b.attn.k_proj, b.attn.v_proj)
              if type(m).__name__ == "SwitchProjection") * mult
+    nsa = sum(_numel(b.attn.nsa.parameters()) for b in model.layers()
+              if b.attn.nsa is not None) * mult
     total = embedding + blocks + model.norm.weight.numel()
-    attention = total - embedding - ffn - norms - gates - sh
+    attention = total - embedding - ffn - norms - gates - sh - nsa
     return ParamCounts(total=total, gates=gates, embedding=embedding, attention=attention,
-                       ffn=ffn, norms=norms, switch_head=sh)
+                       ffn=ffn, norms=norms, switch_head=sh, nsa=nsa)

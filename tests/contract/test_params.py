@@ -190,6 +190,9 @@ VARIANTS = [  # every dimension the count depends on, alone and combined
     {"switch_head": {"targets": "v", "n_experts": 1}, "gates": [{"position": "G1"}]},
     {"tie_embeddings": False, "vocab_size": 1000}, {"n_kv_head": 1},
     {"param_match": True, "gates": [{"position": "G1"}, {"position": "G5"}]},
+    {"nsa": {}}, {"nsa": {"combine": "learned", "compress_block": 32, "compress_stride": 16,
+                          "select_block": 64}},
+    {"nsa": {"combine": "equal"}, "gates": [{"position": "G1"}], "param_match": True},
 ]
 
 

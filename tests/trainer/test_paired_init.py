@@ -43,6 +43,9 @@ DENSE_FAMILIES: dict[str, dict[str, Any]] = {
     "switch_kv_4top4": {"switch_head": {"targets": "kv", "n_experts": 4, "top_k": 4}},
     "switch_v_8top2": {"switch_head": {"targets": "v", "n_experts": 8, "top_k": 2}},
     "switch_v_1top1": {"switch_head": {"targets": "v", "n_experts": 1, "top_k": 1}},
+    "nsa_gated": {"nsa": {"combine": "gated"}},
+    "nsa_learned": {"nsa": {"combine": "learned"}},
+    "nsa_equal_G1": {"nsa": {"combine": "equal"}, "gates": [G1]},
 }
 MOE_FAMILIES: dict[str, dict[str, Any]] = {
     "moe_G1": {"gates": [G1]},
@@ -133,6 +136,22 @@ def test_switch_head_expert_zero_is_the_plain_projection() -> None:
         assert not any(torch.equal(w[:, e], plain) for e in range(1, 4))
 
 
+@pytest.mark.parametrize("combine", ["gated", "learned", "equal"])
+def test_adding_nsa_or_its_gate_changes_no_other_weight(combine: str) -> None:
+    """NSA's compression maps and branch gate are tensors of their own: the dense model's
+    weights all stay, and the NSA model with and without its gate shares its compression."""
+    base = _params(_model(12))
+    nsa = _params(_model(12, nsa={"combine": combine}))
+    assert all(torch.equal(nsa[n], t) for n, t in base.items())
+    own = {"compress_k.weight", "compress_v.weight",
+           *{"gated": ["combine.proj.weight"], "learned": ["combine.logit"], "equal": []}[combine]}
+    assert set(nsa) - set(base) == {f"blocks.{i}.attn.nsa.{n}" for i in (0, 1) for n in own}
+    equal = _params(_model(12, nsa={"combine": "equal"}))
+    assert all(torch.equal(nsa[n], t) for n, t in equal.items())
+    if combine == "learned":
+        assert torch.equal(nsa["blocks.0.attn.nsa.combine.logit"], torch.zeros(4, 3))
+
+
 def test_two_seeds_differ_in_every_random_weight() -> None:
     a, b = _params(_model(0, gates=[G1])), _params(_model(1, gates=[G1]))
     for name, t in a.items():
@@ -214,7 +233,7 @@ def test_a_parameter_without_a_rule_is_an_error() -> None:
     with pytest.raises(ValueError, match=r"no initialisation rule for parameter "
                                          r"'blocks.0.attn.extra'"):
         initialise_paired(model, 0, 0.02)
-    assert rule(model.norm, "weight", "norm.weight") == "ones" and len(RULES) == 5
+    assert rule(model.norm, "weight", "norm.weight") == "ones" and len(RULES) == 6
 
 
 @pytest.mark.parametrize("stage", [0, 3])
