@@ -19,7 +19,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from contract.config import NSAConfig
 from contract.gate_dims import DEFAULT_SWITCH_TARGETS
+
+DEFAULT_NSA_COMBINE: str = NSAConfig.model_fields["combine"].default
 
 Kind = Literal["str", "int", "float", "bool"]
 GATES = "model.gates"  # the path of every gate column: derived by contract/gate_dims.py
@@ -64,6 +67,9 @@ TABLE: tuple[Dimension, ...] = (
     # Switch-Head on: its targets, the config's default when not given
     Dimension("switch_head", "model.switch_head.targets", "str", gate=False, null="off",
               present=DEFAULT_SWITCH_TARGETS),
+    # Native Sparse Attention on: how its branches combine, the config's default when not given
+    Dimension("nsa", "model.nsa.combine", "str", gate=False, null="off: dense attention",
+              present=DEFAULT_NSA_COMBINE),
     Dimension("norm_style", "model.norm_style", "str", gate=False,
               null="unset: the model's default"),
     Dimension("clip_residual", "model.clip_residual", "float", gate=False, null="no clipping"),

@@ -30,7 +30,7 @@ FULL = RunSpec.model_validate({
     "name": "full", "sweep": "s", "seed": 0,
     "model": {"preset": "tiny", "n_head": 4, "n_kv_head": 2, "nonlinearity": "silu",
               "d_ff": None, "moe": {"n_experts": 4, "d_expert": 32},
-              "switch_head": {"n_experts": 2, "targets": "kv"},
+              "switch_head": {"n_experts": 2, "targets": "kv"}, "nsa": {"combine": "learned"},
               "norm_style": "sandwich", "clip_residual": 50.0, "qk_norm": True, "n_layer": 2,
               "d_model": 64, "gates": [{"position": "G2"}]},
     "train": {"lr": 0.01, "steps": 10, "warmup": 1}}).model_dump(mode="json")
@@ -63,6 +63,8 @@ def test_null_and_present_defaults() -> None:
     assert bare["switch_head"] == BY_COLUMN["switch_head"].present  # on, targets defaulted
     assert all(bare[c] is None for c in COLUMNS if c != "switch_head"), bare
     assert derive_dims({})["switch_head"] is None  # off
+    assert derive_dims({"model": {"nsa": {"window": 8}}})["nsa"] == "gated"  # NSA's own gate
+    assert derive_dims({"model": {"nsa": None}})["nsa"] is None  # dense
 
 
 def _lists(tree: ast.AST) -> list[tuple[str, int, int]]:

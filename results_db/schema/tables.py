@@ -94,6 +94,7 @@ class Run(Base):
     moe_experts: Mapped[int | None] = mapped_column(Integer)
     norm_style: Mapped[str | None] = mapped_column(String(32))
     switch_head: Mapped[str | None] = mapped_column(String(8))  # targets "v"/"kv", NULL = off
+    nsa: Mapped[str | None] = mapped_column(String(16))  # NSA's combine mode, NULL = dense
     qk_norm: Mapped[bool | None] = mapped_column(Boolean)
     clip_residual: Mapped[float | None] = mapped_column(Float)
     steps: Mapped[int | None] = mapped_column(Integer)
