@@ -6,7 +6,8 @@ benchmarks/reproduction_table.py).
 1. the variant named ``baseline``, when there is one;
 2. else the **plain model**: among the variants that add nothing to the block --
    no gate (``n_gates`` 0 / no ``gate_position``), no non-linearity control
-   (``nonlinearity`` none), no SwitchHead, no sandwich norm, no residual clipping -- and keep
+   (``nonlinearity`` none), no SwitchHead, no Native Sparse Attention (``nsa`` set: its
+   branches replace dense attention), no sandwich norm, no residual clipping -- and keep
    the sweep's common architecture (``n_head``, ``n_kv_head``, ``moe_experts`` equal to the
    value most variants use: a "more kv heads" or "more experts" variant is an alternative,
    not the reference), the one with the fewest parameters; ties: the one declared first
@@ -45,7 +46,7 @@ def _col(df: pl.DataFrame, name: str) -> pl.Expr:
 
 
 def _adds_nothing(df: pl.DataFrame) -> pl.Expr:
-    """No gate, no non-linearity control, no SwitchHead, no sandwich norm, no clipping."""
+    """No gate, no non-linearity control, no SwitchHead, no NSA, no sandwich norm, no clipping."""
     if "n_gates" in df.columns:
         ungated = pl.col("n_gates").fill_null(0) == 0
     else:
@@ -54,6 +55,7 @@ def _adds_nothing(df: pl.DataFrame) -> pl.Expr:
     return (ungated
             & (_col(df, "nonlinearity").cast(pl.String).fill_null(none) == none)
             & _col(df, "switch_head").is_null()
+            & _col(df, "nsa").is_null()
             & (_col(df, "norm_style").cast(pl.String).fill_null(DEFAULT_NORM_STYLE)
                == DEFAULT_NORM_STYLE)
             & _col(df, "clip_residual").is_null())
@@ -69,7 +71,7 @@ def _common(values: list[Any]) -> Any:
 
 def pick_baseline(runs: pl.DataFrame) -> str | None:
     """The sweep's baseline variant (module docstring). ``runs``: one row per run or group
-    with ``variant`` and whichever of n_gates/gate_position, nonlinearity, switch_head,
+    with ``variant`` and whichever of n_gates/gate_position, nonlinearity, switch_head, nsa,
     norm_style, clip_residual, n_head, n_kv_head, moe_experts, params_total, id it has."""
     if runs.is_empty() or "variant" not in runs.columns:
         return None

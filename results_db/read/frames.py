@@ -25,7 +25,7 @@ RUN_INFO: tuple[str, ...] = ("variant", "lr", "group_key", "lr_group_key",
                              "params_total", "params_gates")
 # What the baseline rule reads of every run of a sweep (any state).
 BASELINE_COLUMNS: tuple[str, ...] = ("id", "variant", "n_gates", "gate_position",
-                                     "nonlinearity", "switch_head", "norm_style",
+                                     "nonlinearity", "switch_head", "nsa", "norm_style",
                                      "clip_residual", "n_head", "n_kv_head", "moe_experts",
                                      "params_total")
 # SQL text has no result types: each dimension's from its kind (contract/dimensions.py)

@@ -110,6 +110,20 @@ def test_baseline_rule_through_the_db_with_alternatives_declared_first(db) -> No
     assert set(lb["baseline"]) == {"plain"}
 
 
+def test_baseline_rule_through_the_db_passes_over_sparse_attention(db) -> None:
+    sid = db.ensure_sweep("nsa")
+    nsa = {"compress_block": 16, "compress_stride": 8, "select_block": 16, "select_top_n": 3,
+           "window": 32}
+    # parameter-matched: NSA's rows come out smaller than the dense one (a narrower FFN)
+    for name, combine in (("nsa_gated", "gated"), ("nsa_equal", "equal"), ("dense", None)):
+        extra = {"nsa": {**nsa, "combine": combine}} if combine else {}
+        add_finished_run(db, sid, name, 0, gate_config(param_match=True, **extra),
+                         summaries={"val/ppl": 10.0})
+    params = dict(db.runs(sweep="nsa").select("variant", "params_total").iter_rows())
+    assert params["nsa_equal"] < params["dense"]
+    assert db.baseline("nsa") == "dense"
+
+
 def test_lr_axis_compares_at_the_same_lr(db) -> None:
     sid = db.ensure_sweep("lrs")
     loss = {("baseline", 1e-3): (3.0, 3.1), ("baseline", 3e-3): (2.8, 2.9),

@@ -13,7 +13,7 @@ from results_db.analysis.baseline import pick_baseline
 def _runs(rows: list[dict[str, Any]]) -> pl.DataFrame:
     """One run per row, ids in declaration order; unset columns are the plain model's."""
     plain = {"n_gates": 0, "gate_position": None, "nonlinearity": "none", "switch_head": None,
-             "norm_style": "pre", "clip_residual": None, "n_head": 8, "n_kv_head": 2,
+             "nsa": None, "norm_style": "pre", "clip_residual": None, "n_head": 8, "n_kv_head": 2,
              "moe_experts": None, "params_total": 1000}
     return pl.DataFrame([{"id": i + 1, **plain, **r} for i, r in enumerate(rows)],
                         infer_schema_length=None)
@@ -39,6 +39,17 @@ def test_plain_model_when_alternatives_are_declared_first() -> None:
         {"variant": "plain"},
     ])
     assert pick_baseline(runs) == "plain"
+
+
+def test_native_sparse_attention_is_not_the_plain_model() -> None:
+    # sweeps/nsa.yaml without a row named baseline: parameter matching leaves an NSA row
+    # smaller than the dense one and declared first; its branches replace dense attention
+    runs = _runs([{"variant": "nsa_equal", "nsa": "equal", "params_total": 990},
+                  {"variant": "nsa_gated", "nsa": "gated", "params_total": 995},
+                  {"variant": "dense_g1", "n_gates": 1, "gate_position": "G1"},
+                  {"variant": "dense"}])
+    assert pick_baseline(runs) == "dense"
+    assert pick_baseline(runs.filter(pl.col("variant").str.starts_with("nsa"))) is None
 
 
 def test_common_architecture_is_the_majority_even_when_alternatives_are_smaller() -> None:
