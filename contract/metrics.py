@@ -1,6 +1,7 @@
 """The metric vocabulary shared by trainer, results DB and dashboard (contract).
 
-Per-layer variants append ``/layer_{i}``; per-set validation PPL is ``val/<set>/ppl``;
+Per-layer variants append ``/layer_{i}``; NSA's branch weights are
+``probe/nsa_branch_weight/<branch>[/layer_{i}]``; per-set validation PPL is ``val/<set>/ppl``;
 benchmarks are ``bench/<task>`` (the task's main metric: the first of its metric_list under its
 first filter) and ``bench/<task>/<metric>[/<filter>]`` for every metric it reports; long context
 is ``longctx/<method>/<factor>x/{ppl,tail_ppl,retrieval_acc}``. Every name is spelled here:
@@ -22,6 +23,8 @@ VAL_PPL = "val/ppl"
 FIRST_TOKEN_ATTENTION = "probe/first_token_attention"
 MAX_ACTIVATION = "probe/max_activation"
 GATE_SCORE_MEAN = "probe/gate_score_mean"
+# + /<branch>: NSA's mean weight of one branch (nsa_branch_weight)
+NSA_BRANCH_WEIGHT = "probe/nsa_branch_weight"
 LOSS_SPIKES = "stability/loss_spikes"
 DIVERGED = "stability/diverged"
 MAX_GRAD_NORM = "stability/max_grad_norm"
@@ -36,6 +39,13 @@ MAX_STABLE_LR = "max_stable_lr"  # derived per variant across an LR axis (result
 
 def per_layer(name: str, layer: int) -> str:
     return f"{name}/layer_{layer}"
+
+
+def nsa_branch_weight(branch: str) -> str:
+    """``probe/nsa_branch_weight/<branch>``: the mean weight Native Sparse Attention gives one
+    branch (compressed | selected | window: contract.params.NSA_BRANCH_NAMES); per layer, the
+    per_layer name of it."""
+    return f"{NSA_BRANCH_WEIGHT}/{branch}"
 
 
 def val_set_ppl(set_name: str) -> str:

@@ -24,7 +24,8 @@ if TYPE_CHECKING:  # contract.config validates param_match with this module: no 
     from contract.config import ModelConfig
 
 D_FF_MULTIPLE = 8  # param_match rounds d_ff to this (GEMM-friendly widths)
-NSA_BRANCHES = 3  # compressed, selected, window (trainer/nsa.py)
+NSA_BRANCH_NAMES = ("compressed", "selected", "window")  # trainer/nsa.py's branch order
+NSA_BRANCHES = len(NSA_BRANCH_NAMES)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,8 @@ Normal steps use ``F.scaled_dot_product_attention(is_causal=True)``. When ``self
 list (set by ``GatedLM.probe``), the explicit-softmax path runs instead and appends this
 layer's attention statistics; probes therefore cost nothing on normal steps. Under NSA the
 attention-sink probe reads the selected branch, the one that can reach the first token at any
-distance (the window cannot, and a compressed key is a summary of a block, not a token).
+distance (the window cannot, and a compressed key is a summary of a block, not a token); the
+gate-score probe also reads NSA's mean weight per branch (trainer/nsa_combine.py).
 """
 
 from __future__ import annotations
@@ -113,7 +114,8 @@ class Attention(nn.Module):
             out: tuple[torch.Tensor, torch.Tensor | None] = self.nsa(
                 x, q, k, v, cos, sin, weights=self.record is not None)
             if self.record is not None and out[1] is not None:  # the selected branch's sink
-                self.record.append({"first_token": first_token_column(out[1])})
+                self.record.append({"first_token": first_token_column(out[1]),
+                                    "branch_weights": self.nsa.combine.branch_means(x)})
             return out[0]
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         y = self._attend(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))

@@ -18,9 +18,11 @@ import torch
 from contract import metrics
 from trainer.data import Batch
 
-PROBE_PREFIX = {"attention_sink": metrics.FIRST_TOKEN_ATTENTION,
-                "massive_activations": metrics.MAX_ACTIVATION,
-                "gate_scores": metrics.GATE_SCORE_MEAN}
+# each probe's metric names start with one of these
+PROBE_PREFIX: dict[str, tuple[str, ...]] = {
+    "attention_sink": (metrics.FIRST_TOKEN_ATTENTION,),
+    "massive_activations": (metrics.MAX_ACTIVATION,),
+    "gate_scores": (metrics.GATE_SCORE_MEAN, metrics.NSA_BRANCH_WEIGHT)}
 HIST_BINS = 20
 
 
@@ -67,7 +69,7 @@ def probe_metrics(module: Any, idx: torch.Tensor, probes: Sequence[str],
         result = module.probe(idx)
     finally:
         module.train(was_training)
-    prefixes = tuple(PROBE_PREFIX[p] for p in probes)
+    prefixes = tuple(prefix for p in probes for prefix in PROBE_PREFIX[p])
     values = {k: float(v) for k, v in result.metrics().items() if k.startswith(prefixes)}
     hist = _histogram(result.gate_scores, step) if "gate_scores" in probes else None
     return values, hist

@@ -144,7 +144,8 @@ class GatedLM(nn.Module):
         return ProbeResult(first_token_attention=[first_token_share(r["first_token"])
                                                   for r in records],
                            max_activation=maxima,
-                           gate_scores=[r.get("gate_scores") for r in records])
+                           gate_scores=[r.get("gate_scores") for r in records],
+                           branch_weights=[r.get("branch_weights") for r in records])
 
     def clip_rate(self) -> float:
         """Fraction of sub-layer output values clipped since the last call, then reset.

@@ -37,3 +37,12 @@ class BranchWeights(nn.Module):
         if self.logit is not None:
             return torch.sigmoid(self.logit)[None, None]
         return x.new_full((1, 1, self.n_head, NSA_BRANCHES), 1.0 / NSA_BRANCHES)
+
+    def branch_means(self, x: torch.Tensor) -> torch.Tensor | None:
+        """x (B, T, d_model) -> each branch's weight averaged over batch, tokens and heads, (3,),
+        for the gate-score probe; None for ``equal``: no gate (its 1/3 is a constant, not a
+        measurement), as an ungated layer has no gate scores."""
+        if self.mode == "equal":
+            return None
+        w: torch.Tensor = self(x)  # (B, T, H, 3) or (1, 1, H, 3)
+        return w.float().mean(dim=(0, 1, 2))

@@ -7,6 +7,7 @@ import torch
 
 from contract import metrics
 from contract.config import ModelConfig
+from trainer.evaluation import probe_metrics
 from trainer.model import GatedLM, build_model
 from trainer.probes import ProbeResult, first_token_column, first_token_share
 
@@ -101,3 +102,68 @@ def test_probe_metrics_include_gate_means() -> None:
     m = model.probe(torch.randint(0, 256, (1, 6))).metrics()
     assert metrics.per_layer(metrics.GATE_SCORE_MEAN, 1) in m
     assert 0.0 < m[metrics.GATE_SCORE_MEAN] < 1.0
+
+
+# ---- NSA's branch weights (part of the gate-score probe) ------------------------------------
+
+NSA = {"compress_block": 4, "compress_stride": 2, "select_block": 4, "select_top_n": 2,
+       "window": 6}
+BRANCHES = ("compressed", "selected", "window")
+
+
+def _nsa_model(combine: str, gates: list | None = None) -> GatedLM:
+    cfg = ModelConfig.model_validate({"preset": "tiny", "gates": gates or [],
+                                      "nsa": {**NSA, "combine": combine}})
+    return build_model(cfg, seed=0)
+
+
+def _branch_names(layer: int | None = None) -> list[str]:
+    names = [metrics.nsa_branch_weight(b) for b in BRANCHES]
+    return names if layer is None else [metrics.per_layer(n, layer) for n in names]
+
+
+def test_gated_branch_weights_are_the_gates_mean_in_zero_one() -> None:
+    model = _nsa_model("gated")
+    with torch.no_grad():  # layer 1's gate at sigmoid(0): exactly 0.5 for every branch
+        model.blocks[1].attn.nsa.combine.proj.weight.zero_()
+    pr = model.probe(torch.randint(0, 256, (2, 16), generator=torch.Generator().manual_seed(3)))
+    m = pr.metrics()
+    first = [m[n] for n in _branch_names(0)]
+    assert all(0.0 < w < 1.0 for w in first) and len(set(first)) == 3  # input-dependent
+    assert [m[n] for n in _branch_names(1)] == [0.5, 0.5, 0.5]
+    assert [m[n] for n in _branch_names()] == pytest.approx([(w + 0.5) / 2 for w in first])
+    assert pr.gate_score_mean is None  # NSA's branch gate is not a G1..G5 gate
+
+
+def test_learned_branch_weights_follow_the_learned_logits() -> None:
+    model = _nsa_model("learned", gates=[{"position": "G1"}])
+    logits = [torch.tensor([[-2.0, 0.0, 1.0]] * 2 + [[0.0, 2.0, -1.0]] * 2),  # (H=4, 3)
+              torch.tensor([[3.0, -3.0, 0.5]] * 4)]
+    with torch.no_grad():
+        for block, logit in zip(model.blocks, logits):
+            block.attn.nsa.combine.logit.copy_(logit)
+    m = model.probe(torch.randint(0, 256, (1, 16))).metrics()
+    want = [torch.sigmoid(lg).mean(dim=0).tolist() for lg in logits]  # mean over heads
+    for layer in (0, 1):
+        assert [m[n] for n in _branch_names(layer)] == pytest.approx(want[layer], abs=1e-6)
+    assert [m[n] for n in _branch_names()] == pytest.approx(
+        [(a + b) / 2 for a, b in zip(*want)], abs=1e-6)
+    assert 0.0 < m[metrics.GATE_SCORE_MEAN] < 1.0  # the G1 gate keeps its own probe
+
+
+@pytest.mark.parametrize("combine", ["equal", None])
+def test_no_branch_gate_no_branch_weights(combine: str | None) -> None:
+    # equal: 1/3 each by construction, not measured; None: dense attention
+    model = _nsa_model(combine) if combine else build_model(ModelConfig(preset="tiny"))
+    pr = model.probe(torch.randint(0, 256, (1, 16)))
+    assert pr.branch_weight_means is None
+    assert not any(n.startswith(metrics.NSA_BRANCH_WEIGHT) for n in pr.metrics())
+
+
+def test_branch_weights_are_logged_with_the_gate_score_probe_only() -> None:
+    model = _nsa_model("gated")
+    idx = torch.randint(0, 256, (1, 16))
+    with_gates, _ = probe_metrics(model, idx, ["gate_scores"], step=0)
+    assert set(_branch_names() + _branch_names(0) + _branch_names(1)) == set(with_gates)
+    sink_only, _ = probe_metrics(model, idx, ["attention_sink"], step=0)
+    assert not any(n.startswith(metrics.NSA_BRANCH_WEIGHT) for n in sink_only)
