@@ -26,6 +26,9 @@ VARIANT = "variant"  # not in the RunSpec: the sweep file's row name, a key like
 NOT_KEYS = ("name", "sweep")  # differ per run / never: not what a reader slices by
 ROW_COLUMNS = ("id", "name", "variant", "seed", "status")  # "seed" is offered as a key too
 Brushes = dict[str, list[Any]]
+# the parallel chart's room above position 1 and below 0 (y domain [-PAD, 1 + PAD]): a drag
+# starts inside the plot, beyond the level it keeps (0.05 left 11 px above the top level)
+PAD = 0.1
 
 
 def _typed(values: list[Any]) -> pl.Series:
@@ -234,6 +237,6 @@ def brush_rects(table: pl.DataFrame, axes: Sequence[str], brushes: Brushes) -> p
             ys = frame.filter(pl.col("label").is_in([str(s) for s in sel]))["pos"].to_list()
             if not ys:
                 continue
-        lo, hi = max(min(ys) - 0.03, -0.05), min(max(ys) + 0.03, 1.05)
+        lo, hi = max(min(ys) - 0.03, -PAD), min(max(ys) + 0.03, 1 + PAD)
         rows.append({"x0": i - 0.12, "x1": i + 0.12, "y0": lo, "y1": hi})
     return pl.DataFrame(rows, schema={c: pl.Float64 for c in ("x0", "x1", "y0", "y1")})

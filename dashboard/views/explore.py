@@ -10,6 +10,7 @@ compared) is kept in the URL (dashboard/urlstate.py), so a link reopens it.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from typing import Any, cast
@@ -63,7 +64,7 @@ def render(url: str, sweep: str) -> None:  # app.py: these pages need a sweep
                          "the scatter's colours")
     urlstate.bind("ex_x", (numeric or keys)[0], options=keys)
     x = c3.selectbox("Scatter: x", keys, key="ex_x", help="the hyperparameter on the x axis")
-    brushes = _brushes(table, [*axes, metric])
+    brushes = _brushes(table)
     kept = explore.brushed(table, brushes)
     colors = palette.colors(data.variants(url, sweep), data.baseline(url, sweep))
     _parallel(table, [*axes, metric], kept, brushes, colors, more)
@@ -80,24 +81,34 @@ def _chart_key() -> str:
     return f"ex_par_{st.session_state.get('ex_gen', 0)}"
 
 
-def _brushes(table: pl.DataFrame, axes: list[str]) -> explore.Brushes:
-    """The brushes in force: from the URL on the first run, then each drag on the chart adds
-    (or replaces) the brush of the axes it spans, so brushes on several axes combine. The
-    drag is read from the chart's state before it is drawn again, and the chart is then
-    drawn fresh (a new key): the brushes in force are its shaded boxes, and the browser
-    never restores an old selection into a chart whose data changed under it."""
+def _brushes(table: pl.DataFrame) -> explore.Brushes:
+    """The brushes in force: from the URL on the first run, then as each drag left them
+    (``_on_drag``)."""
     urlstate.bind("ex_brush", {}, check=lambda v: explore.brush_fits(table, v))
-    brushes: explore.Brushes = dict(st.session_state["ex_brush"])
-    sel = _selection(st.session_state.get(_chart_key()))
+    return dict(st.session_state["ex_brush"])
+
+
+def _on_drag(table: pl.DataFrame, axes: list[str], key: str) -> None:
+    """A drag on the chart drawn with ``key`` (its runs ``table``, its ``axes``): the brush of
+    each axis it spans is added or replaced, so brushes on several axes combine and a second
+    drag on a brushed axis replaces its range; the chart is then drawn fresh (a new key), so
+    the browser never restores an old selection into a chart whose data changed under it.
+
+    A callback, not a read in the page's body: Streamlit calls it once per changed selection,
+    for the chart the drag landed on, before the rerun. Read in the body, a drag made while
+    the last drag's rerun was still drawing landed on the chart being replaced, whose key the
+    body no longer read, and was lost."""
+    sel = _selection(st.session_state.get(key))
     xs, ys = sel.get("order"), sel.get("pos")
-    if xs and ys:
-        first, last = math.ceil(min(xs) - 0.25), math.floor(max(xs) + 0.25)
-        for i in range(max(first, 0), min(last, len(axes) - 1) + 1):
-            if got := explore.brush_of(table, axes[i], min(ys), max(ys)):  # [] spans none
-                brushes[axes[i]] = got
-        _new_chart()
+    if not (xs and ys):
+        return
+    brushes: explore.Brushes = dict(st.session_state.get("ex_brush") or {})
+    first, last = math.ceil(min(xs) - 0.25), math.floor(max(xs) + 0.25)
+    for i in range(max(first, 0), min(last, len(axes) - 1) + 1):
+        if got := explore.brush_of(table, axes[i], min(ys), max(ys)):  # [] spans none
+            brushes[axes[i]] = got
     st.session_state["ex_brush"] = brushes
-    return brushes
+    _new_chart()
 
 
 def _selection(event: Any) -> dict[str, Any]:
@@ -127,8 +138,10 @@ def _parallel(table: pl.DataFrame, axes: list[str], kept: list[int],
                "(brushes on several axes combine); grey lines are the runs left out.")
     frame = explore.parallel_runs(table, axes, kept)
     rects = explore.brush_rects(table, axes, brushes)
+    key = _chart_key()
     st.altair_chart(parallel_chart(frame, axes, rects, colors), width="stretch", height=380,
-                    on_select="rerun", selection_mode=BRUSH, key=_chart_key())
+                    on_select=functools.partial(_on_drag, table, axes, key),
+                    selection_mode=BRUSH, key=key)
     c1, c2 = st.columns([4, 1])
     if brushes:
         c1.markdown(f"**{len(kept)} of {table.height} runs kept**: "
@@ -145,11 +158,16 @@ def parallel_chart(frame: pl.DataFrame, axes: list[str], rects: pl.DataFrame,
     the others grey; the brushes in force as shaded boxes."""
     n = len(axes)
     names = json.dumps(explore.short_names(axes))  # the full key: the axis rule's tooltip
-    x = alt.X("order:Q", title=None, scale=alt.Scale(domain=[-0.25, n - 0.4]),
-              axis=alt.Axis(values=list(range(n)), labelExpr=f"{names}[datum.value]",
-                            orient="top", grid=False, labelAngle=0, labelLimit=160,
-                            labelOverlap=False, domain=False, ticks=False))
-    y = alt.Y("pos:Q", axis=None, scale=alt.Scale(domain=[-0.05, 1.05]))
+    # fixed domains, never "nice"d: the brush boxes' own fields share these scales, and a
+    # domain widened by their data moved every axis after a drag (x [-1, 7] for 7 axes),
+    # so the next drag, aimed where an axis had been, spanned none
+    xscale = alt.Scale(domain=[-0.25, n - 0.4], nice=False, zero=False)
+    yscale = alt.Scale(domain=[-explore.PAD, 1 + explore.PAD], nice=False, zero=False)
+    xaxis = alt.Axis(values=list(range(n)), labelExpr=f"{names}[datum.value]", orient="top",
+                     grid=False, labelAngle=0, labelLimit=160, labelOverlap=False,
+                     domain=False, ticks=False)
+    x = alt.X("order:Q", title=None, scale=xscale, axis=xaxis)
+    y = alt.Y("pos:Q", axis=None, scale=yscale)
     shown = frame["variant"].unique().to_list()
     color = alt.condition("datum.kept", alt.Color("variant:N", scale=palette.scale(
         colors, shown), legend=LEGEND), alt.value("#d0d0d0"))
@@ -168,7 +186,9 @@ def parallel_chart(frame: pl.DataFrame, axes: list[str], rects: pl.DataFrame,
     if rects.height:  # after the lines: the layer holding the brush stays second (Streamlit's
         # selection code threw "reading 'forEach'" and drew nothing when it moved)
         layers.append(alt.Chart(rects.to_pandas()).mark_rect(
-            color="#4c78a8", opacity=0.15).encode(x="x0:Q", x2="x1:Q", y="y0:Q", y2="y1:Q"))
+            color="#4c78a8", opacity=0.15).encode(
+            x=alt.X("x0:Q", title=None, scale=xscale, axis=xaxis), x2="x1:Q",
+            y=alt.Y("y0:Q", axis=None, scale=yscale), y2="y1:Q"))
     return alt.layer(*layers).properties(height=300)
 
 

@@ -32,7 +32,7 @@ import polars as pl
 import pytest
 
 import results_db
-from dashboard import palette
+from dashboard import explore, palette
 from tests.support import dashboard_sample as sample
 from tests.support import report_db, screenshot
 
@@ -607,6 +607,12 @@ def _lines(p) -> dict[str, int]:
     return p.evaluate(_LINES_JS)
 
 
+def _y(geo: dict, pos: float) -> float:
+    """The page y of position ``pos`` on the parallel chart (``geo``: _AXIS_RULES_JS's)."""
+    pad = explore.PAD  # the y domain is [-pad, 1 + pad], top to bottom of the plot
+    return geo["top"] + (geo["bottom"] - geo["top"]) * (1 + pad - pos) / (1 + 2 * pad)
+
+
 def _drag(p, x: float, y0: float, y1: float) -> None:
     screenshot.settle(p)  # the chart of the last rerun, not one about to be replaced
     p.mouse.move(x - 25, y0)
@@ -628,9 +634,9 @@ def test_explore_brushing_filters_runs_and_the_link_keeps_it(served) -> None:
     p.on("pageerror", lambda e: errors.append(str(e)))
     try:
         geo = p.evaluate(_AXIS_RULES_JS)
-        x, top, bottom = geo["rules"]["train.lr"], geo["top"], geo["bottom"]
-        # y: pos 1.05 at the top, -0.05 at the bottom; from above the top to pos 0.5
-        _drag(p, x, top + 2, top + (bottom - top) * (1.05 - 0.5) / 1.1)
+        x, top = geo["rules"]["train.lr"], geo["top"]
+        # from above the top to pos 0.5
+        _drag(p, x, top + 2, _y(geo, 0.5))
         p.get_by_text(f"{TOY_UPPER_LRS} of 57 runs kept", exact=False).first.wait_for(
             timeout=30_000)
         p.wait_for_timeout(1000)
@@ -647,7 +653,7 @@ def test_explore_brushing_filters_runs_and_the_link_keeps_it(served) -> None:
         brush = json.loads(_query(p)["ex_brush"])
         # a third axis: val/ppl's upper quarter (> 8.47) keeps the baseline at 1e-1 only
         ppl_x = p.evaluate(_AXIS_RULES_JS)["rules"]["val/ppl"]
-        _drag(p, ppl_x, top + 2, top + (bottom - top) * (1.05 - 0.75) / 1.1)
+        _drag(p, ppl_x, top + 2, _y(geo, 0.75))
         p.get_by_text("3 of 57 runs kept", exact=False).first.wait_for(timeout=30_000)
     finally:
         p.close()
@@ -671,6 +677,41 @@ def test_explore_brushing_filters_runs_and_the_link_keeps_it(served) -> None:
         again.close()
     assert not errors, errors
     assert lines == {"lines": 57, "grey": 57 - TOY_UPPER_UNGATED}, lines
+
+
+def test_explore_second_drag_on_a_brushed_axis_replaces_its_range(served) -> None:
+    """Brush train.lr's upper half, then drag its lower part: the second range replaces the
+    first (in the URL, the count and the grey lines). The axes stay where they were drawn:
+    the brush's shaded box used to widen the chart's scales (x to [-1, 7]), every axis moved,
+    and the second drag, aimed where the axis had been, spanned none and was ignored."""
+    p = _explore(served)
+    errors: list[str] = []
+    p.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        geo = p.evaluate(_AXIS_RULES_JS)
+        x = geo["rules"]["train.lr"]
+        _drag(p, x, _y(geo, 1.04), _y(geo, 0.5))
+        p.get_by_text(f"{TOY_UPPER_LRS} of 57 runs kept", exact=False).first.wait_for(
+            timeout=30_000)
+        screenshot.settle(p)  # the run over: the URL written after the count
+        first = json.loads(_query(p)["ex_brush"])
+        moved = p.evaluate(_AXIS_RULES_JS)
+        # 3e-3 and 1e-2: the runs the first brush left out
+        _drag(p, x, _y(geo, 0.45), _y(geo, -0.04))
+        lower = 57 - TOY_UPPER_LRS
+        p.get_by_text(f"{lower} of 57 runs kept", exact=False).first.wait_for(timeout=30_000)
+        screenshot.settle(p)
+        lines = _lines(p)
+        second = json.loads(_query(p)["ex_brush"])
+    finally:
+        p.close()
+    assert not errors, errors
+    assert moved == geo, (geo, moved)
+    assert 1e-2 < first["train.lr"][0] < 3e-2, first
+    assert list(second) == ["train.lr"], second
+    lo, hi = second["train.lr"]
+    assert lo < 3e-3 and 1e-2 < hi < 3e-2, second
+    assert lines == {"lines": 57, "grey": TOY_UPPER_LRS}, lines
 
 
 def test_explore_scatter_group_by_and_config_diff(served) -> None:
