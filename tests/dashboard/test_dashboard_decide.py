@@ -1,67 +1,31 @@
 """Issue 32.4 on the dashboard: the Decide page of an adaptive (``decide:``) sweep, under
-AppTest on a real SQLite DB whose seeds were allocated by the run room's own rounds
-(orchestrator.run.driver.adaptive.next_round, registered by the submit path, runs played through the
-writer API) until one row decided and the other had not. The page shows each row's seeds so
-far, its interval narrowing seed by seed, decided/undecided, and the budget spent vs left; it
-is offered only for sweeps with the block. results_db/read/decide_path.py's readings are checked
-against db.decide_rows at the last look."""
+AppTest on a real SQLite DB whose seeds were allocated by the run room's own rounds until one
+row decided and the other had not (tests/support/decide_sample.py). The page shows each row's
+seeds so far, its interval narrowing seed by seed, decided/undecided, and the budget spent vs
+left; it is offered only for sweeps with the block. results_db/read/decide_path.py's readings
+are checked against db.decide_rows at the last look."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 import pytest
 
 import results_db
-from contract.metrics import VAL_PPL
 from dashboard.mdtext import md
-from orchestrator.run.driver.adaptive import Seeds, next_round
-from orchestrator.run.driver.submit import register
-from orchestrator.sweep.plan import make_plan
 from results_db.read.decide_path import interval_path
 from tests.support import dashboard_sample as sample
+from tests.support import decide_sample
 from tests.support.apppage import chart_datasets, open_page
-from tests.support.synthdb import play
-
-SWEEP = "adapt"
-TEXT = """name: adapt
-base: {model: {preset: tiny}, train: {steps: 40}}
-variants:
-  baseline: {}
-  clear: {model.gates: [{position: G1}]}
-  close: {model.gates: [{position: G2}]}
-decide: {margin: 0.01, first_seeds: 3, max_seeds: 8, budget: {runs: 40}}
-"""
+from tests.support.decide_sample import SWEEP, TEXT
 
 
 @pytest.fixture(scope="module")
 def db_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    tmp = tmp_path_factory.mktemp("decide")
-    path = tmp / "sweep.yaml"
-    path.write_text(TEXT)
-    plan = make_plan(path)
-    decide = plan.spec.decide
-    assert decide is not None
-    url = f"sqlite:///{tmp / 'r.db'}"
-    rng = np.random.default_rng(2)
-    noise = {s: rng.normal(0, 0.2) for s in range(8)}
-
-    def value(variant: str, seed: int) -> float:
-        base = 10.0 + noise[seed]
-        return {"baseline": base, "clear": base * 0.7 + 0.01 * seed,
-                "close": base * (1 + 0.05 * np.sin(7 * seed))}[variant]
-
+    url = f"sqlite:///{tmp_path_factory.mktemp('decide') / 'r.db'}"
     with results_db.open(url) as db:
-        by_fp = {r.fingerprint: r for r in plan.runs}
-        seeds = Seeds.of(plan)
-        for _ in range(5):  # 3 first seeds, then one per open row per round: 'clear' decides
-            for row in register(db, plan, False,
-                                runs=next_round(db, plan, seeds, decide, None)).to_run:
-                run = by_fp[row.fingerprint]
-                play(db, row.id, "succeeded", summaries={VAL_PPL: value(run.variant,
-                                                                         run.seed)})
+        decide_sample.fill(db)
         sample.fill(db)  # a sweep without the block
     return url
 

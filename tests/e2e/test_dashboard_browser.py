@@ -1,7 +1,8 @@
 """The running app (`streamlit run`, 127.0.0.1, free port) in headless Chromium via Playwright,
 on a seeded multi-seed DB with a single-LR sweep (``demo``,
 tests.support.dashboard_sample.fill) and an LR
-ladder (``demo-lr``, sample.fill_lr: baseline vs G1 at 4 LRs x 2 seeds).
+ladder (``demo-lr``, sample.fill_lr: baseline vs G1 at 4 LRs x 2 seeds), and an adaptive
+sweep (``adapt``, tests.support.decide_sample) for the Decide page.
 
 Each page is screenshotted (a temp dir, and $GATESWEEP_SCREENSHOT_DIR when set, e.g. docs/img/)
 and checked for what a researcher needs on its first screen: the verdict sentence and CIs on the
@@ -34,7 +35,7 @@ import pytest
 import results_db
 from dashboard import explore, palette
 from tests.support import dashboard_sample as sample
-from tests.support import report_db, screenshot
+from tests.support import decide_sample, report_db, screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -57,6 +58,7 @@ def served(tmp_path_factory: pytest.TempPathFactory):
     sample.fill_lr(db)
     sample.fill_evals(db)  # issue 22.1: 5-point evaluation series
     sample.fill_wide(db)  # issue 22.6/22.9: 16 variants
+    decide_sample.fill(db)  # an adaptive sweep: the Decide page
     db.close()
     report_db.build(url)  # issue 33: the 57-run gates-toy sweep (an LR ladder, 3 seeds)
     with screenshot.serve(url) as base, screenshot.browser() as b:
@@ -803,7 +805,8 @@ SMALL = [("Answers", report_db.SWEEP, "Answers"), ("Overview", report_db.SWEEP, 
          ("Scaling", report_db.SWEEP, "Δ vs tokens"), ("Curves", report_db.SWEEP, "training loss"),
          ("Probes", sample.SWEEP, "Gate score histograms"),
          ("Probes", sample.LR_SWEEP, "Gate score histograms"),
-         ("Explore", report_db.SWEEP, "Config diff"), ("Run detail", report_db.SWEEP, "Attempts")]
+         ("Explore", report_db.SWEEP, "Config diff"), ("Run detail", report_db.SWEEP, "Attempts"),
+         ("Decide", decide_sample.SWEEP, "rows decided")]
 # the parallel chart's axis names as drawn: visible (not hidden for overlap), in full
 _AXIS_NAMES_JS = """() => {
   const svg = document.querySelectorAll('[data-testid=stVegaLiteChart]')[0].querySelector('svg');
@@ -814,12 +817,16 @@ _AXIS_NAMES_JS = """() => {
 # columns a reader needs without scrolling the Leaderboard's grid sideways: the condition of
 # every row (its LR) and what it cost
 LEADERBOARD_FIRST = ("variant", "lr", "Δ% [95% CI]", "verdict", "wall s", "tokens")
+# the Decide page's rows: each row's condition, its interval and where it stands
+DECIDE_FIRST = ("variant", "lr", "seeds so far", "interval (%)", "verdict", "state")
+FIRST_COLUMNS = {"Leaderboard": LEADERBOARD_FIRST, "Decide": DECIDE_FIRST}
 
 
 def test_every_page_fits_1280_by_800(served) -> None:
     """At 1280 x 800 nothing is cut off: no page scrolls sideways, no chart, legend or label
-    ends past the viewport or its chart, and the Leaderboard shows each row's LR and cost in
-    its grid's first screen (the lr and cost columns were off-screen, the Probes histograms'
+    ends past the viewport or its chart, the Leaderboard shows each row's LR and cost in its
+    grid's first screen and the Decide page (an adaptive sweep) each row's LR, interval and
+    verdict in its own (the lr and cost columns were off-screen, the Probes histograms'
     fourth column and legends, the Scaling LR legends and Explore's axis names were cut)."""
     base, b, _ = served
     p = b.new_page(viewport={"width": 1280, "height": 800})
@@ -835,10 +842,10 @@ def test_every_page_fits_1280_by_800(served) -> None:
                 if len(named) != len(axes) or not all(
                         a.endswith(n) for n, a in zip(named, axes, strict=True)):
                     cut["Explore axes"] = [f"named {named}, axes {axes}"]
-            if page == "Leaderboard":
+            if page in FIRST_COLUMNS:
                 shown = screenshot.grid_headers(p)[0]
-                if missing := [c for c in LEADERBOARD_FIRST if c not in shown]:
-                    cut["Leaderboard grid"] = [f"off-screen: {missing} (shown: {shown})"]
+                if missing := [c for c in FIRST_COLUMNS[page] if c not in shown]:
+                    cut[f"{page} grid"] = [f"off-screen: {missing} (shown: {shown})"]
     finally:
         p.close()
     assert not cut, cut
