@@ -9,7 +9,7 @@ import pytest
 
 import results_db
 from orchestrator.run.driver.submit import make_plan, register
-from orchestrator.run.trial.reporter import DBReporter, RunCancelled, Superseded
+from orchestrator.run.trial.reporter import DBReporter, RunCancelled, Superseded, SweepStopped
 
 SMOKE = Path(__file__).resolve().parents[2] / "sweeps" / "smoke.yaml"
 
@@ -142,6 +142,33 @@ def test_a_db_outage_is_waited_out_then_the_points_are_written(tmp_path: Path) -
     with pytest.raises(DBOutage, match="could not be written.*limit is 1 s"):
         short.flush()
     assert db.metrics(run_ids=[run.id])["step"].to_list() == [1]
+
+
+def test_a_flush_waiting_when_the_driver_stops_the_sweep_writes_nothing(
+        tmp_path: Path) -> None:
+    """The DB is down for 1.5 s; the driver stops the sweep 0.5 s in (its flag set, as in the
+    cluster's key-value store). The flush that waited writes nothing once the DB is back, later
+    flushes neither, and the heartbeat thread asks the trainer to stop."""
+    db = results_db.open(f"sqlite:///{tmp_path / 'r.db'}")
+    run = register(db, make_plan(SMOKE), force=False).to_run[0]
+    att = db.claim_run(run.id, "driver A", "h")
+    t0 = time.monotonic()
+
+    def flag() -> str | None:
+        return "results DB unusable" if time.monotonic() - t0 > 0.5 else None
+
+    rep = DBReporter(_Outage(db, seconds=1.5), run.id, att.id, heartbeat_s=0.2, flush_s=3600,
+                     db_wait_s=30, sweep_stopped=flag)
+    rep.log(1, {"train/loss": 3.0})
+    with pytest.raises(SweepStopped, match="its driver stopped the sweep"):
+        rep.flush()
+    assert time.monotonic() - t0 < 10
+    rep.log(2, {"train/loss": 2.0})
+    with pytest.raises(SweepStopped):
+        rep.close()
+    assert not rep.heartbeat() and "stopped the sweep" in rep.stop_reason
+    assert db.metrics(run_ids=[run.id]).height == 0
+    assert db.attempts(run.id)[-1].status == "running"  # its end is the driver's to record
 
 
 class _Outage:

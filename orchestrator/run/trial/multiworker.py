@@ -230,11 +230,13 @@ def _rank0_attempt(job: TrialJob, attempt_id: int, workers: list[dict[str, Any]]
     import results_db
     from orchestrator.run.trial.reporter import DBReporter
     from orchestrator.run.trial.runner import train_attempt
+    from orchestrator.run.trial.sweep_stop import stopped
 
     db = results_db.open(job.db_url, migrate=False)
     db.add_artifact(job.run_id, attempt_id, "workers", data={"workers": workers})
     reporter = DBReporter(db, job.run_id, attempt_id, heartbeat_s=job.heartbeat_s,
-                          flush_s=job.flush_s, db_wait_s=job.db_wait_s)
+                          flush_s=job.flush_s, db_wait_s=job.db_wait_s,
+                          sweep_stopped=lambda: stopped(job.owner))
     try:
         result = train_attempt(db, job, attempt_id, reporter)  # records failures itself
     except BaseException as exc:  # recorded, and worth another attempt: restart the group

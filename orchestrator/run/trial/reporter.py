@@ -29,7 +29,12 @@ heartbeat), so an attempt that wakes from a stall cannot write before it learns.
 A results DB that cannot be written (disk full, server restarting) is waited for, up to
 ``db_wait_s`` (orchestrator/run/health/dbretry.py): the flush blocks, so training pauses instead of
 running ahead of what is recorded; past the bound the flush raises and the attempt ends
-``db_unavailable``.
+``db_unavailable``. A driver that gives up on the DB first stops its sweep and says so in the
+Ray cluster's key-value store (``sweep_stopped``, orchestrator/run/trial/sweep_stop.py): every
+write try asks that flag first, and the heartbeat thread asks it each beat, so a flush that was
+waiting when the DB came back, or a trial that trains on until Tune's stop reaches it, writes
+nothing after the stop (SweepStopped; the buffered points are dropped, no later checkpoint is
+made, and the driver records the attempt's end).
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ if TYPE_CHECKING:
     from results_db import ResultsDB
 
 T = TypeVar("T")
-__all__ = ["DBReporter", "Reporter", "RunCancelled", "Superseded"]
+__all__ = ["DBReporter", "Reporter", "RunCancelled", "Superseded", "SweepStopped"]
 
 
 class RunCancelled(Exception):
@@ -61,11 +66,20 @@ class Superseded(Exception):
     """This attempt is no longer the run's current one: it must stop and write nothing."""
 
 
+class SweepStopped(Exception):
+    """The attempt's driver stopped the sweep (its DB stayed unusable past the bound): the
+    attempt stops and writes nothing more; the driver records how it ended."""
+
+
 class DBReporter:
     def __init__(self, db: ResultsDB, run_id: int, attempt_id: int, *, flush_points: int = 500,
                  flush_s: float = 5.0, heartbeat_s: float = 5.0,
-                 db_wait_s: float = 0.0, points_ride_on_end: bool = False) -> None:
+                 db_wait_s: float = 0.0, points_ride_on_end: bool = False,
+                 sweep_stopped: Callable[[], str | None] | None = None) -> None:
         self.db, self.run_id, self.attempt_id = db, run_id, attempt_id
+        # why the driver stopped the sweep, or None (sweep_stop.stopped for this driver)
+        self._sweep_stopped = sweep_stopped or (lambda: None)
+        self._stopped_why: str | None = None
         # contract/reporter.py; only for a caller that discards an unrecorded final checkpoint
         # before it resumes (runner.drop_unrecorded_final)
         self.points_ride_on_end = points_ride_on_end
@@ -115,7 +129,7 @@ class DBReporter:
         if pending:
             try:
                 self.flush()
-            except Superseded:
+            except (Superseded, SweepStopped):
                 return False
         return not (self._superseded.is_set() or self.stop_reason)
 
@@ -239,11 +253,30 @@ class DBReporter:
         self._superseded.set()
         return False
 
+    def _raise_if_sweep_stopped(self) -> None:
+        """Asked before every write try: a try that waited out an outage may find the DB back
+        after the driver gave up on it (its answer is kept: a stop is never taken back)."""
+        if self._stopped_why is None:
+            self._stopped_why = self._sweep_stopped()
+        if self._stopped_why is not None:
+            why = (f"run {self.run_id}: attempt {self.attempt_id} writes nothing more: its "
+                   f"driver stopped the sweep ({self._stopped_why})")
+            self.request_stop(why)  # heartbeat() answers False: the trainer stops
+            raise SweepStopped(why)
+
     def _write(self, what: str, fn: Callable[[], T]) -> T:
-        return with_db_retry(fn, f"run {self.run_id}: writing {what}", self.db_wait_s)
+        def guarded() -> T:
+            self._raise_if_sweep_stopped()
+            return fn()
+
+        return with_db_retry(guarded, f"run {self.run_id}: writing {what}", self.db_wait_s)
 
     def _beat_loop(self, interval: float) -> None:
         while not self._stop.wait(interval):
+            try:
+                self._raise_if_sweep_stopped()
+            except SweepStopped:  # no more beats; the trainer stops at its next step
+                return
             try:
                 if not self._still_current() and self._superseded.is_set():
                     return  # nothing more to say to a run we no longer hold

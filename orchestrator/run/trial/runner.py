@@ -36,7 +36,7 @@ from orchestrator.run.cluster import host_label
 from orchestrator.run.env import prepare_trial_env
 from orchestrator.run.health.dbretry import DBOutage, with_db_retry
 from orchestrator.run.health.faults import Fault, classify, describe
-from orchestrator.run.trial.reporter import DBReporter, RunCancelled
+from orchestrator.run.trial.reporter import DBReporter, RunCancelled, SweepStopped
 from orchestrator.run.trial.sigterm import graceful_sigterm
 from orchestrator.run.trial.sweep_stop import stopped
 from orchestrator.run.trial.trial_db import trial_db
@@ -77,7 +77,7 @@ def execute_job(job: TrialJob, trial_id: str | None = None) -> TrialResult:
     # the end (drop_unrecorded_final keeps a resume from skipping them): no hole either way
     reporter = DBReporter(db, job.run_id, attempt.id, heartbeat_s=job.heartbeat_s,
                           flush_s=job.flush_s, db_wait_s=job.db_wait_s,
-                          points_ride_on_end=True)
+                          points_ride_on_end=True, sweep_stopped=lambda: stopped(job.owner))
     return train_attempt(db, job, attempt.id, reporter)
 
 
@@ -139,6 +139,10 @@ def train_attempt(db: ResultsDB, job: TrialJob, attempt_id: int, reporter: DBRep
     except RunCancelled:
         close_quietly(reporter)
         return _cancelled(db, attempt_id, reporter)
+    except SweepStopped as exc:  # its driver records the end once the DB lets it
+        close_quietly(reporter)
+        return TrialResult(RunStatus.FAILED, fault=Fault.DB_UNAVAILABLE.value,
+                           first_step=reporter.first_step or -1, error=str(exc))
     except BaseException as exc:
         close_quietly(reporter)
         if reporter.cancelled:  # the trainer turned the cancel into its own stop (Preempted)
