@@ -20,6 +20,7 @@ import results_db
 from contract.child import child_env, python_command
 from contract.config import RunSpec
 from contract.errors import UserError
+from contract.ids import parse_id
 from contract.states import DONE_OK, RunStatus
 from orchestrator.run.cluster import check_reachable, resolve_address
 from orchestrator.run.driver import scheduler
@@ -47,7 +48,9 @@ def resolve_runs(db: ResultsDB, refs: list[str | int], sweep: str | None = None
         row = db.run(ref)
         if row is None:
             raise UserError(f"no run with id or name {ref!r} in {db.url}")
-        if str(ref) != str(row.id):  # found by name: is the name unique?
+        # found by id when the reference reads as this run's id (the one id rule: '0002' is
+        # id 2 -- comparing the text with str(row.id) took it for a name and skipped the check)
+        if parse_id(ref) != row.id:  # found by name: is the name unique?
             same = db.runs(with_config=False, columns=["id"], name=row.name)
             if same.height > 1:
                 ids = ", ".join(f"{i} ({s})" for i, s in same.select("id", "sweep").rows())
