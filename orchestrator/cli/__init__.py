@@ -1,7 +1,7 @@
 """The ``orchestrator`` command line: parse, call orchestrator.sweep / orchestrator.run /
 results_db, format. main.py holds the writing commands and ``main``; read.py the read-only ones;
-results.py leaderboard/table/effects/stability/scaling; findings.py ``findings`` (the study's
-answers first); evaluate.py ``eval``; detach.py
+results.py leaderboard/table/effects/factorial/stability/scaling; findings.py ``findings`` (the
+study's answers first); evaluate.py ``eval``; detach.py
 ``submit --detach`` (Ray Jobs client) with jobs.py as that job's entrypoint; report.py ``report``
 (runs dashboard.report); app.py the Typer app and shared options; frame_format.py and outfiles.py
 how frames reach the terminal and files.

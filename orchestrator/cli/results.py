@@ -1,9 +1,9 @@
-"""The conclusion commands: leaderboard, table, effects, scaling, stability (issues 10, 24).
+"""The conclusion commands: leaderboard, table, effects, factorial, scaling, stability.
 
 They compute nothing: results_db's AnalysisMixin decides the baseline, the statistics, the
 CIs and the verdicts (``db.findings``, ``db.leaderboard``, ``db.ablation_table``,
-``db.effects``, ``db.scaling``, ``db.stability``); these commands only choose columns and
-format them (orchestrator/cli/frame_format.py). The DB is opened read-only.
+``db.effects``, ``db.factorial``, ``db.scaling``, ``db.stability``); these commands only
+choose columns and format them (orchestrator/cli/frame_format.py). The DB is opened read-only.
 """
 
 from __future__ import annotations
@@ -214,6 +214,36 @@ def effects(sweep: str, db: DbOpt = None, metric: MetricOpt = METRIC,
         return
     shown = with_ci_text(eff)
     render(out, shown, format, title=title, summary=summary, columns=EFFECT_COLUMNS)
+
+
+FACTORIAL_COLUMNS = ["lr", "row", "name", "n", "estimate_pct", "ci", "verdict"]
+
+
+@app.command()
+def factorial(sweep: str, db: DbOpt = None, metric: MetricOpt = METRIC,
+              min_effect: EffectOpt = MIN_EFFECT, format: FormatOpt = "table") -> None:
+    """The sweep's 2x2 (sparse = NSA with equal branch weights or dense, x gated = the G1
+    gate or none): each cell's change vs the baseline with its CI and verdict (the
+    leaderboard's rows), the two main effects and their interaction over the seeds every cell
+    ran, with CIs corrected over the 3 (Bonferroni) and verdicts; the sentence on top. A sweep
+    without that 2x2 gets one line saying what is missing."""
+    check_format(format)
+    d = open_sweep(db, sweep)
+    check_metrics(d, sweep, [metric])
+    fac = d.factorial(sweep, metric, min_effect=min_effect)
+    if not fac.found:  # one line, whatever the terminal's width
+        out.print(fac.sentence(), soft_wrap=True)
+        return
+    summary = with_mix(d, sweep, f"{fac.sentence()}\nCells: the leaderboard's rows "
+                                 f"({fac.cell_rule}).")
+    title = f"{sweep}: 2x2 {fac.design.name} on {metric}"
+    frame = fac.table()
+    if format in ("csv", "json"):
+        render(out, frame, format, title=title, summary=summary)
+        return
+    factors = [fac.design.a.name, fac.design.b.name]
+    render(out, with_ci_text(frame), format, title=title, summary=summary,
+           columns=[*FACTORIAL_COLUMNS[:3], *factors, *FACTORIAL_COLUMNS[3:]])
 
 
 # every reading with its LR and its step (a change at equal compute is read mid-training)

@@ -19,6 +19,7 @@ interval arithmetic they use (confseq, multiplicity).
   summary.py      tables said in words: the rule, the main effects, best vs best
   table.py        the ablation table: several metrics side by side
   effects.py      main effects of each dimension (least squares)
+  factorial.py    a 2x2 of two binary factors: its cells, main effects and interaction
   bestlr.py       each variant at its best LR against the baseline at its best LR
   stability.py    learning-rate stability (the paper's Table 2)
   scaling.py      does a variant's gain survive scale

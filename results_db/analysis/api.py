@@ -2,7 +2,8 @@
 
 Reads go through results_db/read/frames.py (the SQL); every rule is in this package's pure
 modules: baseline.py (which variant is the reference), compare.py (groups, matching, CIs,
-verdicts), effects.py (main effects), stability.py (LR stability). Every surface -- the CLI,
+verdicts), effects.py (main effects), factorial.py (a 2x2's cells and contrasts),
+stability.py (LR stability). Every surface -- the CLI,
 the dashboard, benchmarks/reproduction_table.py -- calls these methods or those functions.
 """
 
@@ -41,6 +42,7 @@ from results_db.analysis.columns import HEAD, STAT_COLUMNS, TAIL
 from results_db.analysis.compare import compare, rank, varying
 from results_db.analysis.decide_rule import METHOD, DecideRule
 from results_db.analysis.effects import main_effects
+from results_db.analysis.factorial import DESIGNS, Design, Factorial, factorial
 from results_db.analysis.findings import Findings, at_tuned, findings, scale_axes, tuned_lrs
 from results_db.analysis.scaling import Scaling, scaling
 from results_db.analysis.sequential import (
@@ -251,6 +253,24 @@ class AnalysisMixin:
         """The main effects in words (results_db/analysis/summary.py effects_sentence)."""
         return effects_sentence(self.effects(sweep, metric, min_effect=min_effect), sweep,
                                 metric)
+
+    def factorial(self, sweep: str, metric: str = METRIC, *, min_effect: float = MIN_EFFECT,
+                  family_error: float = FAMILY_ERROR, states: Sequence[str] = RESULT_STATES,
+                  designs: Sequence[Design] = DESIGNS) -> Factorial:
+        """The sweep's 2x2 of two binary factors (results_db/analysis/factorial.py; today
+        sparse x gated: NSA with equal branch weights, the G1 gate): each cell's leaderboard
+        row (delta %, CI, verdict), the two main effects and the interaction per paired seed
+        with Bonferroni CIs over the 3 and verdicts, and ``.sentence()``; ``.reason`` when the
+        sweep has no such 2x2. ``designs``: the 2x2s to look for, the first found is used."""
+        higher = higher_is_better(metric)
+        runs, info = self._read(sweep, [metric])
+        base = self.baseline(sweep)
+        board = compare(runs, info, metric, base, states=states, min_effect=min_effect,
+                        higher=higher)
+        values = runs.select("run_id", "group_key", "seed", "status", value=pl.col(metric))
+        return factorial(board, values, info, base, sweep, metric, higher,
+                         designs=designs, min_effect=min_effect, family_error=family_error,
+                         states=states)
 
     def scaling(self, sweep: str, metric: str = METRIC, *,
                 states: Sequence[str] = RESULT_STATES,

@@ -74,13 +74,16 @@ def _pct(x: float) -> str:
     return f"{100 * x:.4g} %"
 
 
-def rule_text(correction: str, family_error: float, family: int) -> str:
+ROWS = "rows with a CI"
+
+
+def rule_text(correction: str, family_error: float, family: int, what: str = ROWS) -> str:
     """The rule behind a table's verdicts, in words: "95 % CI per row, no correction over the
     14 rows with a CI"; "Bonferroni over the 14 rows with a CI: each CI at 99.64 %, family-wise
     error <= 5 %"; "Holm over the 14 rows with a CI, family-wise error <= 5 %; CIs at
-    Bonferroni's 99.64 %"."""
+    Bonferroni's 99.64 %". ``what``: the family's members in the plural ("contrasts")."""
     level = row_level(correction, family_error, family)
-    rows = f"the {family} rows with a CI" if family != 1 else "the 1 row with a CI"
+    rows = "the 1 row with a CI" if family == 1 and what == ROWS else f"the {family} {what}"
     if correction == NONE:
         return f"{_pct(level)} CI per row, no correction over {rows}"
     if correction == BONFERRONI:

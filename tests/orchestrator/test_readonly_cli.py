@@ -33,6 +33,7 @@ READ_COMMANDS: list[tuple[str, ...]] = [
     ("leaderboard", "gates-toy"),
     ("table", "gates-toy", "--paper"),
     ("effects", "gates-toy"),
+    ("factorial", "gates-toy"),
     ("stability", "lr-stability"),
     ("report", "gates-toy", "--out", "{tmp}/report.html"),
 ]
