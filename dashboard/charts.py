@@ -19,6 +19,7 @@ from dashboard import jsontext
 from dashboard.curvedata import colour_order
 from dashboard.palette import scale
 from dashboard.tables import fmt_verdict
+from results_db.analysis.columns import CONDITION
 from results_db.analysis.labels import DIVERGED_SEEDS
 from results_db.schema.vocab import verdict_kind
 
@@ -155,6 +156,14 @@ def label_room(rows: pl.DataFrame, seeds: pl.DataFrame | None = None) -> list[fl
     return [lo - 0.02 * span, max([hi + 0.02 * span, *ends])]
 
 
+def verdict_label(verdict: str | None, condition: str | None) -> str:
+    """A row's verdict as its label beside the CI: what "needs >= k seeds" is for, as the
+    table says it, and the baseline's condition at the row's LR where it has one
+    (db.leaderboard's condition column, in untuned.py's words): a "better" against an
+    untuned baseline read as a tuned one beside the row's CI."""
+    return fmt_verdict(verdict) + (f", {condition}" if condition else "")
+
+
 def delta_dots(board: pl.DataFrame, metric: str, colors: dict[str, str],
                seeds: pl.DataFrame | None = None, max_rows: int = 60,
                ci: str = "95 % CI") -> Layered:
@@ -164,14 +173,16 @@ def delta_dots(board: pl.DataFrame, metric: str, colors: dict[str, str],
     Δ%, drawn as small dots beside the mean. ``ci``: the interval's name on the axis (a
     corrected leaderboard's level, e.g. "Bonferroni 99.6 % CI")."""
     rows = board.filter(~pl.col("is_baseline") & pl.col("delta_pct").is_not_null()) \
-        .head(max_rows).select("row", "variant", "delta_pct", "ci_low_pct", "ci_high_pct",
-                               "verdict", "n")
+        .head(max_rows)
+    conditions = rows[CONDITION].to_list() if CONDITION in rows.columns else \
+        [None] * rows.height
+    rows = rows.select("row", "variant", "delta_pct", "ci_low_pct", "ci_high_pct", "verdict",
+                       "n")
     kinds = [verdict_kind(v) or "no data" for v in rows["verdict"]]
     rows = rows.with_columns(has_ci=pl.col("ci_low_pct").is_not_null(),
                              kind=pl.Series(kinds, dtype=pl.String),
-                             # the label says what "needs >= k seeds" is for, as the table does
-                             verdict=pl.Series([fmt_verdict(v) for v in rows["verdict"]],
-                                               dtype=pl.String),
+                             verdict=pl.Series([verdict_label(v, c) for v, c in zip(
+                                 rows["verdict"], conditions, strict=True)], dtype=pl.String),
                              label_x=pl.coalesce("ci_high_pct", "delta_pct"))
     pdf = rows.to_pandas()
     order = rows["row"].to_list()

@@ -81,3 +81,35 @@ def test_report_first_page_is_the_owners_findings(url: str, owner: Findings) -> 
     assert first.id == "answers" and first.sentences == tuple(owner.lines())
     tables = {b.id: b for b in first.blocks if hasattr(b, "frame")}
     assert tables["answer-2"].frame["variant"].to_list() == ["gated", "silu_only", "kv_x2"]
+
+
+def _labels(frames: list) -> dict[str, str]:  # noqa: ANN001 - pandas frames of a chart
+    """{row: its verdict label} from the dot plot's datasets."""
+    return {r: v for f in frames if {"row", "verdict", "label_x"} <= set(f.columns)
+            for r, v in zip(f["row"], f["verdict"], strict=True)}
+
+
+def test_delta_plot_labels_carry_the_baseline_condition(url: str,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """silu_only is "better" at 3e-2 only against a baseline 41.7 % worse there than at its
+    best LR: the dot plot's label beside its CI says so, in the owner's words (the leaderboard's
+    condition column, untuned.py), on the Leaderboard page and in the report; a row whose
+    baseline is tuned says its verdict alone."""
+    import pandas as pd
+
+    from tests.support.apppage import chart_datasets
+
+    with results_db.open(url, readonly=True) as db:
+        board = db.leaderboard(SWEEP)
+        report = content.build(db, SWEEP)
+    cond = board.filter(variant="silu_only")["condition"][0]
+    assert cond.startswith("vs an untuned baseline (41.7 % worse")
+    monkeypatch.setenv("GATESWEEP_DB", url)
+    at = open_page("Leaderboard", SWEEP)
+    page = _labels(chart_datasets(at, 0))
+    dots = next(b for s in report.sections for b in s.blocks
+                if getattr(b, "id", None) == "leaderboard-chart")
+    drawn = _labels([pd.DataFrame(v) for v in dots.spec["datasets"].values()])
+    for labels in (page, drawn):
+        assert labels["silu_only @ lr=3e-2"] == f"better, {cond}", labels
+        assert labels["gated @ lr=1e-2"] == "better", labels  # the baseline tuned there
