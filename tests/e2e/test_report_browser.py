@@ -1,13 +1,16 @@
 """The HTML report (`orchestrator report`) opened from disk in the real Chromium the dashboard's
-browser tests use (tests/support/screenshot.browser): every chart renders with its marks, the
-page asks for nothing over the network, no script error, and the numbers it shows are the
-CLI's (leaderboard and verdict sentence); mixed provenance is said on top. The sweep is the
+browser tests use (tests/support/screenshot.browser), at 1600 x 1200 and 1280 x 800: every
+chart renders with its marks, nothing is cut off, the page asks for nothing over the network,
+no script error, and the numbers it shows are the CLI's (leaderboard and verdict sentence);
+mixed provenance is said on top. The sweep is the
 57-run gates-toy registered by the real submit path (tests/support/report_db.py), with one
 variant trained on another commit and torch version. Skipped where Chromium or playwright
 is missing."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from pathlib import Path
 
@@ -31,16 +34,30 @@ DRAWN = "window.gatesweepReport && window.gatesweepReport.charts > 0 && " \
 MARKS = "svg path, svg line, svg rect, svg circle, svg text"
 
 
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    """The report of the mixed gates-toy sweep, written by the CLI, and the CLI's leaderboard
+    (JSON) to check it against; built once for both window sizes."""
+    tmp = tmp_path_factory.mktemp("report")
+    url = report_db.build(f"sqlite:///{tmp / 'r.db'}", mixed=True)
+    out = tmp / "report.html"
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["report", report_db.SWEEP, "--db", url, "--out", str(out)]) == 0
+    with contextlib.redirect_stdout(io.StringIO()) as said:
+        assert main(["leaderboard", report_db.SWEEP, "--db", url, "--format", "json"]) == 0
+    return out, json.loads(said.getvalue())
+
+
+# a desktop and a laptop window (the dashboard's browser pass uses the same two)
+SIZES = [(1600, 1200), (1280, 800)]
+
+
+@pytest.mark.parametrize(("width", "height"), SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
 def test_the_report_opens_from_disk_and_every_chart_renders(
-        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    url = report_db.build(f"sqlite:///{tmp_path / 'r.db'}", mixed=True)
-    out = tmp_path / "report.html"
-    assert main(["report", report_db.SWEEP, "--db", url, "--out", str(out)]) == 0
-    capsys.readouterr()
-    assert main(["leaderboard", report_db.SWEEP, "--db", url, "--format", "json"]) == 0
-    board = json.loads(capsys.readouterr().out)
+        built: tuple[Path, dict], width: int, height: int) -> None:
+    out, board = built
     with screenshot.browser() as b:
-        page = b.new_page(viewport={"width": 1280, "height": 900})
+        page = b.new_page(viewport={"width": width, "height": height})
         problems: list[str] = []
         page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
         page.on("console", lambda m: problems.append(f"console: {m.text}")
@@ -56,8 +73,8 @@ def test_the_report_opens_from_disk_and_every_chart_renders(
         rows = page.evaluate("[...document.querySelectorAll('#leaderboard-table tbody tr')].map("
                              "tr => [...tr.children].map(td => td.textContent))")
         first = page.evaluate("document.querySelector('#answers p').textContent")
-        # at 1280 px nothing is cut off: the page never scrolls sideways (a wide table scrolls
-        # in its own box) and no chart or legend reaches past the viewport
+        # at either size nothing is cut off: the page never scrolls sideways (a wide table
+        # scrolls in its own box) and no chart or legend reaches past the viewport
         overflow = page.evaluate(
             "[document.scrollingElement.scrollWidth, window.innerWidth, Math.max(...[...document"
             ".querySelectorAll('div.chart svg')].map(e => e.getBoundingClientRect().right))]")
