@@ -8,7 +8,10 @@ Anything else with tables is not, and nothing may write to it or read it as resu
 - an ``alembic_version`` whose revision we do not know, without our tables: another tool's
   migration history (Alembic failed with "Can't locate revision");
 - an unknown revision *with* our tables: a newer gatesweep migrated it. Read commands read
-  it with a warning (``note``); writers refuse (its newer columns would not be kept).
+  it with a warning (``note``); writers refuse (its newer columns would not be kept). When its
+  layout lacks a table or column this code reads (a newer gatesweep dropped or renamed it),
+  reads refuse too, naming what is missing: reading "anyway" raised "no such table" from the
+  first query that touched it.
 
 The check reads only (SQLite: a ``query_only`` connection opened before any writer connects,
 so a foreign file is never switched to WAL; PostgreSQL: the catalog, in the writer's first
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, inspect, text
 
@@ -33,15 +36,25 @@ OUR_TABLES = frozenset(Base.metadata.tables)
 # holds them is a newer gatesweep's (one that holds none is another tool's).
 CORE = frozenset({"sweeps", "runs", "attempts"})
 SHOWN = 5  # table names a message lists
+# A table's columns, read as a query's (a plain SELECT: the SQLite reader's authorizer refuses
+# PRAGMA table_info); the name is one of ours (OUR_TABLES), never the DB's text.
+_NO_ROWS = 'SELECT * FROM "{}" WHERE 1 = 0'
 
 
 @dataclass(frozen=True)
 class Found:
     """What a DB holds: its tables (views excluded) and its Alembic revision (None: no
-    ``alembic_version`` table, or an empty one)."""
+    ``alembic_version`` table, or an empty one); for a revision we do not know, the
+    (table, column) pairs of those of its tables that are ours."""
 
     tables: frozenset[str]
     revision: str | None
+    columns: frozenset[tuple[str, str]] = field(default=frozenset())
+
+
+def _unknown(revision: str | None) -> bool:
+    """A revision whose layout is not ours to assume: its columns are worth reading."""
+    return revision is not None and revision not in REVISIONS
 
 
 def found_sqlite(uri: str) -> Found:
@@ -55,7 +68,9 @@ def found_sqlite(uri: str) -> Found:
         if "alembic_version" in tables:
             row = conn.execute("SELECT version_num FROM alembic_version LIMIT 1").fetchone()
             rev = row[0] if row else None
-    return Found(tables, rev)
+        cols = frozenset((t, d[0]) for t in sorted(tables & OUR_TABLES) if _unknown(rev)
+                         for d in conn.execute(_NO_ROWS.format(t)).description)
+    return Found(tables, rev, cols)
 
 
 def found_on(conn: Connection) -> Found:
@@ -65,7 +80,19 @@ def found_on(conn: Connection) -> Found:
     rev = None
     if "alembic_version" in tables:
         rev = conn.execute(text("SELECT version_num FROM alembic_version LIMIT 1")).scalar()
-    return Found(tables, rev)
+    cols = frozenset((t, c) for t in sorted(tables & OUR_TABLES) if _unknown(rev)
+                     for c in conn.execute(text(_NO_ROWS.format(t))).keys())
+    return Found(tables, rev, cols)
+
+
+def lacking(found: Found) -> list[str]:
+    """What this code reads that ``found`` does not have: ``table T`` and ``column T.C``
+    (ours that it lacks; what it added is no concern of a reader)."""
+    out = [f"table {t}" for t in sorted(OUR_TABLES - found.tables)]
+    for t in sorted(OUR_TABLES & found.tables):
+        out += [f"column {t}.{c.name}" for c in Base.metadata.tables[t].columns
+                if (t, c.name) not in found.columns]
+    return out
 
 
 def judge(found: Found, where: str, *, write: bool, hint: str) -> str | None:
@@ -93,4 +120,9 @@ def judge(found: Found, where: str, *, write: bool, hint: str) -> str | None:
     if write:
         raise DBNewer(f"{newer}; refusing to write to it: upgrade gatesweep to use it (read "
                       "commands still read it)")
+    if missing := lacking(found):
+        what = ", ".join(missing[:SHOWN]) + (f" and {len(missing) - SHOWN} more"
+                                             if len(missing) > SHOWN else "")
+        raise DBNewer(f"{newer}, and it lacks {what} that this gatesweep reads; refusing to "
+                      "read it: upgrade gatesweep to use it")
     return f"{newer}; reading it anyway, but values it added may be missing or misread"

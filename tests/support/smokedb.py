@@ -24,4 +24,5 @@ def fill(url: str) -> str:
     b = db.start_attempt(bad.id, host="h")
     db.finish_attempt(b.id, "failed", error="RuntimeError: boom",
                       traceback="Traceback (most recent call last):\n  ...\nRuntimeError: boom")
+    db.close()  # no connection left open: a caller may change the file directly
     return url
