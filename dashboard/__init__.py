@@ -10,6 +10,7 @@ button, goes through the orchestrator's rerun path.
   boardtable.py THE leaderboard as text (Leaderboard page and report)
   scalingtable.py scaling readings with their LR and step (Scaling page and report)
   ablation.py   the paper's ablation layouts for any sweep
+  factorialtable.py a 2x2's cells and contrasts as text (Ablation tables page and report)
   longctx.py    the long-context table (paper Table 5 style)
   paper.py      the paper's reference figures and which variant each row matches
   labels.py     paper-style labels of a variant from its gate columns

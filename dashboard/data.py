@@ -24,6 +24,7 @@ from contract.analysis_defaults import (
 )
 from dashboard import ablation, explore
 from results_db.analysis.decide_rule import DecideRule
+from results_db.analysis.factorial import Factorial
 from results_db.analysis.findings import Findings
 
 LIVE_TTL_S = 3  # status of live runs: refreshed by the pages' fragments
@@ -218,6 +219,16 @@ def effects(url: str, sweep: str, metric: str) -> pl.DataFrame:
 @st.cache_data(ttl=TTL_S, show_spinner=False)
 def _effects(url: str, sweep: str, metric: str, version: tuple[int, ...]) -> pl.DataFrame:
     return open_db(url).effects(sweep, metric)
+
+
+def factorial(url: str, sweep: str) -> Factorial:
+    """db.factorial: the sweep's 2x2 (``.found`` False when it has none)."""
+    return _factorial(url, sweep, sweep_state(url, sweep))
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def _factorial(url: str, sweep: str, version: tuple[int, ...]) -> Factorial:
+    return open_db(url).factorial(sweep)
 
 
 def stability(url: str, sweep: str, metric: str = STABILITY_METRIC,

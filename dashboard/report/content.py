@@ -13,6 +13,7 @@ import polars as pl
 from contract.analysis_defaults import METRIC  # the leaderboard's default metric
 from dashboard import ablation, charts, palette
 from dashboard.boardtable import display_frame
+from dashboard.factorialtable import factorial_text
 from dashboard.report import answers, runs
 from dashboard.report.model import Block, Report, Section, Table, chart
 from dashboard.tables import row_labels
@@ -99,7 +100,8 @@ def leaderboard(db: ResultsDB, sweep: str, metric: str, colors: dict[str, str]) 
 
 def ablation_tables(db: ResultsDB, sweep: str) -> Section:
     """Tables 1/3 (quality) and 4 (probes) in the paper's layout, the paper's figures beside
-    ours (dashboard/ablation.py formats db.ablation_table)."""
+    ours (dashboard/ablation.py formats db.ablation_table); then the sweep's 2x2 when it has
+    one (dashboard/factorialtable.py formats db.factorial)."""
     available = db.summary_names(sweep)
     blocks: list[Block] = []
     kinds: tuple[tuple[ablation.Kind, str], ...] = (("quality", "ablation-table"),
@@ -111,8 +113,13 @@ def ablation_tables(db: ResultsDB, sweep: str) -> Section:
         table = ablation.build(kind, db.ablation_table(sweep, names), names, with_paper=True)
         if not table.display.is_empty():
             blocks.append(Table(id_, table.display, ablation.KINDS[kind]))
-    return Section("ablation", "Ablation tables beside the paper's figures",
-                   (ablation.SCALE_CAVEAT,) if blocks else ("No finished runs to tabulate.",),
+    said = [ablation.SCALE_CAVEAT] if blocks else ["No finished runs to tabulate."]
+    fac = factorial_text(db.factorial(sweep)) if blocks else None
+    if fac is not None:
+        said.append(f"{fac.title}. {fac.sentence}")
+        blocks += [Table("factorial-cells", fac.grid, fac.grid_caption),
+                   Table("factorial-effects", fac.effects, fac.effects_caption)]
+    return Section("ablation", "Ablation tables beside the paper's figures", tuple(said),
                    tuple(blocks))
 
 

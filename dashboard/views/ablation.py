@@ -1,6 +1,7 @@
 """Ablation tables in the paper's layout (db.ablation_table formatted by dashboard/ablation.py),
 with the paper's figures, its Δ% and whether ours agrees in direction; downloadable as CSV,
-Markdown and LaTeX. The stability table comes with the LR stability view for LR sweeps."""
+Markdown and LaTeX. The stability table comes with the LR stability view for LR sweeps; the
+quality table with the sweep's 2x2 (dashboard/factorialtable.py), when it has one."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import streamlit as st
 from dashboard import data
 from dashboard.ablation import KINDS, SCALE_CAVEAT, Kind
 from dashboard.export import to_csv, to_latex, to_markdown
+from dashboard.factorialtable import factorial_text
 from dashboard.mdtext import code, md
 from dashboard.status import nothing_to_rank
 from dashboard.views import stability
@@ -63,6 +65,22 @@ def render(url: str, sweep: str) -> None:  # app.py: these pages need a sweep
                        key="dl_md")
     c3.download_button("LaTeX", to_latex(table.display, caption=f"{sweep}: {KINDS[kind]}"),
                        f"{stem}.tex", "text/x-tex", key="dl_tex")
+    if kind == "quality":
+        _factorial(url, sweep)
+
+
+def _factorial(url: str, sweep: str) -> None:
+    """The sweep's 2x2 (db.factorial), only when it has one: the cells beside the contrasts."""
+    text = factorial_text(data.factorial(url, sweep))
+    if text is None:
+        return
+    st.subheader(md(text.title))
+    st.markdown(md(text.sentence))
+    cells, contrasts = st.columns([4, 3])
+    cells.dataframe(text.grid, hide_index=True, key="ab_2x2_cells")
+    cells.caption(md(text.grid_caption))
+    contrasts.dataframe(text.effects, hide_index=True, key="ab_2x2_effects")
+    contrasts.caption(md(text.effects_caption))
 
 
 def _caption(kind: str, baseline: str | None) -> str:
