@@ -5,6 +5,7 @@ FILE (and, for Markdown, FILE's figures into FIGURES beside it) and prints the p
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -14,8 +15,11 @@ from dashboard.report.model import Chart
 FORMATS = ("html", "markdown")
 
 
-def write(sweep: str, url: str, out: Path, fmt: str, figures: Path | None = None) -> list[Path]:
-    """Build and write the report; returns the files written (the report first)."""
+def write(sweep: str, url: str, out: Path, fmt: str, figures: Path | None = None,
+          link_as: str | None = None) -> list[Path]:
+    """Build and write the report; returns the files written (the report first). The
+    Markdown links its figures by ``link_as`` (a folder relative to ``out``, where they will
+    be moved), else by where they are written, relative to ``out``."""
     import results_db
     from dashboard.report import content
 
@@ -37,7 +41,8 @@ def write(sweep: str, url: str, out: Path, fmt: str, figures: Path | None = None
         written.append(path)
         return path.name
 
-    out.write_text(markdown.render(report, fig_dir.name, figure), encoding="utf-8")
+    link = link_as or Path(os.path.relpath(fig_dir, out.parent)).as_posix()
+    out.write_text(markdown.render(report, link, figure), encoding="utf-8")
     return [out, *written]
 
 
@@ -51,12 +56,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--format", choices=FORMATS, default="html")
     ap.add_argument("--figures", type=Path, default=None,
                     help="Folder for the Markdown figures (default: OUT's stem + _files)")
+    ap.add_argument("--link-as", default=None,
+                    help="The folder, relative to OUT, the Markdown links its figures by "
+                         "(where they will be moved; default: FIGURES relative to OUT)")
     args = ap.parse_args(argv)
     try:
         from results_db import default_url  # sqlalchemy: only when a report is built
 
         url = args.db or default_url()
-        for path in write(args.sweep, url, args.out, args.format, args.figures):
+        for path in write(args.sweep, url, args.out, args.format, args.figures,
+                          args.link_as):
             print(path)
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -1,9 +1,11 @@
 """The report as Markdown (a paper appendix, a README): the same sections, tables as
 GitHub-flavoured Markdown (contract/textout.py escapes every cell), each chart an SVG file
-beside it (drawn by the same Vega libraries, dashboard/report/vega.py), linked relatively."""
+beside it (drawn by the same Vega libraries, dashboard/report/vega.py), linked relatively and
+URL-quoted (a folder named "my report (v2)_files" ended the link at its space)."""
 
 from __future__ import annotations
 
+import urllib.parse
 from collections.abc import Callable
 
 from contract.textout import markdown_table, md_inline
@@ -17,9 +19,15 @@ def table_md(t: Table) -> str:
     return caption + markdown_table(flag, rows)
 
 
+def figure_link(figures_dir: str, name: str) -> str:
+    """The link to figure ``name`` in ``figures_dir`` (a relative POSIX path): each part
+    URL-quoted, so spaces, parentheses and the like stay inside the link."""
+    return urllib.parse.quote(f"{figures_dir}/{name}", safe="/")
+
+
 def render(report: Report, figures_dir: str, figure: Callable[[Chart], str]) -> str:
     """The document; ``figure(chart)`` writes the chart's SVG and returns its file name, which
-    is linked as ``figures_dir/name``."""
+    is linked as ``figures_dir/name`` (figure_link)."""
     out = [f"# Sweep {md_inline(report.sweep)}", ""]
     if report.description:
         out += [md_inline(report.description), ""]
@@ -34,5 +42,5 @@ def render(report: Report, figures_dir: str, figure: Callable[[Chart], str]) -> 
                 out.append(table_md(b))
             else:
                 name = figure(b)
-                out += [f"![{md_inline(b.title)}]({figures_dir}/{name})", ""]
+                out += [f"![{md_inline(b.title)}]({figure_link(figures_dir, name)})", ""]
     return "\n".join(out) + "\n"

@@ -59,7 +59,7 @@ def report(sweep: str, db: DbOpt = None,
         # the DB URL (a password, maybe) in the child's environment, not on its command line
         # (which `ps` shows every user)
         cmd = python_command("dashboard.report", sweep, "--out", str(built), "--format", format,
-                             "--figures", str(figures))
+                             "--figures", str(figures), "--link-as", f"{target.stem}_files")
         proc = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL,
                               env=child_env({DB_ENV: db_url(db)}))
         if proc.returncode != 0:
@@ -68,11 +68,8 @@ def report(sweep: str, db: DbOpt = None,
         files = {target: _copy(built)}
         if format == "markdown":
             fig_dir = out_dir(target.with_name(target.stem + "_files"), replace_symlink)
+            # the Markdown links them there already (--link-as)
             files.update({fig_dir / p.name: _copy(p) for p in sorted(figures.glob("*.svg"))})
-            # the Markdown links its figures by that folder's name
-            text = built.read_text(encoding="utf-8").replace("](figures/",
-                                                             f"]({fig_dir.name}/")
-            built.write_text(text, encoding="utf-8")
         write_files(files, replace_symlink)
     size = target.stat().st_size
     out.print(f"report: {target} ({size / 2**20:.2f} MiB)"

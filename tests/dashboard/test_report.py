@@ -157,6 +157,39 @@ def test_markdown_links_svg_figures_written_beside_it(capsys: pytest.CaptureFixt
     assert "> **Mixed provenance" in text
 
 
+def _figures(md_file: Path) -> list[Path]:
+    """The images a CommonMark reader finds in ``md_file``, resolved from its folder."""
+    from urllib.parse import unquote
+
+    from markdown_it import MarkdownIt
+
+    srcs = [c.attrs["src"] for t in MarkdownIt().parse(md_file.read_text(encoding="utf-8"))
+            if t.children for c in t.children if c.type == "image"]
+    return [md_file.parent / unquote(str(s)) for s in srcs]
+
+
+def test_markdown_figure_links_resolve_from_any_folder_name(
+        capsys: pytest.CaptureFixture[str], mixed: str, tmp_path: Path) -> None:
+    """A report written into "my results (v2)/" as "gates report (final).md": its figures'
+    folder "gates report (final)_files" held a space and parentheses, which ended the links
+    (a CommonMark reader found no image). Links are URL-quoted, and a --figures folder away
+    from the report is linked by its relative path, not by its name alone."""
+    out = tmp_path / "my results (v2)" / "gates report (final).md"
+    out.parent.mkdir()
+    _cli(capsys, "report", report_db.SWEEP, "--db", mixed, "--out", str(out), "--format",
+         "markdown")
+    found = _figures(out)
+    assert sorted(f.stem for f in found) == sorted(CHARTS)
+    assert all(f.is_file() and f.parent.name == "gates report (final)_files" for f in found)
+    from dashboard.report.__main__ import write
+
+    away = tmp_path / "figs [x] #1"
+    write(report_db.SWEEP, mixed, out, "markdown", away)
+    found = _figures(out)
+    assert len(found) == len(CHARTS)
+    assert all(f.is_file() and f.resolve().parent == away.resolve() for f in found)
+
+
 def test_bad_input_is_one_line_and_writes_nothing(capsys: pytest.CaptureFixture[str],
                                                   mixed: str, tmp_path: Path) -> None:
     for args, msg in ((["nope"], "no sweep named 'nope'"),
