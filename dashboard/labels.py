@@ -38,8 +38,14 @@ def normalize_dims(row: Mapping[str, Any]) -> dict[str, Any]:
 
 def method_label(dims: Mapping[str, Any], variant: str) -> str:
     """'SDPA Elementwise G1', 'v Head-Shared G2', 'SDPA RMSNorm', 'Switch v',
-    'Baseline + Sandwich Norm', or the variant name."""
-    return _gate_label(dims, variant) + _block_suffix(dims)
+    'Baseline + Sandwich Norm', 'NSA gated', 'NSA equal + SDPA Elementwise G1', or the
+    variant name."""
+    label = _gate_label(dims, variant)
+    nsa = dims.get("nsa")  # Native Sparse Attention's branch combination; None: dense
+    if nsa:
+        gated = normalize_dims(dims)["gate_position"]
+        label = f"NSA {nsa} + {label}" if gated else f"NSA {nsa}"
+    return label + _block_suffix(dims)
 
 
 def _block_suffix(dims: Mapping[str, Any]) -> str:

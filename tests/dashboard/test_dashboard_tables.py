@@ -55,6 +55,10 @@ def test_number_formatting() -> None:
      "SDPA Input-Independent Elementwise G1", "sigmoid", "n×q×dk"),
     ({"gate_position": None, "nonlinearity": "rmsnorm"}, "SDPA RMSNorm", "RMSNorm", "–"),
     ({"gate_position": None}, "kv_heads_x2", "–", "–"),
+    # Native Sparse Attention: the attention is named, with the G1 gate on top where there is one
+    ({"gate_position": None, "nsa": "gated"}, "NSA gated", "–", "–"),
+    ({"gate_position": "G1", "nsa": "equal"}, "NSA equal + SDPA Elementwise G1", "sigmoid",
+     "n×q×dk"),
 ])
 def test_paper_style_labels(dims: dict, method: str, act: str, shape: str) -> None:
     assert method_label(dims, "kv_heads_x2") == method
