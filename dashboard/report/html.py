@@ -1,8 +1,10 @@
-"""The report as one self-contained HTML file: text and tables as HTML (every name escaped),
-each chart's Vega-Lite spec as inline JSON drawn by the inlined Vega bundle (dashboard/report/
-vega.py). Opens from disk with no server and no network. Each chart's element gets
-``data-rendered="1"`` once drawn (``"error"`` and the message if it could not be), and
-``window.gatesweepReport`` counts both, for the browser test."""
+"""The report as one self-contained HTML file: text and tables as HTML (every name escaped,
+control characters and bidi overrides shown as visible ``\\xNN`` / ``\\u202e``: a DB string
+holding U+202E reordered the text around it), each chart's Vega-Lite spec as inline JSON drawn
+by the inlined Vega bundle (dashboard/report/vega.py), its strings made visible the same way.
+Opens from disk with no server and no network. Each chart's element gets ``data-rendered="1"``
+once drawn (``"error"`` and the message if it could not be), and ``window.gatesweepReport``
+counts both, for the browser test."""
 
 from __future__ import annotations
 
@@ -10,8 +12,9 @@ import json
 import re
 from html import escape
 
-from contract.textout import json_finite
+from contract.textout import json_finite, terminal
 from dashboard.report.model import Chart, Report, Section, Table
+from dashboard.report.vega import visible
 
 STYLE = """
 body { font: 15px/1.45 system-ui, sans-serif; max-width: 1100px; margin: 2em auto; color: #222;
@@ -64,32 +67,37 @@ def _js_safe(text: str) -> str:
     return re.sub(r"</(script)", r"<\\/\1", text, flags=re.IGNORECASE)
 
 
+def _text(value: object) -> str:
+    """Any text in the page: control characters visible (textout.terminal), then escaped."""
+    return escape(terminal(value))
+
+
 def table_html(t: Table) -> str:
     cols = t.frame.columns
     cls = {c: ' class="flag"' if c in t.flagged else "" for c in cols}
-    head = "".join(f"<th{cls[c]}>{escape(c)}</th>" for c in cols)
-    body = "".join("<tr>" + "".join(f"<td{cls[c]}>{escape('' if v is None else str(v))}</td>"
+    head = "".join(f"<th{cls[c]}>{_text(c)}</th>" for c in cols)
+    body = "".join("<tr>" + "".join(f"<td{cls[c]}>{_text('' if v is None else v)}</td>"
                                     for c, v in zip(cols, row, strict=True)) + "</tr>"
                    for row in t.frame.iter_rows())
-    table = (f'<div class="wide"><table class="data" id="{escape(t.id)}"><thead><tr>{head}'
+    table = (f'<div class="wide"><table class="data" id="{_text(t.id)}"><thead><tr>{head}'
              f"</tr></thead><tbody>{body}</tbody></table></div>")
-    caption = f'<p class="caption">{escape(t.caption)}</p>' if t.caption else ""
+    caption = f'<p class="caption">{_text(t.caption)}</p>' if t.caption else ""
     if t.collapsed:
-        return (f"<details><summary>{escape(t.caption or t.id)} ({t.frame.height} rows)"
+        return (f"<details><summary>{_text(t.caption or t.id)} ({t.frame.height} rows)"
                 f"</summary>{table}</details>")
     return caption + table
 
 
 def chart_html(c: Chart) -> str:
-    spec = _json_safe(json.dumps(json_finite(c.spec), allow_nan=False))
-    return (f'<figure><figcaption>{escape(c.title)}</figcaption>'
-            f'<div class="chart" id="{escape(c.id)}"></div></figure>'
-            f'<script type="application/json" data-chart="{escape(c.id)}">{spec}</script>')
+    spec = _json_safe(json.dumps(json_finite(visible(c.spec)), allow_nan=False))
+    return (f'<figure><figcaption>{_text(c.title)}</figcaption>'
+            f'<div class="chart" id="{_text(c.id)}"></div></figure>'
+            f'<script type="application/json" data-chart="{_text(c.id)}">{spec}</script>')
 
 
 def section_html(s: Section) -> str:
-    parts = [f'<section id="{escape(s.id)}"><h2>{escape(s.title)}</h2>']
-    parts += [f"<p>{escape(text)}</p>" for text in s.sentences]
+    parts = [f'<section id="{_text(s.id)}"><h2>{_text(s.title)}</h2>']
+    parts += [f"<p>{_text(text)}</p>" for text in s.sentences]
     for b in s.blocks:
         parts.append(table_html(b) if isinstance(b, Table) else chart_html(b))
     return "".join(parts) + "</section>"
@@ -97,15 +105,15 @@ def section_html(s: Section) -> str:
 
 def render(report: Report, javascript: str) -> str:
     """The whole document; ``javascript``: the Vega bundle (vega.javascript_bundle())."""
-    nav = "".join(f'<a href="#{escape(s.id)}">{escape(s.title)}</a>' for s in report.sections)
-    flags = "".join(f'<p class="flag" id="mixed">{escape(f)}</p>' for f in report.flags)
-    desc = f"<p>{escape(report.description)}</p>" if report.description else ""
+    nav = "".join(f'<a href="#{_text(s.id)}">{_text(s.title)}</a>' for s in report.sections)
+    flags = "".join(f'<p class="flag" id="mixed">{_text(f)}</p>' for f in report.flags)
+    desc = f"<p>{_text(report.description)}</p>" if report.description else ""
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f"<title>gatesweep report: {escape(report.sweep)}</title><style>{STYLE}</style>"
+        f"<title>gatesweep report: {_text(report.sweep)}</title><style>{STYLE}</style>"
         f"<script>{_js_safe(javascript)}</script></head><body>"
-        f"<h1>Sweep {escape(report.sweep)}</h1>{desc}"
-        f'<p class="meta">{escape(report.counts)}. Written {escape(report.generated)} from '
-        f"{escape(report.db)} by gatesweep.</p>{flags}<nav>{nav}</nav>"
+        f"<h1>Sweep {_text(report.sweep)}</h1>{desc}"
+        f'<p class="meta">{_text(report.counts)}. Written {_text(report.generated)} from '
+        f"{_text(report.db)} by gatesweep.</p>{flags}<nav>{nav}</nav>"
         + "".join(section_html(s) for s in report.sections)
         + f"<script>{RENDER}</script></body></html>\n")

@@ -52,14 +52,17 @@ def svg(spec: dict[str, Any]) -> str:
     vl-convert's renderer aborted the whole report on them ("non-unwinding panic")."""
     import vl_convert as vlc
 
-    return str(vlc.vegalite_to_svg(_visible(spec), vl_version=vl_version()))
+    return str(vlc.vegalite_to_svg(visible(spec), vl_version=vl_version()))
 
 
-def _visible(value: Any) -> Any:
+def visible(value: Any) -> Any:
+    """``value`` (a spec, its data) with every string's control characters and bidi
+    overrides shown as text (textout.terminal), keys too, so a field named by a DB string
+    still matches its data."""
     if isinstance(value, str):
         return terminal(value)
     if isinstance(value, dict):
-        return {k: _visible(v) for k, v in value.items()}
+        return {terminal(k): visible(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_visible(v) for v in value]
+        return [visible(v) for v in value]
     return value
