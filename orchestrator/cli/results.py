@@ -275,10 +275,7 @@ def scaling(sweep: str, db: DbOpt = None, metric: MetricOpt = METRIC,
     sc = d.scaling(sweep, metric, min_effect=min_effect)
     frame = sc.points if points else sc.trends
     title = f"{sweep}: {metric} vs scale" + (" (every evaluation step)" if points else "")
-    summary = with_mix(d, sweep, "\n".join(sc.sentences) or (
-        f"{sweep}: no {metric} evaluation point of a variant pairs with the baseline's "
-        f"({sc.baseline or 'no baseline variant'}) at the same seed and step; the runs need "
-        f"{metric} logged during training (train.eval_every) and to have succeeded"))
+    summary = with_mix(d, sweep, "\n".join(sc.sentences) or f"{sweep}: {sc.reason}")
     if format in ("csv", "json"):
         render(out, frame, format, title=title, summary=summary)
         return

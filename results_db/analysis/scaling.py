@@ -32,6 +32,10 @@ value of every axis the baseline was swept over, e.g. ``n_layer``), seed by seed
   null, never inf/NaN; trends rest on the points where the comparison is finite and their
   sentence names the points where it is not; with none left the verdict is "undefined", never
   a verdict computed from NaN.
+- **not finite**: a group whose runs diverged, or logged the metric only as NaN or inf, has no
+  point to pair; it is named in a sentence of its own (``notes``) instead of being left out
+  silently, and an empty answer says why it is empty (``reason``): "not logged" only when no
+  run logged the metric.
 
 Pure polars/numpy: the DB reads are in api.py (AnalysisMixin.scaling).
 """
@@ -45,10 +49,13 @@ from dataclasses import dataclass
 import polars as pl
 
 from contract.analysis_defaults import MIN_EFFECT
+from contract.states import RunStatus
 from results_db.analysis.compare import _match
 from results_db.analysis.stats import LEVEL, fmean, sum_sq, t_quantile
 from results_db.analysis.verdict import BETTER, INCONCLUSIVE, WITHIN, WORSE, interval_verdict
 from results_db.schema.vocab import DIMENSIONS
+
+DIVERGED = RunStatus.DIVERGED.value
 
 POINT_COLUMNS = ("variant", "lr", "size", "group_key", "step", "tokens", "flops",
                  "params_total", "n", "base_mean", "mean", "delta", "delta_pct", "ci_low_pct",
@@ -75,10 +82,12 @@ class Scaling:
     trends: pl.DataFrame  # TREND_COLUMNS
     metric: str
     baseline: str | None
+    notes: tuple[str, ...] = ()  # groups with no finite point (diverged): one sentence each
+    reason: str = ""  # why there is no point at all (empty otherwise)
 
     @property
     def sentences(self) -> list[str]:
-        return [str(s) for s in self.trends["sentence"].to_list()]
+        return [*(str(s) for s in self.trends["sentence"].to_list()), *self.notes]
 
 
 def _sizes(info: pl.DataFrame) -> pl.DataFrame:
@@ -417,8 +426,10 @@ def scaling(series: pl.DataFrame, runs: pl.DataFrame, info: pl.DataFrame,
              .with_columns(flops_overhead_pct=100.0 * (pl.col("fpt") / pl.col("_bfpt") - 1.0)))
     pairs = _pairs(series.filter(pl.col("run_id").is_in(ok["run_id"].implode())), ok, cells,
                    costs.filter(pl.col("fpt").is_not_null()))
+    notes = _not_finite(series, runs, ok, cells, metric)
     if pairs.height == 0:
-        return Scaling(_empty(POINT_COLUMNS), _empty(TREND_COLUMNS), metric, baseline)
+        return Scaling(_empty(POINT_COLUMNS), _empty(TREND_COLUMNS), metric, baseline, notes,
+                       _why_empty(series, ok, baseline, metric, states))
     points = _points(pairs, cells)
     pairs = pairs.join(points.select("group_key", "step", "base_mean"), on=["group_key", "step"])
     d_pct = 100.0 * ((pl.col("value") - pl.col("base_value")) / pl.col("base_mean"))
@@ -426,7 +437,47 @@ def scaling(series: pl.DataFrame, runs: pl.DataFrame, info: pl.DataFrame,
     pairs = pairs.with_columns(d_pct=pl.when(d_pct.is_finite()).then(d_pct))
     trends = _trends(pairs, points, cells, higher, metric, 100.0 * min_effect)
     return Scaling(points.select(POINT_COLUMNS),
-                   pl.DataFrame(trends, schema=_schema(TREND_COLUMNS)), metric, baseline)
+                   pl.DataFrame(trends, schema=_schema(TREND_COLUMNS)), metric, baseline, notes)
+
+
+def _not_finite(series: pl.DataFrame, runs: pl.DataFrame, ok: pl.DataFrame,
+                cells: pl.DataFrame, metric: str) -> tuple[str, ...]:
+    """A sentence per group (declared order) that has no finite point from a run in the
+    states read, while one of its runs diverged or logged the metric as NaN or inf (SQLite
+    keeps a NaN as NULL): its change cannot be read, and is said so."""
+    finite = pl.col("value").is_finite().fill_null(False)
+    pts = series.join(runs.select("run_id", "group_key", "status"), on="run_id")
+    readable = pts.filter(finite & pl.col("run_id").is_in(ok["run_id"].implode()))
+    broken = pl.concat([pts.filter(~finite).select("group_key"),
+                        runs.filter(pl.col("status") == DIVERGED).select("group_key")])
+    gone = (cells.filter(pl.col("group_key").is_in(broken["group_key"].implode())
+                         & ~pl.col("group_key").is_in(readable["group_key"].implode()))
+            .sort("_row"))
+    out = []
+    for g in gone.iter_rows(named=True):
+        where = ", ".join([*([f"lr {g['lr']:g}"] if g["lr"] is not None else []),
+                           *([str(g["size"])] if g["size"] not in (None, "all") else [])])
+        what = "no variant's change can be read against it" if g["is_baseline"] else \
+            "no change can be read from it"
+        out.append(f"{g['variant']}{f' ({where})' if where else ''}: its runs diverged or "
+                   f"logged {metric} only as NaN or inf: {what}")
+    return tuple(out)
+
+
+def _why_empty(series: pl.DataFrame, ok: pl.DataFrame, baseline: str | None, metric: str,
+               states: Sequence[str]) -> str:
+    """Why no point pairs with the baseline, in one clause (a surface prefixes the sweep)."""
+    if baseline is None:
+        return "the sweep has no baseline variant to compare with"
+    head = (f"no {metric} evaluation point of a variant pairs with the baseline's ({baseline}) "
+            "at the same seed and step")
+    ended = " or ".join(states)
+    if series.height == 0:
+        return (f"{head}: no run logged {metric} during training; the runs need it logged "
+                f"(train.eval_every) and to have ended {ended}")
+    if not series["run_id"].is_in(ok["run_id"].implode()).any():
+        return f"{head}: no run that logged it ended {ended}"
+    return head
 
 
 def _schema(cols: Sequence[str]) -> dict[str, pl.DataType]:
