@@ -37,6 +37,7 @@ from contract.states import RunStatus
 from orchestrator.run.cluster import check_parallelism, host_label, live_nodes, scaling_kwargs
 from orchestrator.run.env import prepare_trial_env
 from orchestrator.run.health.faults import Fault, RetryPolicy, classify, describe
+from orchestrator.run.trial.sweep_stop import stopped
 from orchestrator.run.trial.trial_job import TrialJob, run_id_of
 from orchestrator.run.trial.trial_result import TrialResult, TrialStatus
 
@@ -230,7 +231,6 @@ def _rank0_attempt(job: TrialJob, attempt_id: int, workers: list[dict[str, Any]]
     import results_db
     from orchestrator.run.trial.reporter import DBReporter
     from orchestrator.run.trial.runner import train_attempt
-    from orchestrator.run.trial.sweep_stop import stopped
 
     db = results_db.open(job.db_url, migrate=False)
     db.add_artifact(job.run_id, attempt_id, "workers", data={"workers": workers})
