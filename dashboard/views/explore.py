@@ -195,10 +195,10 @@ def parallel_chart(frame: pl.DataFrame, axes: list[str], rects: pl.DataFrame,
 # --- metric vs hyperparameter, groups, config diff ---------------------------------------
 def _scatter(shown: pl.DataFrame, x: str, metric: str, group: str | None,
              colors: dict[str, str]) -> None:
-    st.subheader(f"{metric} vs {x}")
+    st.subheader(f"{md(metric)} vs {md(x)}")  # names from the DB: shown as typed
     pts = shown.filter(pl.col(metric).is_not_null())
     if pts.is_empty():
-        st.caption(f"No kept run has {metric} yet.")
+        st.caption(f"No kept run has {md(metric)} yet.")
         return
     show_chart(scatter_chart(pts, x, metric, group, colors))
 
@@ -208,8 +208,10 @@ def scatter_chart(pts: pl.DataFrame, x: str, metric: str, group: str | None,
     """One dot per run: ``metric`` against config key ``x`` (a number on a linear or, for a
     learning rate, log axis; text as categories, dots spread sideways within each); coloured
     by variant, or by the group key's value when grouping."""
+    # the metric and the key under fixed field names: Altair's shorthand read a ':' in a name
+    # ('bench/acc:top:1') as a type and raised, and Vega reads '.' and '[' as nested access
     frame = pts.with_columns(
-        xval=pl.col(x), run=pl.col("name"),
+        xval=pl.col(x), yval=pl.col(metric), run=pl.col("name"),
         group=(pl.col(group).cast(pl.String).fill_null("–") if group else pl.col("variant")))
     numeric = frame[x].dtype.is_numeric()
     if numeric:
@@ -224,11 +226,11 @@ def scatter_chart(pts: pl.DataFrame, x: str, metric: str, group: str | None,
     color = alt.Color("group:N", title=group, legend=LEGEND) if group else \
         alt.Color("group:N", scale=palette.scale(colors, frame["variant"].unique().to_list()),
                   legend=LEGEND)
-    enc: dict[str, Any] = {"x": xenc, "y": alt.Y(f"{metric}:Q", title=metric,
+    enc: dict[str, Any] = {"x": xenc, "y": alt.Y("yval:Q", title=metric,
                                                   scale=alt.Scale(zero=False)),
                            "color": color,
                            "tooltip": ["run", "variant", alt.Tooltip("xval", title=x),
-                                       alt.Tooltip(f"{metric}:Q", format=".4g")]}
+                                       alt.Tooltip("yval:Q", title=metric, format=".4g")]}
     if not numeric:
         enc["xOffset"] = alt.XOffset("jitter:Q", scale=alt.Scale(domain=[-1.5, 1.5]))
     return cast(alt.LayerChart | alt.FacetChart, alt.Chart(frame.to_pandas()).mark_circle(
@@ -249,8 +251,8 @@ def group_frame(shown: pl.DataFrame, group: str, metric: str) -> pl.DataFrame:
 
 
 def _groups(shown: pl.DataFrame, group: str, metric: str) -> None:
-    st.subheader(f"Grouped by {group}")
-    st.caption(f"The kept runs pooled by their {group}: every other key, LR and seed mixed "
+    st.subheader(f"Grouped by {md(group)}")
+    st.caption(f"The kept runs pooled by their {md(group)}: every other key, LR and seed mixed "
                "(a description, not a comparison: the Leaderboard compares with the "
                "baseline at the same LR, with CIs).")
     st.table(group_frame(shown, group, metric))  # a few rows: a plain table, all visible

@@ -103,3 +103,36 @@ def test_axis_names_are_short_and_distinct() -> None:
     keys = ["variant", "train.lr", "model.gates.0.position", "data.seed", "train.seed", "seed"]
     assert explore.short_names(keys) == ["variant", "lr", "position", "data.seed",
                                          "train.seed", "seed"]
+
+
+COLON = "bench/acc:top:1"  # a benchmark metric named with colons
+MARKUP = "**b** ![i](http://x/y.png) $x$"  # a name that renders as bold, an image, LaTeX
+
+
+@pytest.fixture(scope="module")
+def odd_names(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """gates-toy with two more summaries per run, under the names above."""
+    url = report_db.build(f"sqlite:///{tmp_path_factory.mktemp('names') / 'r.db'}")
+    with results_db.open(url) as db:
+        for rid in db.runs(sweep=report_db.SWEEP, with_config=False)["id"].to_list():
+            db.log_summaries(rid, db.attempts(rid)[-1].id, {COLON: 0.5 + rid / 100,
+                                                            MARKUP: 1.0 + rid})
+    return url
+
+
+@pytest.mark.parametrize("metric", [COLON, MARKUP])
+def test_metric_names_from_the_db_draw_and_show_as_typed(
+        odd_names: str, metric: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ':' in a metric name crashed the scatter (Altair read 'top:1' as a field type), and
+    a name's Markdown rendered (bold, an image fetched from anywhere, LaTeX): the scatter
+    draws it, and every heading and caption shows it as typed (mdtext.md)."""
+    from dashboard.mdtext import md
+    from tests.support.apppage import chart_datasets
+
+    at = _open(odd_names, monkeypatch, ex_metric=metric, ex_group="variant")
+    assert at.selectbox(key="ex_metric").value == metric
+    assert f"{md(metric)} vs train.lr" in [h.value for h in at.subheader]
+    drawn = max(chart_datasets(at, 1), key=len)  # the scatter: one dot per run
+    assert len(drawn) == 57 and drawn["yval"].notna().all()
+    assert not [m.value for m in (*at.markdown, *at.caption, *at.subheader)
+                if metric in m.value]  # never raw
