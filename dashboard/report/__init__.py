@@ -16,5 +16,6 @@ drawn by the Vega libraries inlined from the vl-convert-python package: no serve
 - answers.py: the first page (the study's answers, the scaling readings with LR and step);
 - content.py / runs.py: the other sections, from the results DB;
 - html.py / markdown.py: the two formats; vega.py: the JS bundle and static figures;
+- bundlecache.py: the bundle's cache, private and checked (it is inlined into reports);
 - __main__.py: the command line above.
 """

@@ -1,15 +1,14 @@
 """Vega without a network: the JavaScript of vega, vega-lite and vega-embed as one bundle from
 the vl-convert-python package (it ships them; building the bundle takes ~2 s, so it is kept
-in the user's cache folder per vl-convert and Vega-Lite version), and static SVG figures for
-the Markdown report, drawn by the same libraries."""
+per vl-convert and Vega-Lite version in a private cache folder, bundlecache.py), and static
+SVG figures for the Markdown report, drawn by the same libraries."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 from contract.textout import terminal
+from dashboard.report import bundlecache
 
 
 def vl_version() -> str:
@@ -19,30 +18,18 @@ def vl_version() -> str:
     return ".".join(alt.VEGALITE_VERSION.split(".")[:2])
 
 
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "gatesweep"
-
-
 def javascript_bundle() -> str:
-    """vegaEmbed, vega and vegaLite as globals, in one script (no imports, no CDN)."""
+    """vegaEmbed, vega and vegaLite as globals, in one script (no imports, no CDN); kept in a
+    private, checked cache (bundlecache.py): it is inlined into every HTML report."""
     import vl_convert as vlc
 
     version = getattr(vlc, "__version__", "") or vlc.get_vega_version()
-    path = _cache_dir() / f"vega-bundle-{version}-vl{vl_version()}.js"
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError:
-        pass
+    name = f"vega-bundle-{version}-vl{vl_version()}.js"
+    if (cached := bundlecache.read(name)) is not None:
+        return cached
     # (the stub makes the snippet required; left out, the default one sets the globals)
-    js = vlc.javascript_bundle(vl_version=vl_version())  # type: ignore[call-arg]
-    try:  # a cache that cannot be written costs the 2 s again next time, nothing else
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(js, encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    js = str(vlc.javascript_bundle(vl_version=vl_version()))  # type: ignore[call-arg]
+    bundlecache.write(name, js)
     return js
 
 
