@@ -66,7 +66,7 @@ TABLE: tuple[Knob, ...] = (
          "lost (unset: each attempt's own 3 beats + 2 s)", "orchestrator/cli/app.py"),
     Knob("GATESWEEP_RETRY_CODE_ERRORS", "flag", False,
          "retry a run that failed with a code error (a bug, a bad data path), as an OOM or a lost "
-         "node is",
+         "node is (read by the driver; each trial's job carries it to its node)",
          "orchestrator/run/health/faults.py"),
     Knob("GATESWEEP_REUSE_ACTORS", "flag", True,
          "reuse trial processes between runs (skips a worker start and the torch import)",

@@ -61,7 +61,7 @@ from orchestrator.run.health.dbretry import (
     db_wait_s,
     with_db_retry,
 )
-from orchestrator.run.health.faults import RETRY_CODE_ERRORS_ENV, Fault
+from orchestrator.run.health.faults import Fault, RetryPolicy
 from orchestrator.run.health.leases import LeaseKeeper
 from orchestrator.run.trial.multiworker import dispatch_trial
 from orchestrator.run.trial.trial_job import (
@@ -206,7 +206,7 @@ def execute(jobs: list[TrialJob], opts: Options) -> dict[int, str]:
     hb, wait_s = heartbeat_interval(), db_wait_s()
     jobs = [replace(j, db_url=opts.db_url, owner=opts.owner, retries=opts.retries,
                     heartbeat_s=hb, flush_s=env.seconds("GATESWEEP_FLUSH_S"), db_wait_s=wait_s,
-                    retry_code_errors=env.flag(RETRY_CODE_ERRORS_ENV))
+                    retry_code_errors=RetryPolicy.from_env(opts.retries).retry_code_errors)
             for j in jobs]
     db = results_db.open(opts.db_url)
     ids = [j.run_id for j in jobs]
