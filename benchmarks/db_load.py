@@ -1,4 +1,4 @@
-"""Issue-6 load test as a benchmark: N concurrent simulated trials (processes) each writing M
+"""The DB load test as a benchmark: N concurrent simulated trials (processes) each writing M
 metric points into SQLite and into a throwaway PostgreSQL server; prints throughput and
 checks that nothing was lost.
 

@@ -13,7 +13,7 @@ trainer does):
   g1e/g1h  the engine with a G1 elementwise / headwise sigmoid gate
   engine_ar  the engine with DeepSpeed's gradient all-reduce left on at one rank (what the
            trainer did before the per-step sync fix; opt-in: it shows what the fix is worth)
-Ratios printed side by side, with the issue-11 targets: engine >= 0.95x bare; compile >= 1.3x
+Ratios printed side by side, with their targets: engine >= 0.95x bare; compile >= 1.3x
 the eager bare loop (a GPU target); G1 headwise <= +1 % step time; G1 elementwise <= its added
 FLOP share + 1 point; MFU per runner on CUDA (train FLOPs 6 N_matmul + 12 L T d_attn per token
 against the GPU's dense bf16 peak).

@@ -49,7 +49,7 @@ def method_label(dims: Mapping[str, Any], variant: str) -> str:
 
 
 def _block_suffix(dims: Mapping[str, Any]) -> str:
-    """The issue-7 block changes (Table 2's sandwich norm, the appendix's clipping)."""
+    """The baselines' block changes (Table 2's sandwich norm, the appendix's clipping)."""
     out = " + Sandwich Norm" if dims.get("norm_style") == "sandwich" else ""
     clip = dims.get("clip_residual")
     return out + (f" + Clip ±{float(clip):g}" if clip is not None else "")

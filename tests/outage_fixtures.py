@@ -1,4 +1,4 @@
-"""Results-DB outages made from outside the product (issue 20): no hook in results_db.
+"""Results-DB outages made from outside the product: no hook in results_db.
 
 - SQLite: the DB lives on a small tmpfs of its own; ``down()`` fills the file system (after
   truncating the WAL, so the next write must grow a file) and every write fails with

@@ -1,4 +1,5 @@
-"""Architecture rules (issue 10), checked on the source with ast -- no imports executed:
+"""Architecture rules (docs/architecture.md, "Layout and the import rule"), checked on the
+source with ast -- no imports executed:
 
 (a) results_db is the only package that speaks SQL: outside it no module imports sqlalchemy,
     a DB driver or results_db.schema.tables / results_db.migrations, no string literal is SQL

@@ -1,8 +1,9 @@
-"""Imports inside functions only where they pay for themselves (issue 31): the imported module
-is expensive to import (LAZY_COST, measured), optional (an extra that may not be installed), or a
-project module whose own top-level imports pull one of those in that the importing module does
-not already load at its top. Anything else is imported at the top of the module, where a reader
-sees a module's dependencies at once. Checked on the source with ast; no import executed."""
+"""Imports inside functions only where they pay for themselves (docs/architecture.md, "Layout
+and the import rule"): the imported module is expensive to import (LAZY_COST, measured),
+optional (an extra that may not be installed), or a project module whose own top-level imports
+pull one of those in that the importing module does not already load at its top. Anything else
+is imported at the top of the module, where a reader sees a module's dependencies at once.
+Checked on the source with ast; no import executed."""
 
 from __future__ import annotations
 

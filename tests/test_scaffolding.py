@@ -1,4 +1,4 @@
-"""Test scaffolding stays out of the product packages (issue 19): synthetic-DB builders, the
+"""Test scaffolding stays out of the product packages: synthetic-DB builders, the
 load generator, the throwaway PostgreSQL server and fault injectors live in tests/support/,
 and no product module reads a test-only switch (the disk-full injector used to run on every
 writer transaction, behind $GATESWEEP_TEST_DB_FULL)."""
@@ -37,7 +37,7 @@ def test_no_product_module_reads_a_test_switch() -> None:
     assert not found, found
 
 
-# The synthetic-DB builders (issue 19): one core, tests.support.synthdb, registers every run by
+# The synthetic-DB builders: one core, tests.support.synthdb, registers every run by
 # the submit path; the scenario modules only hold data. A builder that called register_runs
 # itself would store made-up fingerprints and configs no sweep file can produce.
 BUILDERS = ("tests/support/synth.py", "tests/support/dashboard_sample.py",

@@ -1,6 +1,7 @@
-"""Vocabulary rule (issue 31), checked on the source with ast like the SQL-text rule of
-tests/test_architecture.py: a word of one of the contract's vocabularies is spelled by its
-owner only, and everything else names it through the owner (a constant, a builder, a table).
+"""Vocabulary rule (docs/architecture.md, "Vocabularies"), checked on the source with ast like
+the SQL-text rule of tests/test_architecture.py: a word of one of the contract's vocabularies
+is spelled by its owner only, and everything else names it through the owner (a constant, a
+builder, a table).
 
 - gate positions ("G1".."G5"): contract/gate_positions.py, the table of positions;
 - metric names ("val/ppl", "train/loss", a "probe/" prefix, ...): contract/metrics.py;

@@ -22,7 +22,7 @@ Divergence rule (``DivergenceDetector``): the run has diverged when
 - the run *ran away from its best*: the median of the last ``window`` (20) losses
   exceeds ``best_factor`` (1.5) x the lowest such median seen so far AND exceeds it by more than
   ``best_margin`` (0.5 nats). A trained model whose loss climbs back from 0.9 to 2.2 has lost
-  what it learned although it never comes near 2x its initial loss (the issue-10 LR ladder's
+  what it learned although it never comes near 2x its initial loss (an H200 LR ladder's
   baseline). The median makes it need ~window/2 bad steps, so one spike never triggers it; the
   margin keeps a loss near 0 from tripping on small absolute changes.
 

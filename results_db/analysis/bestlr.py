@@ -18,7 +18,7 @@ luck. Two honest ways, both here:
   own row at that LR.
 
 What the design cannot support is said in words, never drawn as tuned: a side that ran at one
-LR has no best LR (verdict ``NO_BEST_LR``: the issue-33 case of a variant run only at 3e-2 shown
+LR has no best LR (verdict ``NO_BEST_LR``: the case of a variant run only at 3e-2 shown
 as "its best LR 3e-2" against the baseline's tuned 1e-2); a side with one seed has no other
 seed to choose on (``ONE_SEED``); a side not run at the declared LR has nothing there
 (``NOT_RUN``). Ladders are seed groups that differ only in the LR (``lr_group_key``); each is

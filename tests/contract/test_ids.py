@@ -1,4 +1,4 @@
-"""Issue 35: one rule for an integer in typed or linked text (contract/ids.py), ASCII digits
+"""Hostile input: one rule for an integer in typed or linked text (contract/ids.py), ASCII digits
 only; str.isdigit() took '²' (int() then raised) and '١٢' (read as 12)."""
 
 from __future__ import annotations

@@ -194,7 +194,7 @@ def test_lr_stability_page_only_for_lr_sweeps(app: AppTest, db_url: str) -> None
     assert summary.loc["baseline", "max stable LR"] == "2e-3"
     assert summary.loc["sdpa_elementwise", "max stable LR"] == "8e-3"
     assert len(chart_specs(at)) == 3 and all(chart_rows(d) > 0 for d in chart_data(at))
-    # issue 18's answer with its uncertainty, in words, and the seeds' agreement per ladder
+    # the stability answer with its uncertainty, in words, and the seeds' agreement per ladder
     assert stab.sentence and any(m.value == f"**{md(stab.sentence)}**" for m in at.markdown)
     assert summary.loc["sdpa_elementwise", "seeds agree"].endswith("of 2")
     # the change vs the baseline at each LR: the leaderboard's paired numbers
@@ -439,7 +439,7 @@ def test_rerun_button_requeues_the_run_through_the_orchestrator(
 
 def test_rerun_of_a_finished_run_starts_from_step_0_by_default(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 33.7: a succeeded run's last checkpoint is its final step, so a rerun that
+    """A succeeded run's last checkpoint is its final step, so a rerun that
     resumed it trained nothing. For a finished run the confirmation offers "start from step 0",
     checked, and the rerun is `--fresh`; a failed run resumes unless the box is ticked."""
     import orchestrator.run.driver.rerun as rerun
@@ -512,7 +512,7 @@ def test_run_detail_final_values(app: AppTest) -> None:
 
 def test_run_detail_shows_each_attempts_provenance(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 34: what produced each attempt (code version, packages, device, CPU) and the
+    """Provenance: what produced each attempt (code version, packages, device, CPU) and the
     DeepSpeed config used; a run from before provenance was recorded says so."""
     from tests.support.report_db import OTHER_COMMIT, provenance
 
@@ -536,7 +536,7 @@ def test_run_detail_shows_each_attempts_provenance(tmp_path: Path,
 
 def test_leaderboard_says_when_the_runs_came_from_different_code(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, app: AppTest) -> None:
-    """Issue 34: the page warns in results_db's sentence (db.code_mix) when the runs it ranks
+    """The page warns in results_db's sentence (db.code_mix) when the runs it ranks
     were trained by different code or packages, and not otherwise."""
     from tests.support import report_db
 

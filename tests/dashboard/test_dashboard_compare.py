@@ -1,4 +1,4 @@
-"""Issue 22's comparison features, driven through the app (AppTest) on the sample DB: Curves
+"""The dashboard's comparison features, driven through the app (AppTest) on the sample DB: Curves
 coloured by a config key (the LR), parallel coordinates over the swept dimensions, and each
 variant at its own best LR against the baseline at its own best LR (the Δ and CI from
 results_db's delta_ci, checked here against hand-computed values)."""
@@ -95,7 +95,7 @@ def test_best_vs_best_each_at_its_own_best_lr(db_url: str,
 
 def test_parallel_coordinates_write_few_whole_labels(
         tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Issue 33.7 on the 57-run gates-toy sweep: every row's mean and Δ% was written at its
+    """On the 57-run gates-toy sweep: every row's mean and Δ% was written at its
     height (19 overlapping labels per axis), and kv heads read "2.000" / "4.000". Read off
     the chart the Leaderboard draws (charts.parallel over compare.parallel_frame)."""
     from dashboard import charts, palette

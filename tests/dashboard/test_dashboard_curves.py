@@ -1,4 +1,4 @@
-"""Issue 33.5 and one of 33.7 on the Curves page (AppTest, real SQLite DB written through the
+"""Two readability fixes on the Curves page (AppTest, real SQLite DB written through the
 submit path and the writer API):
 
 - the trainer's step-0 evaluation (the untrained model: val/ppl ~213 over bytes) squashed the

@@ -1,4 +1,4 @@
-"""Issue 32.4 on the dashboard: the Decide page of an adaptive (``decide:``) sweep, under
+"""Adaptive sweeps on the dashboard: the Decide page of an adaptive (``decide:``) sweep, under
 AppTest on a real SQLite DB whose seeds were allocated by the run room's own rounds until one
 row decided and the other had not (tests/support/decide_sample.py). The page shows each row's
 seeds so far, its interval narrowing seed by seed, decided/undecided, and the budget spent vs

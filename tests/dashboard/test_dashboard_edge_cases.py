@@ -299,7 +299,7 @@ def test_curves_and_run_detail_with_empty_single_point_and_odd_curves(
 @pytest.mark.parametrize("ref", ["²", "١", "-1", " 1", "1e3", "99999999999999999999999", ""])
 def test_run_detail_link_with_a_non_ascii_or_odd_run_id(ref: str, db_of: Any,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 35: ``?page=Run detail&run=²`` crashed the page (str.isdigit accepts '²', int()
+    """Hostile input: ``?page=Run detail&run=²`` crashed the page (str.isdigit accepts '²', int()
     refuses it); '١' was read as run 1. One rule (contract/ids.py): ASCII digits only, so
     these preselect nothing and the page shows its first run."""
     monkeypatch.setenv("GATESWEEP_DB", db_of("single_seed"))
@@ -314,7 +314,7 @@ def test_run_detail_link_with_a_non_ascii_or_odd_run_id(ref: str, db_of: Any,
 
 def test_run_detail_shows_a_provenance_config_that_is_not_json(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 35's pass on provenance: a deepspeed_config a DB writer stored as plain text
+    """Hostile provenance: a deepspeed_config a DB writer stored as plain text
     crashed Run detail with JSONDecodeError; it is shown as stored."""
     import sqlite3
 

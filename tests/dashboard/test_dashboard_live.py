@@ -1,4 +1,4 @@
-"""Issue 22's defects, driven through the app (AppTest) on a small DB written through the
+"""The live pages, driven through the app (AppTest) on a small DB written through the
 writer API: evaluation curves are drawn as measured (the EMA only smooths train/* and the raw
 curve is drawn under it; the Δ curve is from raw values), every results page says "As of"
 and shows a finished run on its next run (results are cached per sweep state, not for a TTL),
@@ -27,7 +27,7 @@ from tests.support.apppage import APP, chart_datasets, open_page
 
 SWEEP = "evals"
 # val/loss at steps 20..100 per (variant, seed): the EMA (0.6) over these 5 points would end
-# far above the last one (issue 22: 1.465 read ~2.2)
+# far above the last one (1.465 was drawn as ~2.2)
 VAL = {("baseline", 0): [4.0, 3.0, 2.2, 1.8, 1.50], ("baseline", 1): [4.1, 3.1, 2.3, 1.9, 1.52],
        ("gated", 0): [3.9, 2.8, 2.0, 1.6, 1.40], ("gated", 1): [4.0, 2.9, 2.1, 1.7, 1.42]}
 
@@ -58,7 +58,7 @@ def url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
     u = f"sqlite:///{tmp_path / 'live.db'}"
     db = results_db.open(u)
-    sid = db.ensure_sweep(SWEEP, "# test", "issue 22")
+    sid = db.ensure_sweep(SWEEP, "# test", "live pages")
     news = [NewRun(name=f"{v}-s{s}", fingerprint=f"fp-{v}-{s}", variant=v, seed=s,
                    config=_config(v, s)) for v in ("baseline", "gated") for s in (0, 1, 2)]
     ids = {r.name: r.id for r in db.register_runs(sid, news).to_run}
@@ -174,7 +174,7 @@ def test_metric_list_and_verdict_words() -> None:
 def test_a_link_to_a_sweep_newer_than_the_cached_list_opens_that_sweep(url: str) -> None:
     """The sidebar's sweep list is cached for 3 s: a link to a sweep made within those 3 s
     (what `submit` prints) opened the newest *cached* sweep instead, and its live watcher
-    followed that other sweep for good (found by the browser test of issue 22.2)."""
+    followed that other sweep for good (found by tests/e2e/test_dashboard_browser.py)."""
     _page("Overview")  # caches the list: [evals]
     with results_db.open(url) as db:
         db.ensure_sweep("fresh", "# test", "made after the list was cached")

@@ -1,4 +1,4 @@
-"""Issue 33.3: the Overview's "Live runs" table must follow the sweep table beside it.
+"""The Overview's "Live runs" table must follow the sweep table beside it.
 
 After a sweep ended, the page kept listing its last run as "running 360/400" under a sweep
 table that said 0 running: the live table was cached on its own 3-s clock, so the page run
@@ -97,7 +97,7 @@ def test_the_live_block_keeps_a_clock_while_idle(url: str) -> None:
 
 
 def test_a_page_opened_right_after_submit_says_runs_are_active(url: str) -> None:
-    """33.7: the run counts are cached for 3 s; a page opened from the link `submit` prints
+    """The run counts are cached for 3 s; a page opened from the link `submit` prints
     within those 3 s did not find the new sweep in them and said "no run active" (and kept
     the slow idle refresh) while its runs were pending."""
     open_page("Overview", SWEEP)  # the counts are cached now, without the new sweep

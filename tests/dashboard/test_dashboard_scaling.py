@@ -1,4 +1,4 @@
-"""Issue 24: the three scaling surfaces -- db.scaling, `orchestrator scaling --format json` and
+"""The three scaling surfaces -- db.scaling, `orchestrator scaling --format json` and
 the dashboard's Scaling page -- show the same numbers on one DB; the page's charts use a log x
 and the sweep-wide variant colours."""
 
@@ -108,7 +108,7 @@ def test_cli_says_why_nothing_pairs(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "train.eval_every" in text and "┏" not in text
 
 
-# --- issue 33.4: the page on the 57-run gates-toy sweep (an LR ladder, one size) -----------
+# --- the page on the 57-run gates-toy sweep (an LR ladder, one size) ------------------------
 @pytest.fixture(scope="module")
 def toy(tmp_path_factory: pytest.TempPathFactory) -> str:
     from tests.support import report_db

@@ -217,7 +217,7 @@ def test_palette_is_stable_per_variant_whatever_a_chart_shows() -> None:
     scale = palette.scale(full, ["key", "sdpa"]).to_dict()
     assert dict(zip(scale["domain"], scale["range"], strict=True)) == \
         {"sdpa": full["sdpa"], "key": full["key"]}
-    # the verdict is a marker shape, not a hue (issue 22: a variant red on one page, orange
+    # the verdict is a marker shape, not a hue (a variant was red on one page, orange
     # on the next): every verdict kind has its own shape
     assert set(charts.VERDICT_SHAPES) == set(results_db.VERDICTS)
     assert not hasattr(palette, "VERDICT_COLORS")

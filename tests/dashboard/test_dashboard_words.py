@@ -1,4 +1,4 @@
-"""Issue 33.7, the tables' words (AppTest on real SQLite DBs written by the submit path: the
+"""The tables' words (AppTest on real SQLite DBs written by the submit path: the
 57-run gates-toy sweep, tests.support.report_db, and the sample sweep):
 
 - LR stability: a variant run at one LR read "0 of 0" seeds agreeing and a max stable LR of

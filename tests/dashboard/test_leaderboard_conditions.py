@@ -1,8 +1,9 @@
 """The Leaderboard states each conclusion with the rule and the condition it holds under, and
-never draws what the design cannot support (issue 32's multiplicity option, issue 33 items 1
-and 2), driven through the app (AppTest) on the CLI's sample DB: gates-toy has an LR ladder for
-the baseline and the G1 gates, variants run at 3e-2 only, and sdpa_headwise with one finished
-seed per LR (tests/sample_db.py). Every number is checked against results_db's API."""
+never draws what the design cannot support (the multiplicity correction is a control; a row
+run at one LR or with one seed is said in words), driven through the app (AppTest) on the
+CLI's sample DB: gates-toy has an LR ladder for the baseline and the G1 gates, variants run at
+3e-2 only, and sdpa_headwise with one finished seed per LR (tests/sample_db.py). Every number
+is checked against results_db's API."""
 
 from __future__ import annotations
 

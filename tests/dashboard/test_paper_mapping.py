@@ -188,7 +188,7 @@ def test_paper_scale_variants_each_reproduce_rows_of_their_model_family(
 
 
 def test_dashboard_values_for_the_new_baselines() -> None:
-    """What the ablation tables print beside ours for the issue-7 variants."""
+    """What the ablation tables print beside ours for the baseline variants."""
     assert paper.paper_max_stable_lr("baseline_sandwich", {}) == pytest.approx(8e-3)
     assert paper.paper_max_stable_lr("sdpa_headwise", {"gate_position": "G1",
                                                       "gate_granularity": "headwise"}) == 4e-3
@@ -209,7 +209,7 @@ def test_cli_validates_the_issue7_sweeps(capsys: pytest.CaptureFixture[str], pat
     assert "switch_v_8top2" in out
 
 
-# ---- the dashboard's ablation tables for the issue-7 sweeps (a real SQLite results DB) ----------
+# ---- the dashboard's ablation tables for the baseline sweeps (a real SQLite results DB) ----------
 
 def _registered(tmp_path: Path, yaml: str) -> tuple[Any, str]:
     """``yaml`` registered in a fresh DB, every run succeeded with val/ppl = 3 + its index."""

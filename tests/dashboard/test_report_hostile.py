@@ -1,4 +1,4 @@
-"""Issue 35's hostile pass on `orchestrator report`: a variant name holding a control
+"""Hostile input to `orchestrator report`: a variant name holding a control
 character (any writer of a shared results DB can store one) aborted the Markdown report:
 vl-convert's SVG renderer panicked ("thread caused non-unwinding panic"), so the whole
 report builder died. The figures now draw such characters as visible \\xNN."""

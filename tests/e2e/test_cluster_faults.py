@@ -288,7 +288,7 @@ def test_concurrent_submits_never_train_a_run_twice(ray_two_nodes: TwoNodes,
     """Two `submit`s of one sweep at the same moment split its runs: every run has exactly
     one attempt (claimed by one driver), both exit 0 and both summaries say 4 succeeded --
     also when both drivers' Tune trials get the same ids (forced through Ray's own
-    _TEST_TUNE_TRIAL_UUID: Tune's ids collided once in 5 unforced tries, issue 20)."""
+    _TEST_TUNE_TRIAL_UUID: Tune's ids collided once in 5 unforced tries)."""
     db_url = request.getfixturevalue("sqlite_url" if backend == "sqlite" else "pg_url")
     spec = _sweep(tmp_path, "f-dup", ["a", "b", "c", "d"], retries=0, steps=20, seq=32)
     results_db.open(db_url).close()  # one schema migration, not two racing ones
@@ -318,7 +318,7 @@ def test_concurrent_submits_never_train_a_run_twice(ray_two_nodes: TwoNodes,
 
 def test_stalled_worker_stops_without_side_effects_and_is_retried(
         ray_two_nodes: TwoNodes, db_url: str, tmp_path: Path) -> None:
-    """SIGSTOP of the trial's worker past its staleness (5 s), then SIGCONT (issue 20). The
+    """SIGSTOP of the trial's worker past its staleness (5 s), then SIGCONT. The
     driver records the silent attempt dead; the woken attempt writes nothing more and makes
     no checkpoint (it was: steps lost between its last flush and a checkpoint it still made),
     and Tune retries the run (`retries: 1`) from the last complete checkpoint: succeeded,
@@ -416,7 +416,7 @@ def test_a_worker_stalled_inside_a_sqlite_write_is_killed_and_retried(
 def test_a_db_outage_within_the_bound_pauses_the_sweep(ray_two_nodes: TwoNodes, kind: str,
                                                        tmp_path: Path) -> None:
     """The SQLite disk full / PostgreSQL stopped for 10 s (twice the staleness) mid-sweep
-    (issue 20: the driver died, runs stayed running): trials pause at their next write, the
+    (the driver used to die, its runs left running): trials pause at their next write, the
     driver's callback and lease keeper wait, nothing is judged dead; the sweep finishes with
     one attempt per run, every step once, exit 0."""
     from tests.outage_fixtures import outage

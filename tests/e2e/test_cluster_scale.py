@@ -1,4 +1,4 @@
-"""Issue 23 at a small size: 4 Ray nodes started with ``ray start`` (1 CPU + 1 fake GPU each),
+"""Scale-out at a small size: 4 Ray nodes started with ``ray start`` (1 CPU + 1 fake GPU each),
 one PostgreSQL, 40 real runs through the real ``orchestrator submit --address --db``, sampled
 by benchmarks/cluster_scale.py's monitor. Checks what must hold at any scale: every run
 succeeded, no trial process ever held more than 4 server connections (2 per engine, writer +

@@ -10,15 +10,14 @@ leaderboard, the stability view for the LR sweep (absent for the single-LR one),
 (every chart canvas has ink), and one colour per variant across charts (read off the canvas
 pixels: the palette's colours for the sweep's variants are there, no other variant colour is).
 
-Issue 22's visual defects are read off the rendered SVG (tests/support/screenshot.shot_of: line
+What the pages draw is read off the rendered SVG (tests/support/screenshot.shot_of: line
 ends through the y axis, legend labels outside the chart, each mark's variant and colour, area
-sizes, table heights): 22.1 evaluation curves end at the measured value (sweep ``evals``),
-22.2 Run detail follows a rerun, 22.4 Leaderboard/Overview/Curves follow a sweep that turns
-live, 22.5 the seeds wording, 22.6 Probes at 16 variants (``wide``), 22.7 LR stability's states
-and sentence, 22.8 one colour per variant page to page, 22.9 16 table rows and the metric
-order. 22.3 (SIGTERM stops the server) runs the real command in
-tests/dashboard/test_dashboard_process.py. Skipped where /usr/bin/chromium (or $CHROMIUM) or
-playwright is missing.
+sizes, table heights): evaluation curves end at the measured value (sweep ``evals``), Run
+detail follows a rerun, Leaderboard/Overview/Curves follow a sweep that turns live, the seeds
+wording, Probes at 16 variants (``wide``), LR stability's states and sentence, one colour per
+variant page to page, 16 table rows and the metric order. That SIGTERM stops the server is
+checked on the real command in tests/dashboard/test_dashboard_process.py. Skipped where
+/usr/bin/chromium (or $CHROMIUM) or playwright is missing.
 """
 
 from __future__ import annotations
@@ -56,11 +55,11 @@ def served(tmp_path_factory: pytest.TempPathFactory):
     db = results_db.open(url)
     sample.fill(db)
     sample.fill_lr(db)
-    sample.fill_evals(db)  # issue 22.1: 5-point evaluation series
-    sample.fill_wide(db)  # issue 22.6/22.9: 16 variants
+    sample.fill_evals(db)  # 5-point evaluation series
+    sample.fill_wide(db)  # 16 variants
     decide_sample.fill(db)  # an adaptive sweep: the Decide page
     db.close()
-    report_db.build(url)  # issue 33: the 57-run gates-toy sweep (an LR ladder, 3 seeds)
+    report_db.build(url)  # the 57-run gates-toy sweep (an LR ladder, 3 seeds)
     with screenshot.serve(url) as base, screenshot.browser() as b:
         yield base, b, url
 
@@ -127,7 +126,7 @@ def test_stability_view_for_the_lr_sweep_only(served, tmp_path: Path) -> None:
     assert "tolerance 5%" in shot.text
     _no_empty_chart(shot, 3)
     _variant_colours(shot)
-    # issue 22.7: G1 at 1e-3 trained 5.9 % above its best (2.355 vs 2.23 at 4e-3) from too
+    # G1 at 1e-3 trained 5.9 % above its best (2.355 vs 2.23 at 4e-3) from too
     # small a step: drawn "below best LR", never "unstable"; the answer is a sentence; the
     # spike axis says what it plots; no legend runs off the narrow charts
     with results_db.open(served[2], readonly=True) as db:
@@ -178,7 +177,7 @@ def test_run_detail(served, tmp_path: Path) -> None:
     _no_empty_chart(shot, 1)
 
 
-# --- issue 22: an open tab follows its sweep without a reload ------------------------------
+# --- an open tab follows its sweep without a reload ---------------------------------------
 def _live_sweep(url: str, name: str, variants: tuple[str, ...]) -> dict[str, int]:
     """A sweep of one seed per variant (G1 for every non-baseline): the baseline succeeded,
     the others pending. Returns {variant: run id}."""
@@ -217,7 +216,7 @@ def _main_text(p) -> str:
 
 
 def test_results_page_follows_its_sweep_without_a_reload(served) -> None:
-    """Issue 22.4: the open Leaderboard said "(8 pending)" after every run had finished; it
+    """The open Leaderboard said "(8 pending)" after every run had finished; it
     now re-reads when the sweep's run counts change, and always says "As of"."""
     url = served[2]
     ids = _live_sweep(url, "live-lb", ("baseline", "sdpa_elementwise"))
@@ -236,7 +235,7 @@ def test_results_page_follows_its_sweep_without_a_reload(served) -> None:
 
 
 def test_run_detail_follows_a_rerun_in_the_same_tab(served) -> None:
-    """Issue 22.2: after a rerun the same tab showed "pending, Attempts (1)" for the whole run;
+    """After a rerun the same tab showed "pending, Attempts (1)" for the whole run;
     it now follows the run (pending -> running, Attempts (2)) and the picker's label too."""
     url = served[2]
     ids = _live_sweep(url, "live-rd", ("baseline",))
@@ -261,9 +260,9 @@ def test_run_detail_follows_a_rerun_in_the_same_tab(served) -> None:
         p.close()
 
 
-# --- issue 22: each visual defect, read off the rendered page ------------------------------
+# --- each visual defect, read off the rendered page ---------------------------------------
 def test_curves_draw_evaluation_series_as_measured(served, tmp_path: Path) -> None:
-    """22.1: the EMA (0.6 by default) moved a 5-point val/loss series' last point far from its
+    """The EMA (0.6 by default) moved a 5-point val/loss series' last point far from its
     value; the val/loss line must end at the measured seed mean and the Δ at the raw Δ."""
     shot = _capture(served, tmp_path, "Curves", sample.EVAL_SWEEP, "validation loss",
                     "dashboard-curves-evals.png", height=2200)
@@ -281,7 +280,7 @@ def test_curves_draw_evaluation_series_as_measured(served, tmp_path: Path) -> No
 
 
 def test_probes_scale_to_16_variants(served, tmp_path: Path) -> None:
-    """22.6: every variant drawn by default (the leaderboard's top row too), legends whole,
+    """Every variant drawn by default (the leaderboard's top row too), legends whole,
     per-layer charts full width, histogram panels readable (they were hairline bars)."""
     shot = _capture(served, tmp_path, "Probes", sample.WIDE_SWEEP, "Gate score histograms",
                     "dashboard-probes-wide.png", height=3000)
@@ -295,9 +294,9 @@ def test_probes_scale_to_16_variants(served, tmp_path: Path) -> None:
 
 
 def test_leaderboard_words_colours_and_tables(served, tmp_path: Path) -> None:
-    """22.5: 'needs >= k seeds' says what k is for, the caption names the seeds for the
-    observed Δ; 22.8: each variant in its palette colour (as on every other page), never a
-    verdict hue; 22.9: 16 rows drawn without a 10-row clip, the metric list quality first."""
+    """'needs >= k seeds' says what k is for, the caption names the seeds for the observed
+    Δ; each variant in its palette colour (as on every other page), never a verdict hue; 16
+    rows drawn without a 10-row clip, the metric list quality first."""
     colors = palette.colors([v.name for v in sample.SAMPLE], "baseline")
     shot = _capture(served, tmp_path, "Leaderboard", "demo", "Multiplicity correction",
                     "dashboard-leaderboard-demo.png")
@@ -333,7 +332,7 @@ def test_leaderboard_words_colours_and_tables(served, tmp_path: Path) -> None:
 
 def test_overview_and_curves_follow_a_sweep_that_turns_live(
         served, tmp_path_factory: pytest.TempPathFactory) -> None:
-    """22.4: the Overview's refresh was off when nothing was live at load and never turned
+    """The Overview's refresh was off when nothing was live at load and never turned
     on; Curves never added a run started after it opened. Its own DB and server: the shared
     one always has live runs (the sample's running run)."""
     from tests.support import synthdb
@@ -374,7 +373,7 @@ def test_overview_and_curves_follow_a_sweep_that_turns_live(
             cv.close()
 
 
-# --- issue 33: what the pages draw, read off the SVG ----------------------------------------
+# --- what the pages draw, read off the SVG -------------------------------------------------
 HIST_SWEEP = "hist-range"
 HIST_EDGES = {"sdpa_elementwise": 1.0, "sdpa_silu": 20.0, "value_elementwise": 1.0}
 
@@ -430,7 +429,7 @@ _AXES_LEGENDS_JS = """() => Array.from(document.querySelectorAll('[data-testid=s
 
 
 def test_probes_histograms_have_their_own_axes_and_lr_legend_shows_dashes(served) -> None:
-    """33.6: the gate-score histograms shared one 0-20 x axis (a sigmoid gate's 0..1 scores
+    """The gate-score histograms shared one 0-20 x axis (a sigmoid gate's 0..1 scores
     were a spike at 0): each panel now has its own; the LR legend under the per-layer charts
     showed the same dot for every LR: its entries are now line samples in their dash."""
     base, b, url = served
@@ -465,7 +464,7 @@ def test_probes_histograms_have_their_own_axes_and_lr_legend_shows_dashes(served
 
 
 def test_scaling_charts_first_whole_legends_and_si_axes(served, tmp_path: Path) -> None:
-    """33.4 on the 57-run gates-toy sweep: the charts come before the sentences (collapsed),
+    """On the 57-run gates-toy sweep: the charts come before the sentences (collapsed),
     no legend is cut off, and the FLOPs axis is not written 100,000,000,000."""
     base, b, _ = served
     shot = _capture(served, tmp_path, "Scaling", report_db.SWEEP, "Δ vs tokens",
@@ -532,7 +531,7 @@ def test_leaderboard_verdict_labels_end_inside_the_chart(served) -> None:
     assert all(plot <= 0 and chart <= 0 for _, plot, chart in labels), labels
 
 
-# --- issue 33: W&B-like slicing on the Explore page -----------------------------------------
+# --- W&B-like slicing on the Explore page --------------------------------------------------
 # Explore's parallel chart: each axis rule's x and the plot's top/bottom, in page pixels
 _AXIS_RULES_JS = """() => {
   const el = document.querySelectorAll('[data-testid=stVegaLiteChart]')[0];

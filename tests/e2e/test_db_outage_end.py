@@ -1,4 +1,4 @@
-"""A sweep whose DB outage outlasts GATESWEEP_DB_WAIT_S and then ends (issue 36): the sweep
+"""A sweep whose DB outage outlasts GATESWEEP_DB_WAIT_S and then ends: the sweep
 stops in one known state.
 
 Reproduced before the fix with PostgreSQL stopped 20 s (here 16 s) under GATESWEEP_DB_WAIT_S=10:

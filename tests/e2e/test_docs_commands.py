@@ -1,5 +1,5 @@
 """Every `orchestrator ...` command shown in a code block of README.md or docs/*.md runs as
-printed (issue 12), against the sample DB (tests/sample_db.py) through `--db`.
+printed, against the sample DB (tests/sample_db.py) through `--db`.
 
 Skipped, and why: commands that train, serve or need a cluster --
 `submit` (runs Ray trials; it is run with `--dry-run` instead, which is read-only, unless it

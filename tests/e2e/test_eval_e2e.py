@@ -1,4 +1,4 @@
-"""Evaluation end to end (issue 5): `orchestrator submit sweeps/eval.yaml` through the real CLI
+"""Evaluation end to end: `orchestrator submit sweeps/eval.yaml` through the real CLI
 (local Ray, DeepSpeed, lm-eval on the shipped offline tiny tasks, SQLite), then the numbers in
 SQL, in the dashboard's ablation tables (AppTest) and `orchestrator evaluate` on a finished run.
 The end-to-end tests are ``slow`` (~1 min submit on 2 idle cores); the CLI's input errors are
@@ -79,7 +79,7 @@ def test_evaluate_errors_name_the_run(tmp_path: Path, capsys: pytest.CaptureFixt
     empty.mkdir()
     results_db.open(url).add_artifact(run_id, None, "checkpoint_dir", path=str(empty))
     assert main(["evaluate", str(run_id), *args]) == 2
-    # a recorded checkpoint dir outside <storage>/<sweep>/<name>/checkpoints is refused (issue 21)
+    # a recorded checkpoint dir outside <storage>/<sweep>/<name>/checkpoints is refused
     err = capsys.readouterr().err
     assert f"its recorded checkpoint dir '{empty}'" in err and "refusing to use it" in err, err
     if not torch.cuda.is_available():

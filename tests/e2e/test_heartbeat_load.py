@@ -1,4 +1,4 @@
-"""Heartbeats that tell a stall from a busy machine (issue 36), on a real 2-node Ray cluster.
+"""Heartbeats that tell a stall from a busy machine, on a real 2-node Ray cluster.
 
 CPU hogs at nice 0 on every core come and go in bursts longer than the staleness window (1 s
 heartbeats: stale after 5 s) while a sweep trains. Ray runs its trials at nice 15, so during a
@@ -73,7 +73,7 @@ def test_no_false_worker_died_under_load_and_a_stopped_trial_is_still_caught(
     # are the healthy attempts under load (a fresh trial process's start, DeepSpeed's included,
     # and a reused actor's). A third run only queued behind them and trained alone at the end:
     # a third of the test's time and of its hogs' CPU. With GATESWEEP_MAX_SILENT_S=0 (no
-    # liveness wait, the behaviour before issue 36.3) the two runs failed the test in 2 of 3
+    # liveness wait, the behaviour before it existed) the two runs failed the test in 2 of 3
     # tries (2026-12-03, load 6-14: a healthy attempt recorded worker_died); it is a test of
     # chance, as it was with three runs.
     names = ["a", "b"]

@@ -99,7 +99,7 @@ def test_failure_rerun_resume_and_cache(tmp_path: Path) -> None:
     assert all(len(db.attempts(i)) == n for i, n in
                zip(db.runs()["id"].to_list(), [1, 1, 2]))
 
-    # Issue 34: every attempt recorded what produced it, from inside its Ray trial
+    # provenance: every attempt recorded what produced it, from inside its Ray trial
     prov = db.provenance(sweep="e2e")
     assert prov.height == 4 and set(prov["accelerator"]) == {"cpu"}
     assert prov["code_version"].n_unique() >= 1 and prov["torch"].null_count() == 0

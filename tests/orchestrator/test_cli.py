@@ -224,7 +224,7 @@ def test_sweep_eta_from_live_runs() -> None:
                          ids=["help", "yaml-error", "validate-smoke"])
 def test_fast_paths_import_no_heavy_package(tmp_path: Path, argv: list[str]) -> None:
     """--help, an error path and validate (no DB) must not import torch, Ray, DeepSpeed or
-    polars (issue 12: they cost seconds); a fresh interpreter reports what got imported."""
+    polars (they cost seconds); a fresh interpreter reports what got imported."""
     import subprocess
     import sys
 

@@ -1,4 +1,4 @@
-"""No silent mixing (issue 34): when the runs a conclusion compares were trained by different
+"""No silent mixing: when the runs a conclusion compares were trained by different
 code or packages, `leaderboard`, `table`, `effects`, `stability` and `scaling` say so in
 results_db's one sentence (db.code_mix); when they were not, they say nothing more. The DBs are
 the 57-run gates-toy sweep registered by the real submit path (tests/support/report_db.py)."""

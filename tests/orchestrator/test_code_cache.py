@@ -1,6 +1,7 @@
-"""What "already ran" means (issue 34): a sweep's ``cached_by`` (config, the default, or
-config_and_code) and ``rerun --sweep S --code-other-than-current``, on a real SQLite DB with
-runs registered by the real submit path and provenance recorded per attempt."""
+"""What "already ran" means (docs/architecture.md, "Provenance and the sweep report"): a
+sweep's ``cached_by`` (config, the default, or config_and_code) and ``rerun --sweep S
+--code-other-than-current``, on a real SQLite DB with runs registered by the real submit path
+and provenance recorded per attempt."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 21: what a careless user or a writer of a shared results DB could make the CLI delete,
+"""What a careless user or a writer of a shared results DB could make the CLI delete,
 replace, crash on or run away with. Every DB here is written through results_db's API, as
 another tool (or another user) could; nothing trains (rerun stops before Ray)."""
 
@@ -127,7 +127,7 @@ def test_symlinked_run_folder_is_not_followed_out_of_storage(tmp_path: Path, url
 
 def test_a_never_started_run_checkpoints_beside_its_sweep(tmp_path: Path, url: str,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 20: `rerun --sweep` from another directory put never-started runs under that
+    """`rerun --sweep` from another directory put never-started runs under that
     directory's ./runs instead of the sweep's storage."""
     storage = (tmp_path / "store").resolve()
     db = results_db.open(url)

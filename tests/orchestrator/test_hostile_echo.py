@@ -1,4 +1,4 @@
-"""Issue 35: what an error echoes back is bounded. 30,000 unknown keys printed 30,001 error
+"""What an error echoes back is bounded. 30,000 unknown keys printed 30,001 error
 lines; a 100 KB value (an argument, a key) was echoed whole in the one error line."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 35: numeric knobs. Every GATESWEEP_* number and every CLI number refuses what has no
+"""Hostile input, numeric knobs. Every GATESWEEP_* number and every CLI number refuses what has no
 meaning (NaN, inf, negative, text) in one line naming the variable or option, before the
 command prints or changes anything. GATESWEEP_DB_WAIT_S=nan made the DB retry spin without
 sleeping or giving up; GATESWEEP_STALE_AFTER=-5 flagged every run stale and 'abc' was refused

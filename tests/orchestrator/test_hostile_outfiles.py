@@ -1,4 +1,4 @@
-"""Issue 35: the one output writer (orchestrator/cli/outfiles.py). `query`/`export --out
+"""Hostile input: the one output writer (orchestrator/cli/outfiles.py). `query`/`export --out
 DIR/x.csv` wrote a predictable temp name `DIR/.x.csv.PID.tmp` without O_EXCL/O_NOFOLLOW: with
 symlinks planted at those names by a co-writer of DIR, an unrelated file was overwritten and
 x.csv became a symlink to it. `--out` onto a symlink to a regular file silently replaced the

@@ -1,6 +1,6 @@
-"""Issue 35: where a command may delete or write (orchestrator/run/driver/paths.py). Every DB here
-is written through results_db's API, then changed the way any writer of a shared results DB can
-(plain SQL on the file); nothing trains (rerun stops before Ray)."""
+"""Hostile input: where a command may delete or write (orchestrator/run/driver/paths.py).
+Every DB here is written through results_db's API, then changed the way any writer of a shared
+results DB can (plain SQL on the file); nothing trains (rerun stops before Ray)."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def _checkpoints(storage: Path, sweep: str, name: str) -> Path:
 def test_fresh_never_deletes_another_runs_checkpoints(capsys: pytest.CaptureFixture[str],
                                                       tmp_path: Path, url: str,
                                                       changes: dict[str, str]) -> None:
-    """The High of issue 35: run a's stored config renamed to run b's; `rerun a --fresh`
+    """The worst hostile-DB case found: run a's stored config renamed to run b's; `rerun a --fresh`
     removed <storage>/s/b-s0/checkpoints and queued a to train into b's directory."""
     storage = tmp_path / "st"
     db = results_db.open(url)

@@ -101,7 +101,7 @@ def test_a_superseded_attempt_is_told_to_stop_and_writes_nothing(tmp_path: Path)
 
 
 def test_a_woken_attempt_asks_the_db_before_it_writes(tmp_path: Path) -> None:
-    """Issue 20 (a worker stalled by SIGSTOP, its driver recorded it dead): the first flush
+    """A worker stalled by SIGSTOP, its driver recorded it dead: the first flush
     after it wakes -- before its heartbeat thread has said anything -- asks the DB, writes
     nothing and raises Superseded."""
     db = results_db.open(f"sqlite:///{tmp_path / 'r.db'}")

@@ -69,7 +69,7 @@ def test_another_drivers_attempt_is_not_touched(db_and_runs: tuple) -> None:
 
 
 def test_an_equal_trial_id_of_another_driver_is_not_ours(db_and_runs: tuple) -> None:
-    """Issue 20: Tune trial ids can collide across drivers. Driver B's trial dies with the
+    """Tune trial ids can collide across drivers. Driver B's trial dies with the
     same id as driver A's live one: A's attempt stays running (was: ended worker_died), and
     a finished attempt of A is never relabelled."""
     url, ids = db_and_runs
@@ -121,7 +121,7 @@ def test_relative_sqlite_urls_become_absolute(tmp_path: Path,
 
 @pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_the_db_callback_waits_out_an_outage_then_gives_up_past_its_bound(kind: str) -> None:
-    """Issue 20: the SQLite disk full / PostgreSQL stopped while a trial dies. Tune's callback
+    """The SQLite disk full / PostgreSQL stopped while a trial dies. Tune's callback
     does not raise (it used to kill the driver): it waits with backoff until the DB is back
     and records the death; past its bound it hands the outage to the stopper instead."""
     import time
@@ -161,7 +161,7 @@ def test_the_db_callback_waits_out_an_outage_then_gives_up_past_its_bound(kind: 
 
 
 def test_stale_after_help_states_the_derived_default() -> None:
-    """Issue 20: --stale-after's help said 120 s; the threshold is each attempt's own
+    """--stale-after's help said 120 s; the threshold is each attempt's own
     3 heartbeat intervals + 2 s (contract.states.stale_after_s)."""
     from typing import get_args
 
@@ -198,7 +198,7 @@ def test_the_callback_and_stopper_survive_tunes_pickling(db_and_runs: tuple) -> 
 def test_tune_hooks_pickle_the_same_whatever_the_number_of_runs(tmp_path: Path) -> None:
     """Tune pickles the name creators into every trial's saved state and unpickles the
     resources hook per trial: neither may grow with the sweep. Carrying the jobs was O(runs^2)
-    in the driver (1,000 runs kept 2 of 8 slots busy; issue 23); a closure over the runs'
+    in the driver (1,000 runs kept 2 of 8 slots busy); a closure over the runs'
     names still put ~36 KB into every trial's state. Each trial's config names its run and
     placement instead."""
     import cloudpickle

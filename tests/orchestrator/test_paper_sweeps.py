@@ -183,7 +183,7 @@ def test_paper_sweeps_name_their_missing_cluster_data_here(tmp_path: Path) -> No
 # ---- sweeps/gpu/: one-GPU recipes ---------------------------------------------------------------
 # The budget model docs/reproduction.md ("On one GPU") states; each recipe's comment applies it.
 # Throughput: `small` through the trainer's engine on an H200 in bf16 measured 596k tokens/s at
-# 16k tokens per step (issue 11: 27.5 ms/step at 32 x 512); we assume 500k at seq 1024 (BPE
+# 16k tokens per step (27.5 ms/step at 32 x 512); we assume 500k at seq 1024 (BPE
 # vocabulary: a larger LM head) and 450k at seq 2048 (more attention work).
 GPU = ROOT / "sweeps" / "gpu"
 GPU_TOKENS_PER_S = {1024: 500_000, 2048: 450_000}
@@ -277,6 +277,6 @@ def test_gpu_recipes_have_the_rows_the_issue_asks_for() -> None:
     t2 = plan("table2_lr.yaml")
     assert gates(t2) == {(), (("G1", "elementwise"),)}
     lrs = sorted({r.spec.train.lr for r in t2})
-    assert lrs == pytest.approx([4e-3, 8e-3, 1.6e-2, 3.2e-2])  # the issue's ladder
+    assert lrs == pytest.approx([4e-3, 8e-3, 1.6e-2, 3.2e-2])  # the ladder measured at `small`
     quick = plan("quick.yaml")
     assert gates(quick) == {(), (("G1", "elementwise"),)} and len(quick) == 4

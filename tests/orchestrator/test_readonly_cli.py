@@ -1,4 +1,5 @@
-"""Read-only commands never create, migrate or change a results DB (issue 12).
+"""Read-only commands never create, migrate or change a results DB (docs/architecture.md,
+"CLI input and read-only access").
 
 Every read command runs against a copy of the sample DB in rollback-journal mode and in WAL
 mode; the DB file is hashed before and after (and a WAL file, if SQLite made one for the

@@ -121,7 +121,7 @@ def test_name_must_be_path_safe() -> None:
         loads_spec("name: ../etc\nbase: {model: {preset: tiny}}\n")
 
 
-# ---- issue 12: bounded reading, numbers, one line per problem --------------------------------
+# ---- bounded reading, numbers, one line per problem -----------------------------------------
 
 @pytest.mark.parametrize("text", [
     "a: !!python/name:os.system x\n", "a: !!python/tuple [1, 2]\n", "a: !!map {b: 1}\n",

@@ -1,5 +1,5 @@
 """A superseded or preempted attempt, through the Tune trial's body (``execute_job``) with a
-real tiny run on a real SQLite file (issue 20).
+real tiny run on a real SQLite file (docs/cluster.md, "Failures").
 
 - Superseded (a worker stalled, its driver recorded it dead): it stops without side effects --
   no checkpoint past its last *written* step, none of its buffered points -- and since nobody

@@ -1,4 +1,4 @@
-"""THE baseline rule (results_db/analysis/baseline.py) on the sweeps of issue 10: no variant
+"""THE baseline rule (results_db/analysis/baseline.py) on the sweeps that make it hard: no variant
 named `baseline`, SwitchHead/MoE/more-heads variants declared first, an LR axis."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 18's six defects of the analysis, each on a small synthetic sweep, with the numbers
+"""Six defects the analysis once had, each on a small synthetic sweep, with the numbers
 checked against references computed here: scipy's ttest_rel / ttest_ind(equal_var=False)
 confidence intervals and an ordinary least-squares fit written with numpy (one-hot coding,
 minimum-norm lstsq: a different parameterisation from results_db's treatment coding, so the

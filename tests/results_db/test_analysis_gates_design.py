@@ -1,4 +1,4 @@
-"""sweeps/gates.yaml is designed to conclude (issue 18): the paper's gate ablation on the
+"""sweeps/gates.yaml is designed to conclude: the paper's gate ablation on the
 built-in python_code corpus, >= 3 seeds per variant and the same seeds everywhere (paired CIs),
 an LR axis of >= 4 rungs for the baseline and the G1 gates that reaches the rates where the
 baseline degrades, and every other row at one of those rungs (so each has a baseline to compare

@@ -1,4 +1,4 @@
-"""Issue 24: the delta vs tokens / size / compute (results_db/analysis/scaling.py) against a
+"""The delta vs tokens / size / compute (results_db/analysis/scaling.py) against a
 hand-computed case, the iso-FLOP reading, and the "cannot judge" answers."""
 
 from __future__ import annotations

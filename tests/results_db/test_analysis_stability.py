@@ -1,5 +1,5 @@
 """LR stability (results_db/analysis/stability.py): the degradation rule, divergence and
-spike counts, max activation, and issue 10's GPU ladder."""
+spike counts, max activation, and a measured H200 LR ladder."""
 
 from __future__ import annotations
 
@@ -25,9 +25,10 @@ def _runs(rows: list[tuple[Any, ...]]) -> pl.DataFrame:
     return pl.DataFrame(out, schema_overrides={c: pl.Float64 for c in COLS})
 
 
-def test_issue_gpu_ladder_degraded_without_spikes_is_told_apart() -> None:
-    # Issue 10, H200, 600 steps: best PPL 2.47 for both at 4e-3; at 3.2e-2 the baseline ends at
-    # PPL 8.6 and the gated model at 6.6, no spike, no divergence, max activations 77k vs 49k.
+def test_a_measured_gpu_ladder_degraded_without_spikes_is_told_apart() -> None:
+    # A measured ladder, H200, 600 steps: best PPL 2.47 for both at 4e-3; at 3.2e-2 the
+    # baseline ends at PPL 8.6 and the gated model at 6.6, no spike, no divergence, max
+    # activations 77k vs 49k.
     ppl = {("baseline", 4e-3): 2.47, ("baseline", 3.2e-2): 8.6,
            ("gated", 4e-3): 2.47, ("gated", 3.2e-2): 6.6}
     act = {("baseline", 4e-3): 9e3, ("baseline", 3.2e-2): 77e3,

@@ -1,7 +1,7 @@
-"""Issue 10's "done when": one function decides the baseline, and every surface shows the same
+"""One function decides the baseline, and every surface shows the same
 baseline, deltas and verdicts -- the API, the CLI (`orchestrator leaderboard --format json`),
-the dashboard's data layer and benchmarks/reproduction_table.py, on one DB holding the cases the
-issue names (no variant called `baseline`, SwitchHead / more-kv-heads variants declared first,
+the dashboard's data layer and benchmarks/reproduction_table.py, on one DB holding the hard
+cases (no variant called `baseline`, SwitchHead / more-kv-heads variants declared first,
 an LR axis)."""
 
 from __future__ import annotations

@@ -62,12 +62,12 @@ def test_metric_direction(metric: str, higher: bool) -> None:
 
 
 def test_results_db_exports_the_vocabulary() -> None:
-    """Contract (issue 10): the vocabulary is importable from the package itself."""
+    """Contract: the vocabulary is importable from the package itself."""
     import results_db
 
     for name in ("DIMENSIONS", "VERDICTS"):
         assert getattr(results_db, name, None) is getattr(vocab, name), \
             f"results_db/__init__.py must re-export results_db.schema.vocab.{name}"
-    # the finished states with a result have one name, the contract's (issue 31)
+    # the finished states with a result have one name, the contract's
     assert results_db.DONE_OK is DONE_OK
     assert not hasattr(vocab, "FINISHED_STATES")

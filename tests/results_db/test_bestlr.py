@@ -1,7 +1,7 @@
 """Best vs best (results_db/analysis/bestlr.py): each side's learning rate is chosen on other
 seeds than the one it judges (leave-one-seed-out) or declared, and a comparison the design
 cannot support is said in words with no number. Hand-built frames with hand-computed picks,
-then the API on the sample DB, whose variants run at one LR only (issue 33: kv_heads_x2 read
+then the API on the sample DB, whose variants run at one LR only (kv_heads_x2 used to read
 "+45.2 %, its best LR 3e-2" against the baseline's tuned 1e-2)."""
 
 from __future__ import annotations

@@ -60,7 +60,7 @@ def _collect(out, procs, limit_s: float = 600.0):
 def test_concurrent_processes_claim_each_run_exactly_once(db_url: str, trial_ids: str) -> None:
     """4 processes race for the same 6 runs: each run is won by exactly one of them, with
     exactly one attempt row, owned by the winner -- also when every driver's Tune trial has
-    the same id (Tune's ids can collide across drivers: issue 20)."""
+    the same id (Tune's ids can collide across drivers)."""
     db = results_db.open(db_url)
     ids = _runs(db, 6)
     ctx = mp.get_context("spawn")
@@ -104,7 +104,7 @@ def test_claim_refuses_a_live_holder_and_says_who(db_url: str) -> None:
 
 
 def test_equal_trial_ids_never_take_over_another_drivers_live_attempt(db_url: str) -> None:
-    """Issue 20: two drivers' trials with one Tune trial id. The second driver's claim is
+    """Two drivers' trials with one Tune trial id. The second driver's claim is
     refused (the live attempt stays running, not worker_died) and names the holder; a
     finished attempt is never relabelled. Only the holder's own driver may take over its
     live attempt (its earlier process ended unseen: failed/worker_died)."""
@@ -237,7 +237,7 @@ def test_live_runs_reports_progress_eta_and_heartbeat_age(db_url: str) -> None:
 
 
 def test_a_silent_attempt_has_no_eta(db_url: str) -> None:
-    """Issue 20: with its driver dead, a run's ETA grew with the wall clock. Once its attempt
+    """With its driver dead, a run's ETA grew with the wall clock. Once its attempt
     is stale (no heartbeat for 3 intervals + 2 s) the ETA is unknown (None), not a guess."""
     db = results_db.open(db_url)
     (rid,) = _runs(db, 1)

@@ -1,4 +1,4 @@
-"""Issue 35: databases gatesweep did not make. An SQLite file or PostgreSQL schema holding
+"""Hostile input: databases gatesweep did not make. An SQLite file or PostgreSQL schema holding
 another tool's tables or Alembic history, or a newer gatesweep's schema revision, gets one line
 naming what was found and what to do, from `db upgrade`, `status` and every open; not a byte
 of it changes (no WAL switch before the check; SQLite: the file's bytes, PostgreSQL: the

@@ -1,4 +1,4 @@
-"""PostgreSQL connections are bounded (docs/cluster.md "Connections"; issue 23).
+"""PostgreSQL connections are bounded (docs/cluster.md "Connections to PostgreSQL").
 
 - One process holding a ResultsDB keeps at most ``2 x PG_POOL_SIZE`` = 4 server connections,
   however many of its threads write and read at once (SQLAlchemy's default pools let it hold

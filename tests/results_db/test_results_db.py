@@ -113,7 +113,7 @@ def test_attempt_numbering_and_state_transitions(db) -> None:
     with pytest.raises(InvalidTransition, match="running under"):
         db.start_attempt(run.id, host="h3")
     assert db.claim_run(run.id, "other driver", "h3") is None
-    # ...not even by another driver whose Tune trial id collides (issue 20)...
+    # ...not even by another driver whose Tune trial id collides...
     assert db.claim_run(run.id, "another driver", "h3", trial_id="t2") is None
     # ...except by its own driver, restarting the same Tune trial (its old process is gone)
     a3 = db.claim_run(run.id, "driver", "h3", trial_id="t2")

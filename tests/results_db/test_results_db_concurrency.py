@@ -1,5 +1,5 @@
 """Several writer processes at once: nothing lost, no "database is locked" (SQLite), and the
-issue-6 load test (50 simulated trials) on SQLite and PostgreSQL."""
+DB load test (50 simulated trials) on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 

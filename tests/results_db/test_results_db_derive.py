@@ -1,4 +1,4 @@
-"""max_stable_lr on hand-built LR ladders (issue 5), and its column in the ablation table."""
+"""max_stable_lr on hand-built LR ladders, and its column in the ablation table."""
 
 from __future__ import annotations
 

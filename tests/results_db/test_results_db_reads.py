@@ -213,7 +213,7 @@ def test_summary_names_curves_and_tokens_per_step(db) -> None:
 
 
 def test_row_counts_and_views_through_the_api(db) -> None:
-    """What benchmarks count and time without SQL text of their own (issue 10)."""
+    """What benchmarks count and time without SQL text of their own."""
     assert db.row_counts()["runs"] == 0
     _fill(db)
     counts = db.row_counts()

@@ -1,4 +1,4 @@
-"""A field retired from the RunSpec (train.fail_at_step, issue 19) changes no fingerprint, and
+"""A field retired from the RunSpec (train.fail_at_step) changes no fingerprint, and
 migration 0005 takes it out of a DB written before, so its runs read back as RunSpecs."""
 
 from __future__ import annotations

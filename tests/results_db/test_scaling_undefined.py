@@ -1,4 +1,4 @@
-"""Issue 35: a scaling comparison that has no finite answer at some step says so, instead of
+"""Hostile input: a scaling comparison that has no finite answer at some step says so, instead of
 crashing (a baseline mean of 0: TypeError formatting None) or printing verdicts computed from
 NaN/inf (a baseline of 1e308 against a variant of 1e-308: "+nan % ... moves toward ...")."""
 

@@ -1,6 +1,6 @@
 """db.leaderboard's ``seeds_observed``: the seeds per variant that would confirm the effect
 actually observed (``seeds_needed`` is for min_effect, 1 % by default), by the same rule
-(stats.seeds_needed with the observed |Δ| / base mean as the effect). Issue 22: "-29.9 % ...
+(stats.seeds_needed with the observed |Δ| / base mean as the effect). Why: "-29.9 % ...
 needs >= 417 seeds" read as "this effect needs 417 seeds"."""
 
 from __future__ import annotations

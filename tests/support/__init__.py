@@ -1,4 +1,4 @@
-"""Test scaffolding, kept out of the product packages (issue 19): the one builder of synthetic
+"""Test scaffolding, kept out of the product packages: the one builder of synthetic
 results DBs (synthdb.py: runs registered by the real submit path, attempts played through the
 writer API) and its scenarios (synth.py, dashboard_sample.py), faults injected from outside
 (stepfault.py: a training step; dbfaults.py: a full or read-only disk), a concurrent-writer

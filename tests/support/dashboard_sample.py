@@ -217,8 +217,8 @@ def _one_lr_run(db: ResultsDB, rid: int, vi: int, variant: str, li: int, seed: i
                  points=pts + [(STEPS, "val/loss", final)], summaries=summ)
 
 
-# Sweep "evals" (issue 22.1): evaluation series of 5 points per run, whose EMA would end far
-# from the measured value; "wide" (issue 22.6): 16 variants x 1 seed with per-layer probes and
+# Sweep "evals": evaluation series of 5 points per run, whose EMA would end far
+# from the measured value; "wide": 16 variants x 1 seed with per-layer probes and
 # 50-bin gate-score histograms (the per-layer charts, legends and histograms at 16 variants).
 EVAL_SWEEP = "evals"
 EVAL_VAL: dict[tuple[str, int], list[float]] = {

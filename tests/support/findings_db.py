@@ -8,7 +8,7 @@ untuned. Registered by the real submit path (tests.support.synthdb), values know
 - ``gated`` (G1) on the same ladder: 7.4 / 6.8333 / 7.0 -- better than the baseline at 1e-2,
   its own best LR 1e-2, stable up to 3e-2 where the baseline has degraded;
 - ``silu_only`` (G1, SiLU) at 3e-2 only: 8.1 -- 20.6 % "better" than the baseline at 3e-2, yet
-  12.5 % worse than the tuned baseline: the issue's row, which must never be a headline
+  12.5 % worse than the tuned baseline: the row that must never be a headline
   "better";
 - ``kv_x2`` (twice the KV heads) at 1e-2 only: within a few tenths of the baseline there.
 

@@ -1,4 +1,4 @@
-"""Concurrent simulated trials against one results DB (issue 6 load test, db_load benchmark).
+"""Concurrent simulated trials against one results DB (the DB load test, db_load benchmark).
 
 Each trial is a process doing what a real trial does through the writer API: ensure_sweep
 (the same sweep in every process), register its run, start_attempt -- then all trials wait at

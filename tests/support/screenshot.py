@@ -131,7 +131,7 @@ _CHARTS_JS = """(colors) => {
     return {w: Math.round(box.width), h: Math.round(box.height), ink: marks.length, hits: hits};
   });
 }"""
-# What a chart *says*, read off its SVG (issue 22's browser checks): per chart the axis titles,
+# What a chart *says*, read off its SVG (the dashboard's browser checks): per chart the axis titles,
 # the legend labels and how many of them fall outside the chart (clipped), the end point of
 # each line in data units (its last vertex mapped through the y axis's tick labels; linear
 # axes only), its opacity and series, the text marks, the size of each area mark, and

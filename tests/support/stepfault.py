@@ -1,4 +1,4 @@
-"""A training fault at a chosen step, injected from outside the product (issue 19).
+"""A training fault at a chosen step, injected from outside the product.
 
 ``failing_at(step)``: while active, ``trainer.train`` raises ``RuntimeError("injected failure at
 step N")`` just before update N -- but only in an attempt that started from scratch, so a

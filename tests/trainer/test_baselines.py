@@ -1,4 +1,4 @@
-"""Issue 7 baselines: sandwich norm, residual clipping, SwitchHead attention."""
+"""The paper's baselines: sandwich norm, residual clipping, SwitchHead attention."""
 
 from __future__ import annotations
 

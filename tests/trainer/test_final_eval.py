@@ -1,4 +1,4 @@
-"""The end-of-run evaluation hook: what spec.eval asks for lands in the reporter (issue 5)."""
+"""The end-of-run evaluation hook: what spec.eval asks for lands in the reporter."""
 
 from __future__ import annotations
 

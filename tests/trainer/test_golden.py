@@ -1,4 +1,5 @@
-"""Golden test (issue 10 item 6): a tiny deterministic CPU run's loss trajectory, pinned.
+"""Golden test (docs/architecture.md, "Training-run decisions"): a tiny deterministic CPU
+run's loss trajectory, pinned.
 
 The run: preset ``tiny`` with a G1 gate, synthetic data, seed 0, fp32, 20 steps of batch 4 x 32,
 one torch thread (``resources.cpus: 1``), log every step; once per init scheme. Its per-step

@@ -1,4 +1,4 @@
-"""The lm-eval adapter and the shipped tiny tasks (issue 5, part 1).
+"""The lm-eval adapter and the shipped tiny tasks (docs/architecture.md, "Evaluation").
 
 A tiny GatedLM trained for a few AdamW steps is scored through lm-evaluation-harness on the
 shipped local tasks, fully offline, and every score is checked against the same quantity

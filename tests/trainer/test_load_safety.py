@@ -1,5 +1,5 @@
 """trainer/load.py reads checkpoints weights-only: a checkpoint that names code to run is
-refused, and running it never happens (issue 12); real DeepSpeed-layout state still loads."""
+refused, and running it never happens; real DeepSpeed-layout state still loads."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def test_resume_reads_a_real_zero1_checkpoint_weights_only(zero1_pair, tmp_path:
 
 
 def test_resume_refuses_a_planted_checkpoint_and_runs_nothing(zero1_pair, tmp_path: Path) -> None:
-    """Issue 21 (7): a resuming run unpickled its checkpoint fully; a planted model-states file
+    """A resuming run unpickled its checkpoint fully; a planted model-states file
     ran its payload. Now it is refused like a damaged file, and the payload never runs."""
     from trainer import checkpoint
 

@@ -1,5 +1,6 @@
-"""Long-context extrapolation (issue 5, part 3): RoPE scaling on the frequencies, needle
-recall on hand-built cases, and finite PPL at every length for a trained tiny model."""
+"""Long-context extrapolation (docs/architecture.md, "Evaluation"): RoPE scaling on the
+frequencies, needle recall on hand-built cases, and finite PPL at every length for a trained
+tiny model."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Graceful preemption (issue 14, trainer side) and batched host reads (issue 11).
+"""Graceful preemption (trainer side) and batched host reads (no device sync per step).
 
 SIGTERM to a real training subprocess, and a heartbeat answering False in-process: the run
 stops at a step boundary, checkpoints that step, raises ``trainer.Preempted``, and a resumed

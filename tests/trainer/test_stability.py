@@ -109,7 +109,7 @@ def test_divergence_state_round_trips() -> None:
 
 
 def test_a_run_that_climbs_back_from_its_best_diverges() -> None:
-    """issue 10: loss 0.9 -> 2.2 never nears 2x the initial ~9, yet the model lost its training."""
+    """Loss 0.9 -> 2.2 never nears 2x the initial ~9, yet the model lost its training."""
     det = DivergenceDetector()
     learned = [9.0 * math.exp(-i / 40) + 0.9 for i in range(300)]  # settles near 0.9
     climb = [0.9 + 1.3 * min(1.0, i / 100) for i in range(200)]  # back up to 2.2

@@ -1,6 +1,7 @@
 """The trainer's step launches what a bare PyTorch loop launches, and never waits for the device
-(issue 11). Counted with benchmarks/step_census.py, so it holds on CPU: every counted op is a
-kernel launch on a GPU, and every ``_local_scalar_dense`` a host sync there."""
+(docs/benchmarks.md, "Trainer throughput"). Counted with benchmarks/step_census.py, so it holds
+on CPU: every counted op is a kernel launch on a GPU, and every ``_local_scalar_dense`` a host
+sync there."""
 
 from __future__ import annotations
 

@@ -368,7 +368,7 @@ def test_compiled_model_trains_like_eager_without_per_step_recompiles(reference,
 
 @pytest.mark.parametrize("world", [1, pytest.param(2, marks=pytest.mark.slow)])  # 2 DeepSpeed ranks
 def test_a_cpu_run_never_builds_the_shm_comm_op(tmp_path: Path, world: int) -> None:
-    """issue 11 (one process), issue 19 (a multi-worker world, ~96 CPU-s of the CI run): no
+    """One process, and a multi-worker world (that compile was ~96 CPU-s of the CI run): no
     60-80 s C++ compile on a fresh machine; only DeepSpeed's inference layers would call it."""
     from trainer.dist import free_port
 
