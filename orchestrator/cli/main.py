@@ -24,7 +24,7 @@ from contract.states import CANCELLABLE, DONE_OK, RunStatus, parse_status
 from contract.textout import clip
 
 # The command modules register on `app` when imported; app.py holds what they share.
-from orchestrator.cli import evaluate, findings, read, report, results  # noqa: F401
+from orchestrator.cli import evaluate, findings, memlimit, read, report, results  # noqa: F401
 from orchestrator.cli.app import (
     DbOpt,
     RerunStorageOpt,
@@ -333,6 +333,8 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         check_env()  # GATESWEEP_* settings, before anything is printed or changed
+        if not {"--help", "-h"} & set(argv if argv is not None else sys.argv[1:]):
+            memlimit.check()  # a ulimit -v too small for polars: one line, not a Rust abort
         # standalone_mode=False: click *returns* a typer.Exit's code instead of raising it
         rv = app(args=argv, standalone_mode=False)
     # every error echoes what the user typed: clipped (contract.textout.clip), so a 100 KB
@@ -357,6 +359,12 @@ def main(argv: list[str] | None = None) -> int:
     except Interrupted as exc:
         err.print(f"error: {exc}")
         return 130
+    except (ImportError, MemoryError) as exc:  # a library that could not be mapped
+        said = memlimit.said(f"{type(exc).__name__}: {exc}", "the command", memlimit.FLOOR_MIB)
+        if said is None:
+            raise
+        err.print(f"error: {said}")
+        return 2
     return rv if isinstance(rv, int) else 0
 
 

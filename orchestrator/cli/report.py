@@ -20,6 +20,7 @@ import typer
 
 from contract.child import child_env, python_command
 from contract.errors import UserError
+from orchestrator.cli import memlimit
 from orchestrator.cli.app import DbOpt, ReplaceSymlinkOpt, app, db_url, open_sweep, out
 from orchestrator.cli.outfiles import Writer, out_dir, write_files
 from results_db.engine import DB_ENV
@@ -64,7 +65,9 @@ def report(sweep: str, db: DbOpt = None,
                               env=child_env({DB_ENV: db_url(db)}))
         if proc.returncode != 0:
             last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-            raise UserError(f"report: the report builder failed ({last})")
+            raise UserError("report: " + (
+                memlimit.said(proc.stderr, "the report builder", memlimit.REPORT_MIB)
+                or f"the report builder failed ({last})"))
         files = {target: _copy(built)}
         if format == "markdown":
             fig_dir = out_dir(target.with_name(target.stem + "_files"), replace_symlink)
