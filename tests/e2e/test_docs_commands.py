@@ -9,7 +9,9 @@ tests/orchestrator/test_cli.py).
 docs/cluster.md's `validate`/`submit` name cluster data paths (/shared/...), so they run with
 `--no-data` here (the data check itself is tested in tests/orchestrator/test_malformed_input.py).
 Placeholders in the docs (a run id such as 7, the sweep of a real run) resolve against the
-sample DB, which holds the shipped sweeps gates-toy and lr-stability.
+sample DB, which holds the shipped sweeps gates-toy and lr-stability; a command about
+sweeps/nsa.yaml's sweep reads a synthetic 2x2 registered under its name
+(tests/support/factorial_db.py).
 """
 
 from __future__ import annotations
@@ -20,14 +22,17 @@ from pathlib import Path
 
 import pytest
 
+import results_db
 from orchestrator.cli.main import main
 from tests import sample_db
+from tests.support import factorial_db
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 SKIP = {"rerun": "trains", "evaluate": "loads a checkpoint and evaluates",
         "dashboard": "serves until killed", "cancel": "changes run states"}
 FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.M | re.S)
+NSA_SWEEP = "nsa-gate-vs-sparsity"  # sweeps/nsa.yaml's name: not in the sample DB
 
 
 def doc_commands() -> list[tuple[str, list[str]]]:
@@ -96,6 +101,10 @@ def test_doc_command_runs_as_printed(capsys: pytest.CaptureFixture[str], tmp_pat
     run = _runnable(argv, url)
     if run is None:
         pytest.skip(f"{argv[0]}: {SKIP.get(argv[0], 'needs a Ray cluster')}")
+    if NSA_SWEEP in run:
+        db = results_db.open(url)
+        factorial_db.build(db, sweep=NSA_SWEEP)
+        db.close()
     if run[0] == "report" and "--out" not in run:  # its default file goes to the cwd: the repo
         run += ["--out", str(tmp_path / "report.html")]
     code = main(run)
