@@ -221,14 +221,16 @@ def _effects(url: str, sweep: str, metric: str, version: tuple[int, ...]) -> pl.
     return open_db(url).effects(sweep, metric)
 
 
-def factorial(url: str, sweep: str) -> Factorial:
-    """db.factorial: the sweep's 2x2 (``.found`` False when it has none)."""
-    return _factorial(url, sweep, sweep_state(url, sweep))
+def factorial(url: str, sweep: str, decide: DecideRule | None = None) -> Factorial:
+    """db.factorial: the sweep's 2x2 (``.found`` False when it has none); an adaptive sweep's
+    read by its ``decide`` rule (anytime-valid cells and contrasts)."""
+    return _factorial(url, sweep, decide, sweep_state(url, sweep))
 
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)
-def _factorial(url: str, sweep: str, version: tuple[int, ...]) -> Factorial:
-    return open_db(url).factorial(sweep)
+def _factorial(url: str, sweep: str, decide: DecideRule | None,
+               version: tuple[int, ...]) -> Factorial:
+    return open_db(url).factorial(sweep, decide=decide)
 
 
 def stability(url: str, sweep: str, metric: str = STABILITY_METRIC,

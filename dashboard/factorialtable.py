@@ -1,9 +1,10 @@
 """THE 2x2 factorial as text (db.factorial): the four cells as a grid -- rows the first factor
-off / on, columns the second -- each cell its variant, Δ% vs the baseline with its 95 % CI and
+off / on, columns the second -- each cell its variant, Δ% vs the baseline with its CI and
 verdict (the leaderboard's row), and beside it the two main effects and the interaction with
-their Bonferroni CIs over the 3. The Ablation tables page and the sweep report both show these
-frames, so a cell cannot be worded two ways. Formatting only: results_db computes every number
-(no streamlit here)."""
+their CIs, Bonferroni over the 3 (anytime-valid in a ``decide:`` sweep read by its rule). The
+captions say which intervals they are (``Factorial.cell_rule`` and ``.rule``, results_db's
+words). The Ablation tables page and the sweep report both show these frames, so a cell cannot
+be worded two ways. Formatting only: results_db computes every number (no streamlit here)."""
 
 from __future__ import annotations
 

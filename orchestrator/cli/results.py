@@ -226,11 +226,14 @@ def factorial(sweep: str, db: DbOpt = None, metric: MetricOpt = METRIC,
     gate or none): each cell's change vs the baseline with its CI and verdict (the
     leaderboard's rows), the two main effects and their interaction over the seeds every cell
     ran, with CIs corrected over the 3 (Bonferroni) and verdicts; the sentence on top. A sweep
-    without that 2x2 gets one line saying what is missing."""
+    with a decide: rule on METRIC is read by it (anytime-valid intervals, its margin and error
+    rate). A sweep without that 2x2 gets one line saying what is missing."""
     check_format(format)
     d = open_sweep(db, sweep)
     check_metrics(d, sweep, [metric])
-    fac = d.factorial(sweep, metric, min_effect=min_effect)
+    decide = stored_decide(d, sweep)  # an adaptive sweep: read by its own rule, as leaderboard
+    fac = d.factorial(sweep, metric, min_effect=min_effect,
+                      decide=decide.rule() if decide is not None else None)
     if not fac.found:  # one line, whatever the terminal's width
         out.print(fac.sentence(), soft_wrap=True)
         return

@@ -126,6 +126,15 @@ class AnalysisMixin:
         intervals."""
         higher = higher_is_better(metric) if ascending is None else not ascending
         runs, info = self._read(sweep, [metric])
+        return self._board(sweep, metric, runs, info, higher, min_effect=min_effect,
+                           states=states, correction=correction, family_error=family_error,
+                           decide=decide)
+
+    def _board(self, sweep: str, metric: str, runs: pl.DataFrame, info: pl.DataFrame,
+               higher: bool, *, min_effect: float, states: Sequence[str], correction: str,
+               family_error: float, decide: DecideRule | None) -> pl.DataFrame:
+        """The leaderboard from one read (``_read``): every surface that shows its rows
+        (db.leaderboard, db.factorial's cells) builds them here, so they cannot differ."""
         base = self.baseline(sweep)
         t = compare(runs, info, metric, base, states=states, min_effect=min_effect,
                     higher=higher, correction=correction, family_error=family_error)
@@ -256,21 +265,27 @@ class AnalysisMixin:
 
     def factorial(self, sweep: str, metric: str = METRIC, *, min_effect: float = MIN_EFFECT,
                   family_error: float = FAMILY_ERROR, states: Sequence[str] = RESULT_STATES,
-                  designs: Sequence[Design] = DESIGNS) -> Factorial:
+                  designs: Sequence[Design] = DESIGNS,
+                  decide: DecideRule | None = None) -> Factorial:
         """The sweep's 2x2 of two binary factors (results_db/analysis/factorial.py; today
         sparse x gated: NSA with equal branch weights, the G1 gate): each cell's leaderboard
         row (delta %, CI, verdict), the two main effects and the interaction per paired seed
         with Bonferroni CIs over the 3 and verdicts, and ``.sentence()``; ``.reason`` when the
-        sweep has no such 2x2. ``designs``: the 2x2s to look for, the first found is used."""
+        sweep has no such 2x2. ``designs``: the 2x2s to look for, the first found is used.
+        ``decide``: the sweep's ``decide:`` rule; on its metric the cells are the leaderboard's
+        anytime-valid rows and the contrasts are read by the rule too (its confidence
+        sequence, margin and error rate; ``min_effect`` and ``family_error`` unused)."""
         higher = higher_is_better(metric)
         runs, info = self._read(sweep, [metric])
-        base = self.baseline(sweep)
-        board = compare(runs, info, metric, base, states=states, min_effect=min_effect,
-                        higher=higher)
+        rule = decide if decide is not None and decide.metric == metric else None
+        board = self._board(sweep, metric, runs, info, higher, min_effect=min_effect,
+                            states=states, correction=CORRECTION, family_error=FAMILY_ERROR,
+                            decide=rule)
         values = runs.select("run_id", "group_key", "seed", "status", value=pl.col(metric))
-        return factorial(board, values, info, base, sweep, metric, higher,
+        return factorial(board, values, info, self.baseline(sweep), sweep, metric, higher,
                          designs=designs, min_effect=min_effect, family_error=family_error,
-                         states=states)
+                         states=states, decide=rule,
+                         order=self.pair_order(sweep) if rule is not None else None)
 
     def scaling(self, sweep: str, metric: str = METRIC, *,
                 states: Sequence[str] = RESULT_STATES,

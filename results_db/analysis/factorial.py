@@ -17,48 +17,62 @@ axes, its LR and any other swept axis, as compare.match_axes holds them fixed):
   own columns aside: a G1 gate brings its granularity, activation, ...). No such group: the
   cell is missing; several: the cell is ambiguous. Either way no 2x2 there, said in words.
 
-Numbers:
+Numbers. The cells are always the leaderboard's rows, taken from its own path (api.py's
+``_board``), so a cell says exactly what the leaderboard says of that row. The contrasts read
+the seeds with a value in all four cells (a seed without one in some cell -- not run there,
+failed, diverged; with a relative decide: margin, y00 = 0 -- is dropped and counted). With
+y_ab the value of the cell with A at a and B at b, per seed:
+    main effect of A   (y10 - y00 + y11 - y01) / 2   A's change averaged over B's levels
+    main effect of B   (y01 - y00 + y11 - y10) / 2
+    interaction        y11 - y10 - y01 + y00          A's change with B on minus with B off
+each estimated as the mean over those seeds in % of |mean y00| (compare.pct_of_base's rule),
+at Bonferroni's level over the 3 contrasts (each at 1 - alpha / 3, so the three verdicts
+together err with probability <= alpha). An interaction "better" says the two together
+improve the metric by more than their main effects add up to. How the interval is read
+depends on how the seeds were chosen:
 
-- a cell's delta % vs the baseline, its interval and verdict are the leaderboard's row
-  (compare.py: every seed of the cell, paired or Welch, the leaderboard's multiplicity rule);
-- the contrasts read the seeds with a value in all four cells (a seed without one in some
-  cell -- not run there, failed, diverged -- is dropped and counted). With y_ab the value of
-  the cell with A at a and B at b, per seed:
-      main effect of A   (y10 - y00 + y11 - y01) / 2   A's change averaged over B's levels
-      main effect of B   (y01 - y00 + y11 - y10) / 2
-      interaction        y11 - y10 - y01 + y00          A's change with B on minus with B off
-  each as % of |mean y00 over those seeds|, with the Student-t interval of its mean over the
-  seeds (df n - 1) at Bonferroni's level over the 3 contrasts (multiplicity.row_level: each
-  at 1 - alpha / 3, so the three verdicts together err with probability <= alpha);
-- verdict: verdict.interval_verdict with the margin +-min_effect x |baseline mean|
-  (better / worse only when the interval excludes 0, within noise only inside the margin,
-  else inconclusive); one seed: "n = 1"; none: "no data". An interaction "better" says the
-  two together improve the metric by more than their main effects add up to.
-
-These are fixed-n t intervals. In an adaptive (``decide:``) sweep the seeds of a row were added
-after looking; its anytime-valid verdicts (sequential.py) remain the rows' own answer, and
-the contrasts read the seeds that ran as if their number had been fixed in advance.
+- a fixed-seed sweep: the cells are compare.py's rows (every seed of the cell, paired or
+  Welch, the leaderboard's multiplicity rule); each contrast has the Student-t interval of its
+  mean (df n - 1) at multiplicity.row_level(BONFERRONI, family_error, 3), and
+  verdict.interval_verdict with the margin +-min_effect x |baseline mean| (better / worse
+  only when the interval excludes 0, within noise only inside the margin, else
+  inconclusive); one seed: "n = 1"; none: "no data".
+- an adaptive sweep (``decide:`` on the metric; the caller passes its DecideRule): seeds were
+  added after looking, so a fixed-n interval would not hold its level. The cells are the
+  leaderboard's anytime-valid rows (sequential.onto_board). Each contrast is read as the rows
+  are (sequential.read_rows): its per-seed values in the order the rows read their pairs (a
+  seed at the latest recorded look that read one of its cells' pairs; seeds no look recorded
+  after those, by seed), relative to that seed's y00 when the rule's margin is relative, with
+  the rule's confidence sequence (confseq.read with its g, or signcs.read for test: sign) at
+  1 - error_rate / 3, and confseq.verdicts with the rule's margin: better / worse / within
+  noise, "undecided" while some cell still gets seeds, "inconclusive" once none will (each
+  decided or at max_seeds); none: "no data". The three verdicts together err with
+  probability <= the rule's error_rate whatever the allocation did after looking.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from contract.analysis_defaults import FAMILY_ERROR, MIN_EFFECT
 from contract.gate_dims import GATE_FIELDS
 from contract.gate_positions import SDPA_OUTPUT
+from results_db.analysis import confseq, signcs
 from results_db.analysis.compare import match_axes, matched_groups
+from results_db.analysis.decide_rule import DecideRule
 from results_db.analysis.labels import lr_text
 from results_db.analysis.multiplicity import BONFERRONI, row_level, rule_text
+from results_db.analysis.sequential import ANYTIME, interval_words
 from results_db.analysis.stats import describe, t_quantile
 from results_db.analysis.summary import board_rule
 from results_db.analysis.verdict import BETTER, WORSE, interval_verdict
-from results_db.schema.vocab import DIMENSIONS, RESULT_STATES
+from results_db.schema.vocab import DIMENSIONS, NEEDS_SEEDS, RESULT_STATES, verdict_kind
 
 ON, OFF = "on", "off"
 NO_DATA, ONE_SEED = "no data", "n = 1"  # results_db.schema.vocab.VERDICTS
@@ -115,7 +129,7 @@ EFFECT_SCHEMA: dict[str, Any] = {
     "context": pl.String, "lr": pl.Float64, "contrast": pl.String, "kind": pl.String,
     "n_seeds": pl.Int64, "seeds_dropped": pl.Int64, "estimate_pct": pl.Float64,
     "ci_low_pct": pl.Float64, "ci_high_pct": pl.Float64, "ci_level": pl.Float64,
-    "df": pl.Float64, "verdict": pl.String}
+    "ci_method": pl.String, "df": pl.Float64, "verdict": pl.String}
 
 
 @dataclass(frozen=True)
@@ -130,8 +144,8 @@ class Factorial:
     baseline: str | None
     cells: pl.DataFrame
     effects: pl.DataFrame
-    rule: str  # the contrasts' multiplicity rule in words
-    cell_rule: str  # the cells': the leaderboard's (summary.board_rule)
+    rule: str  # the contrasts' interval and multiplicity rule in words
+    cell_rule: str  # the cells': the leaderboard's (summary.board_rule; anytime-valid or not)
     reason: str | None = None
 
     @property
@@ -158,7 +172,7 @@ class Factorial:
             "context", "lr", pl.col("kind").alias("row"), pl.col("contrast").alias("name"),
             pl.lit(None, pl.String).alias("a"), pl.lit(None, pl.String).alias("b"),
             pl.col("n_seeds").alias("n"), "estimate_pct", "ci_low_pct", "ci_high_pct",
-            "ci_level", "verdict", pl.lit("paired").alias("ci_method"), "seeds_dropped")
+            "ci_level", "verdict", "ci_method", "seeds_dropped")
         return pl.concat([cells, effects]).rename(
             {"a": self.design.a.name, "b": self.design.b.name})
 
@@ -210,38 +224,94 @@ def _per_seed(values: pl.DataFrame, keys: dict[tuple[bool, bool], str]
     return by, common, len(seen) - len(common)
 
 
-def _contrast(diffs: list[float], base_mean: float, level: float, min_effect: float,
-              higher: bool) -> dict[str, Any]:
-    """estimate_pct, the interval's bounds in %, df and verdict of a per-seed contrast."""
-    d = describe(diffs)
-    pct = (lambda x: 100.0 * x / abs(base_mean)) if base_mean != 0 else (lambda x: None)
-    if d.mean is None:
-        return {"estimate_pct": None, "ci_low_pct": None, "ci_high_pct": None, "df": None,
-                "verdict": NO_DATA}
-    if d.std is None:
-        return {"estimate_pct": pct(d.mean), "ci_low_pct": None, "ci_high_pct": None,
-                "df": None, "verdict": ONE_SEED}
-    half = t_quantile(0.5 + level / 2, d.n - 1) * d.std / math.sqrt(d.n)
-    low, high = d.mean - half, d.mean + half
-    margin = min_effect * abs(base_mean) if base_mean != 0 else None
-    return {"estimate_pct": pct(d.mean), "ci_low_pct": pct(low), "ci_high_pct": pct(high),
-            "df": float(d.n - 1),
-            "verdict": interval_verdict(low, high, margin, higher_is_better=higher)}
+_Read = Callable[[list[float], list[float]], dict[str, Any]]  # (contrast, y00) per seed -> row
+_OPEN = NEEDS_SEEDS.format(k="k")  # verdict_kind of an open row's "needs >= 6 seeds"
+_LATER = 1 << 30  # a pair no look recorded yet: read after the recorded ones (as read_rows)
+
+
+def _t_read(level: float, min_effect: float, higher: bool) -> _Read:
+    """A fixed-seed sweep's contrast: the Student-t interval of its mean (module docstring)."""
+
+    def read(diffs: list[float], y00: list[float]) -> dict[str, Any]:
+        d = describe(diffs)
+        base_mean = sum(y00) / len(y00) if y00 else 0.0
+        pct = (lambda x: 100.0 * x / abs(base_mean)) if base_mean != 0 else (lambda x: None)
+        out: dict[str, Any] = {"estimate_pct": None, "ci_low_pct": None, "ci_high_pct": None,
+                               "ci_level": None, "ci_method": "paired", "df": None}
+        if d.mean is None:
+            return {**out, "verdict": NO_DATA}
+        if d.std is None:
+            return {**out, "estimate_pct": pct(d.mean), "verdict": ONE_SEED}
+        half = t_quantile(0.5 + level / 2, d.n - 1) * d.std / math.sqrt(d.n)
+        low, high = d.mean - half, d.mean + half
+        margin = min_effect * abs(base_mean) if base_mean != 0 else None
+        return {**out, "estimate_pct": pct(d.mean), "ci_low_pct": pct(low),
+                "ci_high_pct": pct(high), "ci_level": level if base_mean != 0 else None,
+                "df": float(d.n - 1),
+                "verdict": interval_verdict(low, high, margin, higher_is_better=higher)}
+
+    return read
+
+
+def _anytime_read(rule: DecideRule, closed: bool) -> _Read:
+    """An adaptive sweep's contrast, read by its decide rule as the rows are (module
+    docstring); ``closed``: no cell gets more seeds, so an open interval is inconclusive."""
+    alpha = 1.0 - row_level(BONFERRONI, rule.error_rate, N_CONTRASTS)
+
+    def read(diffs: list[float], y00: list[float]) -> dict[str, Any]:
+        out: dict[str, Any] = {"estimate_pct": None, "ci_low_pct": None, "ci_high_pct": None,
+                               "ci_level": None, "ci_method": ANYTIME, "df": None}
+        if not diffs:
+            return {**out, "verdict": NO_DATA}
+        base_mean = sum(y00) / len(y00)
+        pct = 100.0 / abs(base_mean) if base_mean else None  # of |mean y00|, compare's rule
+        # the statistic the interval is of: relative to each seed's y00 with a relative margin
+        stat = [c / abs(b) for c, b in zip(diffs, y00, strict=True)] if rule.relative else diffs
+        r = (signcs.read(stat, alpha) if rule.test == "sign"
+             else confseq.read(stat, alpha, rule.g))
+        verdict = confseq.verdicts(np.array(r.low), np.array(r.high), rule.margin,
+                                   rule.higher_is_better, at_cap=closed).item()
+        to_pct = 100.0 if rule.relative else pct  # the interval's units -> %
+        low = high = level = None
+        if to_pct is not None and math.isfinite(r.low) and math.isfinite(r.high):
+            low, high, level = r.low * to_pct, r.high * to_pct, 1.0 - alpha
+        return {**out, "estimate_pct": None if pct is None else pct * sum(diffs) / len(diffs),
+                "ci_low_pct": low, "ci_high_pct": high, "ci_level": level,
+                "verdict": str(verdict)}
+
+    return read
+
+
+def _read_order(y: dict[tuple[bool, bool], dict[int, float]], seeds: list[int],
+                keys: dict[tuple[bool, bool], str], rule: DecideRule,
+                order: dict[tuple[str, int], int]) -> list[int]:
+    """The seeds in the order the rows read their pairs: by the latest look that read one of
+    the seed's three pairs (db.pair_order; unrecorded: after every recorded one), then by
+    seed; with a relative margin, none whose y00 is 0 (no relative change)."""
+    rows = [k for cell, k in keys.items() if cell != CELLS[0]]
+    keep = [s for s in seeds if not (rule.relative and y[CELLS[0]][s] == 0)]
+    return sorted(keep, key=lambda s: (max(order.get((k, s), _LATER) for k in rows), s))
+
+
+def _closed(board: pl.DataFrame, keys: dict[tuple[bool, bool], str]) -> bool:
+    """No cell gets more seeds: none of their rows is open ("needs >= k seeds", onto_board's
+    word for an undecided row below its cap)."""
+    verdicts = board.filter(pl.col("group_key").is_in(list(keys.values())))["verdict"]
+    return not any(verdict_kind(v) == _OPEN for v in verdicts.to_list())
 
 
 def _effects(design: Design, y: dict[tuple[bool, bool], dict[int, float]], seeds: list[int],
-             level: float, min_effect: float, higher: bool) -> list[dict[str, Any]]:
-    """The rows of the two main effects and the interaction over the paired ``seeds``."""
+             read: _Read) -> list[dict[str, Any]]:
+    """The rows of the two main effects and the interaction over ``seeds`` (in reading
+    order)."""
     per_seed = [tuple(y[c][s] for c in CELLS) for s in seeds]  # (y00, y10, y01, y11) each
     contrasts = (
         (design.a.name, MAIN, [(y10 - y00 + y11 - y01) / 2 for y00, y10, y01, y11 in per_seed]),
         (design.b.name, MAIN, [(y01 - y00 + y11 - y10) / 2 for y00, y10, y01, y11 in per_seed]),
         (design.name, INTERACTION, [y11 - y10 - y01 + y00 for y00, y10, y01, y11 in per_seed]))
-    base_mean = sum(v[0] for v in per_seed) / len(per_seed) if per_seed else 0.0
-    rows = [{"contrast": name, "kind": kind, "n_seeds": len(seeds),
-             **_contrast(diffs, base_mean, level, min_effect, higher)}
+    y00 = [v[0] for v in per_seed]
+    return [{"contrast": name, "kind": kind, "n_seeds": len(seeds), **read(diffs, y00)}
             for name, kind, diffs in contrasts]
-    return [{**r, "ci_level": level if r["ci_low_pct"] is not None else None} for r in rows]
 
 
 def _cell_rows(board: pl.DataFrame,
@@ -255,17 +325,32 @@ def _cell_rows(board: pl.DataFrame,
     return rows
 
 
+def _rules(board: pl.DataFrame, decide: DecideRule | None, family_error: float
+           ) -> tuple[str, str]:
+    """The contrasts' rule and the cells' in words, naming anytime-valid intervals as such."""
+    if decide is None:
+        return (rule_text(BONFERRONI, family_error, N_CONTRASTS, what="contrasts"),
+                board_rule(board))
+    said = interval_words(decide)  # "anytime-valid mixture-t intervals"
+    return (f"{said}, {rule_text(BONFERRONI, decide.error_rate, N_CONTRASTS, 'contrasts')}",
+            f"{said}, {board_rule(board)}")
+
+
 def factorial(board: pl.DataFrame, values: pl.DataFrame, info: pl.DataFrame,
               baseline: str | None, sweep: str, metric: str, higher: bool, *,
               designs: Sequence[Design] = DESIGNS, min_effect: float = MIN_EFFECT,
-              family_error: float = FAMILY_ERROR,
-              states: Sequence[str] = RESULT_STATES) -> Factorial:
+              family_error: float = FAMILY_ERROR, states: Sequence[str] = RESULT_STATES,
+              decide: DecideRule | None = None,
+              order: dict[tuple[str, int], int] | None = None) -> Factorial:
     """The first of ``designs`` the sweep has as a 2x2 in some context, else the first design
-    with the reason it is missing. ``board``: compare.compare() over the sweep (the cells'
-    numbers); ``values``: its runs (run_id, group_key, seed, status, value); ``info``: the
-    groups' labels (frames.group_info)."""
-    level = row_level(BONFERRONI, family_error, N_CONTRASTS)
-    rule = rule_text(BONFERRONI, family_error, N_CONTRASTS, what="contrasts")
+    with the reason it is missing. ``board``: the sweep's leaderboard (the cells' numbers;
+    read by ``decide`` when it is given); ``values``: its runs (run_id, group_key, seed,
+    status, value); ``info``: the groups' labels (frames.group_info). ``decide``: the
+    sweep's decide rule on ``metric`` (adaptive: its contrasts read by it, ``min_effect`` and
+    ``family_error`` unused), ``order``: (group_key, seed) -> the look that read the pair
+    (db.pair_order)."""
+    t_read = _t_read(row_level(BONFERRONI, family_error, N_CONTRASTS), min_effect, higher)
+    rule, cell_rule = _rules(board, decide, family_error)
     ok = values.filter(pl.col("status").is_in(list(states))
                        & pl.col("value").is_finite().fill_null(False))
     groups = matched_groups(values, info, baseline)
@@ -281,20 +366,27 @@ def factorial(board: pl.DataFrame, values: pl.DataFrame, info: pl.DataFrame,
                 reasons.append(keys)
                 continue
             y, seeds, dropped = _per_seed(ok, keys)
+            if decide is None:
+                read = t_read
+            else:
+                common = len(seeds)
+                seeds = _read_order(y, seeds, keys, decide, order or {})
+                dropped += common - len(seeds)
+                read = _anytime_read(decide, _closed(board, keys))
             where = {"context": ", ".join(_axis_text(a, base.get(a)) for a in axes),
                      "lr": base.get("lr")}
             cells += [{**where, **r} for r in _cell_rows(board, keys)]
             effects += [{**where, **r, "seeds_dropped": dropped}
-                        for r in _effects(design, y, seeds, level, min_effect, higher)]
+                        for r in _effects(design, y, seeds, read)]
         if cells:
             return Factorial(sweep, metric, design, baseline,
                              pl.DataFrame(cells, schema=CELL_SCHEMA),
                              pl.DataFrame(effects, schema=EFFECT_SCHEMA).select(
-                                 list(EFFECT_SCHEMA)), rule, board_rule(board))
+                                 list(EFFECT_SCHEMA)), rule, cell_rule)
     reason = reasons[0] if reasons else (
         "no baseline variant" if baseline is None else f"no {metric} value of the baseline")
     return Factorial(sweep, metric, designs[0], baseline, pl.DataFrame(schema=CELL_SCHEMA),
-                     pl.DataFrame(schema=EFFECT_SCHEMA), rule, board_rule(board), reason)
+                     pl.DataFrame(schema=EFFECT_SCHEMA), rule, cell_rule, reason)
 
 
 def _axis_text(axis: str, value: Any) -> str:

@@ -301,14 +301,19 @@ def sentence(rows: pl.DataFrame, rule: DecideRule, sweep: str, baseline: str | N
         parts.append(f"{n_cap} inconclusive at {rule.max_seeds} seeds"
                      + (f" ({broken} pairs incomplete)" if broken else ""))
     how = ("after Holm over" if rows["rule"][0] == multiplicity.HOLM else "Bonferroni over")
-    test = "sign-test" if rule.test == "sign" else "mixture-t"
     said = (f"{sweep}: of {rows.height} rows vs the baseline '{baseline}' on {rule.metric}, "
-            + ", ".join(parts) + f"; anytime-valid {test} intervals, {how} {rows.height} "
+            + ", ".join(parts) + f"; {interval_words(rule)}, {how} {rows.height} "
             f"rows, family-wise error <= {rule.error_rate * 100:g} %.")
     for c in changes:
         said += (f" The rule changed after {c.seeds} seeds ({c.runs} runs, "
                  f"{c.changed:%Y-%m-%d %H:%M} UTC): " + "; ".join(c.differences()) + ".")
     return said
+
+
+def interval_words(rule: DecideRule) -> str:
+    """What a decide rule's intervals are, in words: "anytime-valid mixture-t intervals"
+    (every surface that shows them names them so)."""
+    return f"{ANYTIME} {'sign-test' if rule.test == 'sign' else 'mixture-t'} intervals"
 
 
 def onto_board(board: pl.DataFrame, rows: pl.DataFrame, rule: DecideRule) -> pl.DataFrame:
