@@ -168,18 +168,20 @@ def _leaderboard(url: str, sweep: str, metric: str, ascending: bool,
 
 
 def findings(url: str, sweep: str, metric: str = METRIC, correction: str = CORRECTION,
-             family_error: float = FAMILY_ERROR) -> Findings:
+             family_error: float = FAMILY_ERROR, decide: DecideRule | None = None) -> Findings:
     """db.findings: the study's answers, each with its condition and rule (what the CLI's
-    ``findings``, the leaderboard's first lines and the report's first page say); cached per
+    ``findings``, the leaderboard's first lines and the report's first page say); an adaptive
+    sweep's read by its ``decide`` rule (its leaderboard's anytime-valid rows); cached per
     sweep state."""
-    return _findings(url, sweep, metric, correction, family_error, sweep_state(url, sweep))
+    return _findings(url, sweep, metric, correction, family_error, decide,
+                     sweep_state(url, sweep))
 
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)
 def _findings(url: str, sweep: str, metric: str, correction: str, family_error: float,
-              version: tuple[int, ...]) -> Findings:
+              decide: DecideRule | None, version: tuple[int, ...]) -> Findings:
     return open_db(url).findings(sweep, metric, correction=correction,
-                                 family_error=family_error)
+                                 family_error=family_error, decide=decide)
 
 
 def decide_sentence(url: str, sweep: str, decide: DecideRule) -> str:

@@ -1,7 +1,8 @@
 """The report's sections, read from results_db (which computes every statistic) and drawn with
 the dashboard's chart specs: the answers first (answers.py), then the details -- every
 (variant, LR) row, the ablation tables beside the paper's figures, LR stability and scaling.
-runs.py adds the per-run sections."""
+An adaptive (``decide:``) sweep's answers, rows and 2x2 are read by its stored rule, as the
+CLI and the dashboard read them. runs.py adds the per-run sections."""
 
 from __future__ import annotations
 
@@ -19,10 +20,13 @@ from dashboard.report.model import Block, Report, Section, Table, chart
 from dashboard.tables import row_labels
 from results_db.analysis.columns import CONDITION
 from results_db.analysis.compare import seed_deltas
+from results_db.analysis.sequential import interval_words
+from results_db.analysis.summary import board_rule
 from results_db.schema.vocab import RESULT_STATES
 
 if TYPE_CHECKING:
     from results_db import ResultsDB
+    from results_db.analysis.decide_rule import DecideRule
     from results_db.analysis.scaling import Scaling
     from results_db.analysis.stability import Stability
 
@@ -50,10 +54,12 @@ def build(db: ResultsDB, sweep: str, metric: str = METRIC) -> Report:
     colors = palette.colors(variants(db, sweep, base), base)
     mix = db.code_mix(sweep)
     st, sc = db.stability(sweep), db.scaling(sweep, metric)  # read once, said twice
+    rule = _rule(db, sweep, metric)  # an adaptive sweep: read by its own rule, as the CLI
     # the first page: the answers (db.findings, as the CLI and the dashboard say them); then
     # the details: per-LR rows, tables, curves, provenance
-    sections = [answers.answers(db.findings(sweep, metric), sc),
-                leaderboard(db, sweep, metric, colors), ablation_tables(db, sweep),
+    sections = [answers.answers(db.findings(sweep, metric, decide=rule), sc),
+                leaderboard(db, sweep, metric, colors, rule),
+                ablation_tables(db, sweep, _rule(db, sweep, METRIC)),
                 stability(st, colors), scaling(sc, metric, colors),
                 runs.curves(db, sweep, colors), runs.config_diff(db, sweep, base),
                 runs.provenance(db, sweep, mix)]
@@ -66,6 +72,15 @@ def build(db: ResultsDB, sweep: str, metric: str = METRIC) -> Report:
         sections=tuple(s for s in sections if s is not None))
 
 
+def _rule(db: ResultsDB, sweep: str, metric: str) -> DecideRule | None:
+    """The sweep's stored ``decide:`` rule on ``metric`` (None: fixed-n), by the dashboard's
+    one helper (views/decide.py stored_rule)."""
+    _views()
+    from dashboard.views.decide import stored_rule
+
+    return stored_rule(db.sweeps(), sweep, metric)
+
+
 def board_frame(board: pl.DataFrame) -> pl.DataFrame:
     """db.leaderboard as the strings the report shows: the dashboard's own frame
     (dashboard/boardtable.py), the report's columns of it."""
@@ -73,8 +88,11 @@ def board_frame(board: pl.DataFrame) -> pl.DataFrame:
     return shown.select(c for c in BOARD_COLUMNS if c in shown.columns)
 
 
-def leaderboard(db: ResultsDB, sweep: str, metric: str, colors: dict[str, str]) -> Section:
-    board = db.leaderboard(sweep, metric)
+def leaderboard(db: ResultsDB, sweep: str, metric: str, colors: dict[str, str],
+                rule: DecideRule | None = None) -> Section:
+    """Every (variant, LR) row; an adaptive sweep's read by its ``rule`` (anytime-valid
+    intervals), with its sentence (db.decide_sentence) first."""
+    board = db.leaderboard(sweep, metric, decide=rule)
     if board.is_empty():
         return Section("leaderboard", f"Leaderboard ({metric})",
                        (f"No finished run has a {metric} value yet.",))
@@ -86,22 +104,27 @@ def leaderboard(db: ResultsDB, sweep: str, metric: str, colors: dict[str, str]) 
     seeds = seed_deltas(board, vals.select("group_key", "seed", "value")).join(
         board.select("group_key", "row"), on="group_key")
     dots = charts.delta_dots(board, metric, colors, seeds.select("row", "seed", "delta_pct"))
+    # the interval a row's verdict was read from, named as the rule names it
+    ci = "95 % CI" if rule is None else f"{interval_words(rule)} ({board_rule(board)})"
+    said = () if rule is None else (db.decide_sentence(sweep, rule),)
     return Section("leaderboard", f"Every (variant, LR) row ({metric})", (
+        *said,
         "Details: each row against the baseline at the same LR; where the baseline is untuned "
         "at that LR the row says so, and it counts toward no answer.",
         db.effects_summary(sweep, metric)), (
-        chart("leaderboard-chart", f"Δ {metric} vs the baseline, 95 % CI; small dots: each "
+        chart("leaderboard-chart", f"Δ {metric} vs the baseline, {ci}; small dots: each "
                                    "seed; marker: the verdict", dots),
         Table("leaderboard-table", board_frame(board),
               "mean ± std over seeds; Δ vs the baseline at the same LR (paired by seed where "
-              "the seeds match, else Welch), 95 % CI; 'seeds needed' for a ±1 % effect at "
+              f"the seeds match, else Welch), {ci}; 'seeds needed' for a ±1 % effect at "
               "80 % power")))
 
 
-def ablation_tables(db: ResultsDB, sweep: str) -> Section:
+def ablation_tables(db: ResultsDB, sweep: str, rule: DecideRule | None = None) -> Section:
     """Tables 1/3 (quality) and 4 (probes) in the paper's layout, the paper's figures beside
     ours (dashboard/ablation.py formats db.ablation_table); then the sweep's 2x2 when it has
-    one (dashboard/factorialtable.py formats db.factorial)."""
+    one (dashboard/factorialtable.py formats db.factorial; an adaptive sweep's read by its
+    ``rule``)."""
     available = db.summary_names(sweep)
     blocks: list[Block] = []
     kinds: tuple[tuple[ablation.Kind, str], ...] = (("quality", "ablation-table"),
@@ -114,7 +137,7 @@ def ablation_tables(db: ResultsDB, sweep: str) -> Section:
         if not table.display.is_empty():
             blocks.append(Table(id_, table.display, ablation.KINDS[kind]))
     said = [ablation.SCALE_CAVEAT] if blocks else ["No finished runs to tabulate."]
-    fac = factorial_text(db.factorial(sweep)) if blocks else None
+    fac = factorial_text(db.factorial(sweep, decide=rule)) if blocks else None
     if fac is not None:
         said.append(f"{fac.title}. {fac.sentence}")
         blocks += [Table("factorial-cells", fac.grid, fac.grid_caption),

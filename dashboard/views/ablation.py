@@ -9,6 +9,7 @@ from typing import cast
 
 import streamlit as st
 
+from contract.analysis_defaults import METRIC
 from dashboard import data
 from dashboard.ablation import KINDS, SCALE_CAVEAT, Kind
 from dashboard.export import to_csv, to_latex, to_markdown
@@ -17,7 +18,7 @@ from dashboard.mdtext import code, md
 from dashboard.status import nothing_to_rank
 from dashboard.views import stability
 from dashboard.views.common import show_rows, table_height, watch
-from dashboard.views.decide import decide_spec
+from dashboard.views.decide import decide_rule
 from results_db.schema.vocab import RESULT_STATES
 
 FINISHED = tuple(RESULT_STATES)  # the states db.ablation_table averages (its default)
@@ -72,8 +73,8 @@ def render(url: str, sweep: str) -> None:  # app.py: these pages need a sweep
 
 def _factorial(url: str, sweep: str) -> None:
     """The sweep's 2x2 (db.factorial), only when it has one: the cells beside the contrasts."""
-    spec = decide_spec(url, sweep)  # an adaptive sweep: read by its own rule, as the CLI does
-    text = factorial_text(data.factorial(url, sweep, spec.rule() if spec is not None else None))
+    # an adaptive sweep: read by its own rule, as the CLI does (db.factorial's metric)
+    text = factorial_text(data.factorial(url, sweep, decide_rule(url, sweep, METRIC)))
     if text is None:
         return
     st.subheader(md(text.title))

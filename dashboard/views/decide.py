@@ -5,7 +5,9 @@ by seed against the ±margin, whether it has decided, and the budget spent vs le
 The rule comes from the sweep file as stored (read as `status` reads it: loads_spec, through
 the dashboard's door to orchestrator.sweep.spec); the rows from db.decide_rows, the narrowing
 from results_db/read/decide_path.py (the same rule read at every seed count), the spending from
-db.decide_spent. Nothing here computes a statistic.
+db.decide_spent. Nothing here computes a statistic. ``decide_rule`` (``stored_rule`` over a
+sweeps frame, for the report) is the stored rule on a metric that every page stating a verdict
+passes to results_db, as the CLI's stored_rule.
 """
 
 from __future__ import annotations
@@ -28,12 +30,28 @@ from results_db.read.decide_path import interval_path
 
 if TYPE_CHECKING:
     from orchestrator.sweep.decide import DecideSpec
+    from results_db.analysis.decide_rule import DecideRule
 
 
 def decide_spec(url: str, sweep: str) -> DecideSpec | None:
     """The sweep's ``decide:`` block as stored (None: a sweep without one, or a file an older
     gatesweep stored that no longer validates -- `status` skips those too)."""
-    sweeps = data.sweeps(url)
+    return _stored(data.sweeps(url), sweep)
+
+
+def decide_rule(url: str, sweep: str, metric: str) -> DecideRule | None:
+    """The sweep's stored rule when it reads ``metric``, else None (fixed-n): what every page
+    that states a verdict passes, as the CLI's stored_rule."""
+    return stored_rule(data.sweeps(url), sweep, metric)
+
+
+def stored_rule(sweeps: pl.DataFrame, sweep: str, metric: str) -> DecideRule | None:
+    """decide_rule over a sweeps frame (db.sweeps(): the report reads its DB directly)."""
+    spec = _stored(sweeps, sweep)
+    return spec.rule() if spec is not None and spec.metric == metric else None
+
+
+def _stored(sweeps: pl.DataFrame, sweep: str) -> DecideSpec | None:
     if "spec" not in sweeps.columns:
         return None
     text = sweeps.filter(pl.col("name") == sweep)["spec"].to_list()

@@ -8,9 +8,11 @@ from __future__ import annotations
 import polars as pl
 import streamlit as st
 
+from contract.analysis_defaults import METRIC
 from dashboard import data
 from dashboard.mdtext import md
 from dashboard.views.common import table_height, watch
+from dashboard.views.decide import decide_rule
 from results_db.analysis.columns import ROW_COLUMNS
 from results_db.analysis.findings import Findings
 
@@ -35,7 +37,8 @@ def show_lines(f: Findings) -> None:
 def render(url: str, sweep: str) -> None:
     st.header("Answers")
     watch(url, sweep, "fi")
-    f = data.findings(url, sweep)
+    # an adaptive sweep's answers read by its own rule, as the CLI's (db.findings' metric)
+    f = data.findings(url, sweep, METRIC, decide=decide_rule(url, sweep, METRIC))
     show_lines(f)
     for a in f.answers:
         st.subheader(a.question)

@@ -33,7 +33,7 @@ from dashboard.tables import (
     row_labels,
 )
 from dashboard.views.common import show_chart, show_rows, table_height, watch
-from dashboard.views.decide import decide_spec
+from dashboard.views.decide import decide_rule
 from dashboard.views.findings import show_lines
 from results_db.analysis.columns import FIRST_STAT
 from results_db.analysis.compare import seed_deltas as run_deltas
@@ -210,8 +210,7 @@ def render(url: str, sweep: str) -> None:  # app.py: these pages need a sweep
     order = c4.radio("Sort", ["verdict", "rank"], horizontal=True, key="lb_sort")
     correction, family_error = _rule_controls()
     key = tuple(states or RESULT_STATES)
-    spec = decide_spec(url, sweep)  # an adaptive sweep: read by its own rule, as the CLI does
-    rule = spec.rule() if spec is not None and spec.metric == metric else None
+    rule = decide_rule(url, sweep, metric)  # an adaptive sweep: read by its own rule, as the CLI
     board = data.leaderboard(url, sweep, metric, ascending, key, correction, family_error, rule)
     if board.is_empty() or board["mean"].is_null().all():
         st.info(nothing_to_rank(data.runs(url, sweep), key, metric))
@@ -219,7 +218,7 @@ def render(url: str, sweep: str) -> None:  # app.py: these pages need a sweep
     board = board.with_columns(row_labels(board))  # labels over the whole sweep
     # the study's answers first (db.findings, as the CLI's leaderboard and the report say
     # them); the rows below are details, each with its baseline's condition at its LR
-    show_lines(data.findings(url, sweep, metric, correction, family_error))
+    show_lines(data.findings(url, sweep, metric, correction, family_error, rule))
     _summary(data.decide_sentence(url, sweep, rule) if rule is not None else None, board)
     if mix := data.code_mix(url, sweep):  # never silently: other code or packages compared
         st.warning(md(mix))

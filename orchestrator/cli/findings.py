@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from contract.analysis_defaults import CORRECTION, FAMILY_ERROR, METRIC, MIN_EFFECT
 from orchestrator.cli.app import DbOpt, app, check_metrics, open_sweep, out
 from orchestrator.cli.frame_format import check_format, render
+from orchestrator.cli.read import stored_rule
 from orchestrator.cli.results import CorrectionOpt, EffectOpt, FamilyErrorOpt, FormatOpt, MetricOpt
 from results_db.analysis.columns import ROW_COLUMNS
 
@@ -37,8 +38,9 @@ def findings(sweep: str, db: DbOpt = None, metric: MetricOpt = METRIC,
     check_format(format)
     d = open_sweep(db, sweep)
     check_metrics(d, sweep, [metric])
+    # an adaptive sweep's same-LR answers: its leaderboard's anytime-valid rows (its own rule)
     f = d.findings(sweep, metric, min_effect=min_effect, correction=correction,
-                   family_error=family_error)
+                   family_error=family_error, decide=stored_rule(d, sweep, metric))
     frame = pl.DataFrame(f.rows(), schema=dict.fromkeys(ROW_COLUMNS, pl.String))
     summary = findings_lines(d, sweep, f)
     title = f"{sweep}: findings on {metric}"

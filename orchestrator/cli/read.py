@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
     from orchestrator.sweep.decide import DecideSpec
     from results_db import ResultsDB
+    from results_db.analysis.decide_rule import DecideRule
 
 RUN_IDS = ("id", "name", "sweep", "variant", "seed", "status")
 
@@ -110,6 +111,14 @@ def stored_decide(d: results_db.ResultsDB, name: str, spec_text: str | None = No
         spec_text = next((t for n, t in d.sweeps().select("name", "spec").iter_rows()
                           if n == name), "")
     return decide_of(spec_text or "", name)
+
+
+def stored_rule(d: results_db.ResultsDB, name: str, metric: str) -> DecideRule | None:
+    """The stored ``decide:`` rule of sweep ``name`` when it reads ``metric``, else None (a
+    fixed-seed sweep, or another metric: read fixed-n). Every command that states a verdict
+    of an adaptive sweep passes it, so each surface reads the rows by the sweep's own rule."""
+    decide = stored_decide(d, name)
+    return decide.rule() if decide is not None and decide.metric == metric else None
 
 
 def _decide_status(d: results_db.ResultsDB, name: str, spec_text: str) -> None:

@@ -22,7 +22,7 @@ from contract.analysis_defaults import (
 )
 from orchestrator.cli.app import DbOpt, app, check_metrics, open_sweep, out, split_csv
 from orchestrator.cli.frame_format import check_format, render
-from orchestrator.cli.read import stored_decide
+from orchestrator.cli.read import stored_rule
 from results_db.analysis.columns import shown_columns
 from results_db.analysis.labels import DIVERGED_SEEDS, lr_text
 from results_db.analysis.summary import best_vs_best_sentence, board_rule, effects_sentence
@@ -93,15 +93,15 @@ def leaderboard(sweep: str, db: DbOpt = None, metric: MetricOpt = METRIC,
     if best_vs_best or lr is not None:
         _best_vs_best(d, sweep, metric, min_effect, lr, format)
         return
-    decide = stored_decide(d, sweep)
-    rule = decide.rule() if decide is not None and decide.metric == metric else None
+    rule = stored_rule(d, sweep, metric)
     board = d.leaderboard(sweep, metric, min_effect=min_effect, correction=correction,
                           family_error=family_error, decide=rule)
     # the study's answers first (db.findings); the per-LR rows below are details, each with
     # its baseline's condition at its LR. An adaptive sweep's seeds were added after looking:
-    # its own anytime-valid rule says what its rows show (results_db/analysis/sequential.py)
+    # its own anytime-valid rule says what its rows and answers show (results_db/analysis/
+    # sequential.py)
     said = d.findings(sweep, metric, min_effect=min_effect, correction=correction,
-                      family_error=family_error).text()
+                      family_error=family_error, decide=rule).text()
     if rule is not None:
         said += "\n" + d.decide_sentence(sweep, rule)
     summary = with_mix(d, sweep, said + f"\nEvery (variant, LR) row below ({board_rule(board)}):")
@@ -148,8 +148,9 @@ def table(sweep: str, db: DbOpt = None,
     check_metrics(d, sweep, names or [], "--metrics")
     kw = {"metrics": names} if names else {}
     t = d.ablation_table(sweep, min_effect=min_effect, **kw)
-    summary = with_mix(d, sweep, d.findings(sweep, (names or [METRIC])[0],
-                                            min_effect=min_effect).text())
+    first = (names or [METRIC])[0]
+    summary = with_mix(d, sweep, d.findings(sweep, first, min_effect=min_effect,
+                                            decide=stored_rule(d, sweep, first)).text())
     if format in ("csv", "json"):
         render(out, t, format, title=f"{sweep}: ablation table", summary=summary)
         return
@@ -231,9 +232,9 @@ def factorial(sweep: str, db: DbOpt = None, metric: MetricOpt = METRIC,
     check_format(format)
     d = open_sweep(db, sweep)
     check_metrics(d, sweep, [metric])
-    decide = stored_decide(d, sweep)  # an adaptive sweep: read by its own rule, as leaderboard
+    # an adaptive sweep: read by its own rule, as leaderboard
     fac = d.factorial(sweep, metric, min_effect=min_effect,
-                      decide=decide.rule() if decide is not None else None)
+                      decide=stored_rule(d, sweep, metric))
     if not fac.found:  # one line, whatever the terminal's width
         out.print(fac.sentence(), soft_wrap=True)
         return

@@ -135,6 +135,21 @@ class AnalysisMixin:
                family_error: float, decide: DecideRule | None) -> pl.DataFrame:
         """The leaderboard from one read (``_read``): every surface that shows its rows
         (db.leaderboard, db.factorial's cells) builds them here, so they cannot differ."""
+        t = self._board_rows(sweep, metric, runs, info, higher, min_effect=min_effect,
+                             states=states, correction=correction, family_error=family_error,
+                             decide=decide)
+        t = t.with_columns(rank=rank(t, higher))
+        cols = [*HEAD, *varying(t), *STAT_COLUMNS, *TAIL]
+        return t.select(cols).sort(pl.col("rank"), "variant", "lr", nulls_last=True)
+
+    def _board_rows(self, sweep: str, metric: str, runs: pl.DataFrame, info: pl.DataFrame,
+                    higher: bool, *, min_effect: float, states: Sequence[str],
+                    correction: str, family_error: float, decide: DecideRule | None
+                    ) -> pl.DataFrame:
+        """The leaderboard's rows in declared order with every column compare.py gives them,
+        each with its baseline's condition at its LR, read by ``decide`` where it reads
+        ``metric`` (sequential.onto_board): what ``_board`` ranks and db.findings' same-LR
+        answer reads, so a verdict and its interval are the same on both."""
         base = self.baseline(sweep)
         t = compare(runs, info, metric, base, states=states, min_effect=min_effect,
                     higher=higher, correction=correction, family_error=family_error)
@@ -144,9 +159,7 @@ class AnalysisMixin:
                    maintain_order="left")
         if decide is not None and decide.metric == metric:
             t = onto_board(t, self.decide_rows(sweep, decide), decide)
-        t = t.with_columns(rank=rank(t, higher))
-        cols = [*HEAD, *varying(t), *STAT_COLUMNS, *TAIL]
-        return t.select(cols).sort(pl.col("rank"), "variant", "lr", nulls_last=True)
+        return t
 
     def best_vs_best(self, sweep: str, metric: str = METRIC, *, lr: float | None = None,
                      min_effect: float = MIN_EFFECT, states: Sequence[str] = RESULT_STATES,
@@ -168,13 +181,18 @@ class AnalysisMixin:
 
     def findings(self, sweep: str, metric: str = METRIC, *, min_effect: float = MIN_EFFECT,
                  correction: str = CORRECTION, family_error: float = FAMILY_ERROR,
-                 states: Sequence[str] = RESULT_STATES) -> Findings:
+                 states: Sequence[str] = RESULT_STATES,
+                 decide: DecideRule | None = None) -> Findings:
         """The study's answers, what every surface says first (results_db/analysis/
         findings.py): at the baseline's tuned LR each variant better / worse / within noise
         (Table 1's frame, judged by ``correction`` over those rows); each variant at its
         tuned LR vs the tuned baseline (LRs picked on held-out seeds); the largest stable LR
         of each (Table 2's frame); the trend across a size / token axis. Each finding with
-        its condition (metric, LR, seeds, step), estimate, verdict and rule."""
+        its condition (metric, LR, seeds, step), estimate, verdict and rule. ``decide``: the
+        sweep's ``decide:`` rule; on its metric the same-LR findings are the leaderboard's
+        anytime-valid rows (db.leaderboard(decide=...): interval, verdict and the rule's
+        family over all its rows; ``correction`` and ``family_error`` unused there), since a
+        fixed-n reading of seeds added after looking does not hold its error rate."""
         higher = higher_is_better(metric)
         runs, info = self._read(sweep, [metric])
         base = self.baseline(sweep)
@@ -183,14 +201,22 @@ class AnalysisMixin:
         values = _finished(runs, metric, states)
         tuned = tuned_lrs(board, values, higher, base)
         keep = at_tuned(board, values, tuned, base) if tuned else []
-        at = compare(runs.filter(pl.col("group_key").is_in(keep)), info, metric, base,
-                     states=states, min_effect=min_effect, higher=higher,
-                     correction=correction, family_error=family_error)
+        rule = decide if decide is not None and decide.metric == metric else None
+        if rule is None:
+            at = compare(runs.filter(pl.col("group_key").is_in(keep)), info, metric, base,
+                         states=states, min_effect=min_effect, higher=higher,
+                         correction=correction, family_error=family_error)
+        else:  # the rows as the leaderboard reads them; the family is the rule's, every row
+            read = self._board_rows(sweep, metric, runs, info, higher, min_effect=min_effect,
+                                    states=states, correction=CORRECTION,
+                                    family_error=FAMILY_ERROR, decide=rule)
+            at = read.filter(pl.col("group_key").is_in(keep))
         bvb = best_vs_best(board, values, higher, base, min_effect=min_effect)
         st = self.stability(sweep) if board["lr"].n_unique() > 1 else None
         sc = self.scaling(sweep, metric, states=states, min_effect=min_effect) \
             if scale_axes(board, base) else None
-        return findings(sweep, metric, base, board, at, tuned, bvb, st, sc, STABILITY_METRIC)
+        return findings(sweep, metric, base, board, at, tuned, bvb, st, sc, STABILITY_METRIC,
+                        decide=rule)
 
     def decide_rows(self, sweep: str, rule: DecideRule, method: str = METHOD
                     ) -> pl.DataFrame:

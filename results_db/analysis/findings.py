@@ -5,8 +5,11 @@ A gate ablation asks, in this order, where the sweep has what each question need
 1. **same LR** (Table 1's frame: the same hyper-parameters for every variant): at the
    baseline's tuned LR -- the LR of its best mean over all seeds where no seed diverged -- is
    each variant better, worse or within noise? The rows are the leaderboard's at that LR,
-   judged by the caller's multiplicity rule over those rows only. A variant that did not run
-   at that LR (a one-LR variant run elsewhere) answers nothing here, said in words.
+   judged by the caller's multiplicity rule over those rows only -- or, in a sweep that adds
+   seeds until it decides (``decide:``), the leaderboard's anytime-valid rows as they are
+   (sequential.py: its interval, verdict and family), since a fixed-n reading of seeds added
+   after looking does not hold its error rate. A variant that did not run at that LR (a
+   one-LR variant run elsewhere) answers nothing here, said in words.
 2. **tuned vs tuned**: each variant at its own tuned LR against the tuned baseline, each LR
    picked on held-out seeds (bestlr.py, leave-one-seed-out). A variant run at one LR is
    "not tuned" (no number); asked only when the baseline ran at >= 2 LRs.
@@ -35,11 +38,13 @@ from results_db.analysis.bestlr import ladders
 from results_db.analysis.compare import match_axes
 from results_db.analysis.labels import NO_BEST_LR, lr_text
 from results_db.analysis.multiplicity import HOLM, NONE, rule_text
+from results_db.analysis.sequential import ANYTIME, interval_words
 from results_db.analysis.untuned import judge
 from results_db.analysis.verdict import BETTER, WORSE
 from results_db.schema.vocab import DIMENSIONS, GATE_DIMENSIONS
 
 if TYPE_CHECKING:
+    from results_db.analysis.decide_rule import DecideRule
     from results_db.analysis.scaling import Scaling
     from results_db.analysis.stability import Stability
 
@@ -218,7 +223,8 @@ def _steps(rows: list[dict[str, Any]]) -> str:
 def _seeds(n: int | None, method: str | None) -> str:
     if not n:
         return "no seeds"
-    how = {"paired": "paired", "welch": "unpaired (Welch)"}.get(method or "", "no CI")
+    how = {"paired": "paired", ANYTIME: "paired", "welch": "unpaired (Welch)"}.get(
+        method or "", "no CI")
     return f"{n} seed{'s' if n != 1 else ''}, {how}"
 
 
@@ -256,15 +262,18 @@ def _some(names: list[str], shown: int = 4) -> str:
 
 def same_lr(at: pl.DataFrame, board: pl.DataFrame,
             tuned: dict[str, tuple[float, bool, float]],
-            metric: str) -> Answer | None:
+            metric: str, decide: DecideRule | None = None) -> Answer | None:
     """Question 1 over ``at`` (compare() over the runs of the at_tuned groups: its family is
-    those rows) and the variants of ``board`` that did not run there."""
+    those rows; with ``decide``, the leaderboard's anytime-valid rows there, whose family is
+    every row the rule reads) and the variants of ``board`` that did not run there."""
     if not tuned or at.is_empty():
         return None
     rows = at.to_dicts()
     first = rows[0]
     rule = rule_text(str(first["correction"]), float(first["family_error"]),
                      int(first["family"] or 0))
+    if decide is not None:  # the interval named as the leaderboard's summary names it
+        rule = f"{interval_words(decide)}, {rule}"
     holm = (_holm_thresholds(rows, float(first["family_error"]))
             if first["correction"] == HOLM else {})
     lrs = sorted({v[0] for v in tuned.values()})
@@ -423,8 +432,10 @@ def scale_answer(sc: Scaling | None, tuned: dict[str, tuple[float, bool, float]]
 
 def findings(sweep: str, metric: str, baseline: str | None, board: pl.DataFrame,
              at: pl.DataFrame, tuned: dict[str, tuple[float, bool, float]], bvb: pl.DataFrame,
-             st: Stability | None, sc: Scaling | None, st_metric: str) -> Findings:
-    """The answers (module docstring) from the frames api.AnalysisMixin.findings computes."""
+             st: Stability | None, sc: Scaling | None, st_metric: str,
+             decide: DecideRule | None = None) -> Findings:
+    """The answers (module docstring) from the frames api.AnalysisMixin.findings computes;
+    ``decide``: the rule ``at``'s rows were read by (None: fixed-n)."""
     if board.is_empty():
         return Findings(sweep, metric, baseline, None, (),
                         f"No finished runs with a {metric} value yet.")
@@ -434,7 +445,8 @@ def findings(sweep: str, metric: str, baseline: str | None, board: pl.DataFrame,
     if board["is_baseline"].all():
         return Findings(sweep, metric, baseline, None, (), f"Only the baseline '{baseline}' "
                         f"has a {metric} value so far: nothing to compare with it yet.")
-    answers = [a for a in (same_lr(at, board, tuned, metric), tuned_vs_tuned(bvb, board, metric),
+    answers = [a for a in (same_lr(at, board, tuned, metric, decide),
+                           tuned_vs_tuned(bvb, board, metric),
                            stability_answer(st, baseline, st_metric),
                            scale_answer(sc, tuned, scale_axes(board, baseline))) if a]
     lrs = sorted({v[0] for v in tuned.values() if v[1]})

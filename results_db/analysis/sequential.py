@@ -347,7 +347,7 @@ def onto_board(board: pl.DataFrame, rows: pl.DataFrame, rule: DecideRule) -> pl.
         _dpct=pct_of_base(pl.col("delta"), pl.col("_base")),
         _lpct=pl.when(bounded).then(pct[0]), _hpct=pl.when(bounded).then(pct[1]),
         _p="p_value", _level="level")
-    out = board.join(sub, on="group_key", how="left")
+    out = board.join(sub, on="group_key", how="left", maintain_order="left")  # board order
     hit = pl.col("_verdict").is_not_null()
 
     def take(new: str, old: str) -> pl.Expr:
