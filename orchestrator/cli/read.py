@@ -121,6 +121,17 @@ def stored_rule(d: results_db.ResultsDB, name: str, metric: str) -> DecideRule |
     return decide.rule() if decide is not None and decide.metric == metric else None
 
 
+def decide_shown(rows: pl.DataFrame, relative: bool) -> pl.DataFrame:
+    """The decide rows as `status` shows them: the change is the leaderboard's (delta_pct,
+    compare.pct_of_base, THE percentage rule; in the metric's units for an absolute margin),
+    the interval the tested statistic's (sequential.py: per-seed relative differences)."""
+    scale = 100.0 if relative else 1.0
+    return rows.select("variant", "lr", seeds=rows["seeds"].list.len(), n_paired="n",
+                       delta=rows["delta_pct"] if relative else rows["delta"],
+                       low=rows["low"] * scale, high=rows["high"] * scale,
+                       verdict="verdict", more_seeds="more_seeds")
+
+
 def _decide_status(d: results_db.ResultsDB, name: str, spec_text: str) -> None:
     """For an adaptive (decide:) sweep: each row's seeds so far, its interval narrowing and
     whether it decided, and the budget spent vs left."""
@@ -129,13 +140,9 @@ def _decide_status(d: results_db.ResultsDB, name: str, spec_text: str) -> None:
         return
     rows = d.decide_rows(name, decide.rule())
     if rows.height:
-        scale = 100.0 if decide.relative else 1.0
-        shown = rows.select(
-            "variant", "lr", seeds=rows["seeds"].list.len(), n_paired="n",
-            delta=rows["mean"] * scale, low=rows["low"] * scale, high=rows["high"] * scale,
-            verdict="verdict", more_seeds="more_seeds")
         unit = " (%)" if decide.relative else ""
-        print_frame(shown, f"{name}: decide rows, delta vs baseline{unit} at "
+        print_frame(decide_shown(rows, decide.relative),
+                    f"{name}: decide rows, delta vs baseline{unit} at "
                     f"{rows['level'][0]:.4f} per row (Bonferroni over {rows.height})")
     out.print(progress_line(d, name, decide, d.decide_spent(name)), highlight=False)
 
