@@ -168,6 +168,7 @@ def _figures(md_file: Path) -> list[Path]:
     return [md_file.parent / unquote(str(s)) for s in srcs]
 
 
+@pytest.mark.slow  # two report builds, one through the CLI's child (~6 s)
 def test_markdown_figure_links_resolve_from_any_folder_name(
         capsys: pytest.CaptureFixture[str], mixed: str, tmp_path: Path) -> None:
     """A report written into "my results (v2)/" as "gates report (final).md": its figures'

@@ -4,21 +4,18 @@ A run is named by its id (ASCII digits, leading zeros allowed: ``0002`` is id 2)
 Digits that are one run's id and another run's name are refused as ambiguous, whatever their
 spelling: ``cancel 0002`` with a run *named* ``0002`` used to cancel run 2 (found by id, then
 taken for a lookup by name because ``'0002' != '2'``). A reference that names no run is one
-line naming it, and nothing changes.
+line naming it, and nothing changes. That a cancelled run's training stops (every rank, at its
+next heartbeat) is tests/e2e/test_multiworker.py's ``test_cancel_stops_every_rank``.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 import results_db
-from orchestrator.cli.main import main
 from tests.orchestrator.test_hostile_cli import add_run, run_cli
 
 CLI = Path(sys.executable).parent / "orchestrator"
@@ -73,37 +70,3 @@ def test_a_reference_to_no_run_is_one_line_naming_it(capsys, url: str, ref: str)
     assert code == 2 and out == "" and err.count("\n") == 1, err
     assert err.startswith("error: ") and f"no run with id or name {ref!r}" in err, err
     assert _states(url) == {a: "pending"}
-
-
-@pytest.mark.slow
-def test_cancel_stops_a_training_run(url: str, tmp_path: Path) -> None:
-    """A real submit on a local Ray; ``cancel 0001`` while its run trains: the trial stops at
-    its next heartbeat, the submit ends, and the run and its attempt read cancelled."""
-    sweep = tmp_path / "long.yaml"
-    sweep.write_text("name: long\nbase:\n  model: {preset: tiny}\n"
-                     "  train: {steps: 100000, batch_size: 2, seq_len: 16, warmup: 1,\n"
-                     "          eval_every: 0, log_every: 5, checkpoint_every: 0}\n"
-                     "variants:\n  baseline: {}\nseeds: [0]\nresources: {cpus: 1}\n")
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    env.update(GATESWEEP_HEARTBEAT_S="1", GATESWEEP_FLUSH_S="1")
-    log = tmp_path / "submit.log"
-    with open(log, "w") as f:
-        proc = subprocess.Popen([str(CLI), "submit", str(sweep), "--db", url, "--storage",
-                                 str(tmp_path / "runs")], env=env, stdout=f,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 300
-        while not results_db.open(url).metrics(run_ids=[1]).height:  # it trains
-            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(1)
-        assert main(["cancel", "0001", "--db", url]) == 0
-        code = proc.wait(timeout=120)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, 9)
-            proc.wait()
-    text = log.read_text()
-    assert code != 0 and "Traceback" not in text, text
-    db = results_db.open(url)
-    assert db.run(1).status == "cancelled", text
-    assert [a.status for a in db.attempts(1)] == ["cancelled"], text

@@ -52,6 +52,7 @@ def test_a_limit_below_the_floor_is_one_line_and_help_still_answers(
     assert _cli(["--help"], 800, tmp_path).returncode == 0  # nothing heavy to load
 
 
+@pytest.mark.slow  # a report builder child under the limit (~4 s)
 def test_a_report_builder_out_of_memory_names_the_limit(db_url: str, tmp_path: Path) -> None:
     """1.6 GiB: above the CLI's floor, below what the report's builder maps (vl_convert)."""
     out = tmp_path / "r.html"

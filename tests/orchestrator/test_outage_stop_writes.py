@@ -70,7 +70,10 @@ def _newest_write(url: str) -> tuple[datetime | None, dict[int, int]]:
     return newest, steps
 
 
-@pytest.mark.parametrize("back_after_s", [0.0, 3.0])
+# Back at the stop: the race that wrote rows before the reporter asked the stop flag (2 of 3
+# runs). Back later is the documented outage end tests/e2e/test_db_outage_end.py already runs;
+# a second case here cost 45 s of make test for no other path.
+@pytest.mark.parametrize("back_after_s", [0.0])
 def test_no_trial_writes_after_the_driver_gives_up(
         back_after_s: float, ray_local: str, tmp_path: Path) -> None:
     from tests.outage_fixtures import outage

@@ -20,8 +20,10 @@ LEVEL = 1 - 0.05 / 3  # Bonferroni over the 3 contrasts
 
 
 @pytest.fixture
-def db(db_url: str):
-    with results_db.open(db_url) as d:
+def db(sqlite_url: str):
+    # the arithmetic of a read, not its SQL: one dialect (the reads' SQL is tested on both
+    # by the leaderboard's and the decide rows' own tests)
+    with results_db.open(sqlite_url) as d:
         yield d
 
 

@@ -46,8 +46,10 @@ def _ppl(variant: str, seed: int) -> float:
 
 
 @pytest.fixture
-def db(db_url: str):
-    with results_db.open(db_url) as d:
+def db(sqlite_url: str):
+    # the arithmetic of a read, not its SQL: one dialect (the reads' SQL is tested on both
+    # by the leaderboard's and the decide rows' own tests)
+    with results_db.open(sqlite_url) as d:
         spec = {**f2.spec(sweep="adaptive"), "seeds": list(range(N)), "exclude": []}
         for reg in synthdb.register(d, spec):
             y = _ppl(reg.run.variant, reg.run.seed)
@@ -136,8 +138,8 @@ def test_contrasts_read_seeds_in_the_rows_pair_order(db) -> None:
     _check(db.factorial("adaptive", decide=RULE), RULE, order)
 
 
-def test_an_open_contrast_is_undecided_until_no_cell_gets_seeds(db_url: str) -> None:
-    with results_db.open(db_url) as d:
+def test_an_open_contrast_is_undecided_until_no_cell_gets_seeds(sqlite_url: str) -> None:
+    with results_db.open(sqlite_url) as d:
         f2.build(d)  # 4 seeds in every cell: fixed-n t intervals call gated better
         fixed = d.factorial(f2.SWEEP).effects["verdict"].to_list()
         assert fixed == ["within noise", "better", "better"]
