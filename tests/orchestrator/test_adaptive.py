@@ -18,16 +18,10 @@ from orchestrator.run.driver.adaptive import Seeds, budget_left, next_round
 from orchestrator.run.driver.submit import register
 from orchestrator.sweep.plan import make_plan
 from results_db.analysis.sequential import Spent
+from tests.support.decide_sample import TEXT
 from tests.support.synthdb import play
 
-SWEEP = """name: adapt
-base: {model: {preset: tiny}, train: {steps: 40}}
-variants:
-  baseline: {}
-  clear: {model.gates: [{position: G1}]}
-  close: {model.gates: [{position: G2}]}
-decide: {margin: 0.01, first_seeds: 3, max_seeds: 8, budget: {runs: 40}}
-"""
+SWEEP = TEXT  # the Decide page tests' sweep too (tests/support/decide_sample.py)
 
 
 def _plan(tmp_path: Path, text: str = SWEEP):  # type: ignore[no-untyped-def]
