@@ -43,7 +43,10 @@ LONG_FIRST = ("tests/e2e/test_cluster_faults.py", "tests/e2e/test_slurm.py",
               "tests/e2e/test_multiworker.py", "tests/e2e/test_heartbeat_load.py",
               "tests/e2e/test_db_outage_end.py", "tests/trainer/test_train.py",
               "tests/orchestrator/test_cli.py", "tests/trainer/test_final_eval.py",
-              "tests/trainer/test_corpus.py", "tests/results_db/test_results_db_concurrency.py")
+              "tests/trainer/test_corpus.py", "tests/results_db/test_results_db_concurrency.py",
+              "tests/orchestrator/test_outage_stop_writes.py",
+              "tests/orchestrator/test_worker_sys_path.py",
+              "tests/orchestrator/test_remote_retry_policy.py")
 
 
 def _group_of(item: pytest.Item, index: int) -> tuple[int, str]:
