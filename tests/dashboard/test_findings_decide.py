@@ -28,10 +28,7 @@ from tests.support.decide_answers_db import SWEEP
 
 @pytest.fixture(scope="module")
 def db_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    url = f"sqlite:///{tmp_path_factory.mktemp('adaptive') / 'a.db'}"
-    with results_db.open(url) as db:
-        decide_answers_db.build(db)
-    return url
+    return decide_answers_db.built(tmp_path_factory.mktemp("adaptive"))
 
 
 @pytest.fixture(scope="module")

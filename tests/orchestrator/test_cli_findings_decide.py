@@ -22,10 +22,7 @@ from tests.support.decide_answers_db import SWEEP
 
 @pytest.fixture(scope="module")
 def url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    url = f"sqlite:///{tmp_path_factory.mktemp('adaptive') / 'a.db'}"
-    with results_db.open(url) as db:
-        decide_answers_db.build(db)
-    return url
+    return decide_answers_db.built(tmp_path_factory.mktemp("adaptive"))
 
 
 def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> dict:  # noqa: ANN401 - JSON doc

@@ -65,6 +65,16 @@ def build(db: ResultsDB) -> None:
             play(db, row.id, "succeeded", summaries={VAL_PPL: y, VAL_LOSS: math.log(y)})
 
 
+def built(folder: Path) -> str:
+    """The URL of a fresh SQLite file in ``folder`` holding the sweep."""
+    import results_db
+
+    url = f"sqlite:///{folder / 'a.db'}"
+    with results_db.open(url) as db:
+        build(db)
+    return url
+
+
 def main() -> None:
     import results_db
 
