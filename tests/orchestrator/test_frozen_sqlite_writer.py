@@ -17,12 +17,16 @@ import sys
 import time
 
 import results_db
-from orchestrator.run.health.frozen_writer import FrozenWriterWatch
+from contract.states import stale_after_s
+from orchestrator.run.health.frozen_writer import LOOK_EVERY_S, FrozenWriterWatch
 from orchestrator.run.health.leases import LeaseKeeper
 from tests.support.sqlitelock import LockHolder
 from tests.support.synthdb import one_run
 
 HOST = f"{socket.gethostname()}/0123456789ab"  # what cluster.host_label() records
+# A short interval keeps the staleness window near its 2 s floor (3 beats + 2 s = 2.75 s):
+# the watch and the lease keeper wait it out twice, whatever its length.
+HEARTBEAT_S = 0.25
 
 # The trial: claims the run itself (the attempt records its pid), then stops itself inside
 # the real DB.heartbeat, whose BEGIN IMMEDIATE holds the file's write lock.
@@ -30,7 +34,7 @@ TRIAL = """
 import os, signal, sys
 import results_db, results_db.write.claims as claims
 db = results_db.open(sys.argv[1], migrate=False)
-att = db.claim_run(int(sys.argv[2]), "driver", sys.argv[3], heartbeat_s=1.0)
+att = db.claim_run(int(sys.argv[2]), "driver", sys.argv[3], heartbeat_s=float(sys.argv[4]))
 print(att.id, flush=True)
 real = claims.utcnow
 def frozen():  # the heartbeat's timestamp is taken inside its write transaction
@@ -45,7 +49,8 @@ def test_a_trial_frozen_holding_the_sqlite_write_lock_is_killed_and_recorded(
         sqlite_url: str) -> None:
     db = results_db.open(sqlite_url)
     rid = one_run(db, "frozen")
-    trial = subprocess.Popen([sys.executable, "-c", TRIAL, sqlite_url, str(rid), HOST],
+    trial = subprocess.Popen([sys.executable, "-c", TRIAL, sqlite_url, str(rid), HOST,
+                              str(HEARTBEAT_S)],
                              stdout=subprocess.PIPE, text=True)
     said: list[str] = []
     try:
@@ -56,8 +61,8 @@ def test_a_trial_frozen_holding_the_sqlite_write_lock_is_killed_and_recorded(
             assert trial.poll() is None and time.monotonic() < deadline
             time.sleep(0.05)
         t0 = time.monotonic()
-        with LeaseKeeper(db, [rid], "driver", heartbeat_s=1.0, say=said.append):
-            # killed once its heartbeat is stale and it held the lock a whole window (5 s)
+        with LeaseKeeper(db, [rid], "driver", heartbeat_s=HEARTBEAT_S, say=said.append):
+            # killed once its heartbeat is stale and it held the lock a whole window
             assert trial.wait(timeout=30) == -signal.SIGKILL
             killed_after = time.monotonic() - t0
             while db.attempts(rid)[0].status == "running":
@@ -66,7 +71,8 @@ def test_a_trial_frozen_holding_the_sqlite_write_lock_is_killed_and_recorded(
     finally:
         trial.kill()
         trial.wait()
-    assert 5 <= killed_after < 15, killed_after
+    window = stale_after_s(HEARTBEAT_S)
+    assert window <= killed_after < window + 10, killed_after
     assert db.write_lock_holder() is None
     (done,) = db.attempts(rid)
     assert (done.id, done.status, done.fault) == (att_id, "failed", "worker_died")
@@ -82,8 +88,13 @@ def test_a_foreign_lock_holder_is_named_and_left_alone(sqlite_url: str) -> None:
     said: list[str] = []
     with LockHolder(sqlite_url) as shell:
         # the watch alone (the lease keeper's own writes would wait for the shell)
-        with FrozenWriterWatch(db, [rid], "driver", 0.2, said.append) as watch:
-            time.sleep(watch.window + 2.5)  # several looks past the window
+        # the shortest interval: the window is its 2 s floor (the shell has no heartbeat)
+        with FrozenWriterWatch(db, [rid], "driver", 0.01, said.append) as watch:
+            deadline = time.monotonic() + watch.window + 30
+            while not said:  # named once the window has passed
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            time.sleep(2.5 * LOOK_EVERY_S)  # two more looks see the same holder
         assert shell.proc.poll() is None  # alive
         (msg,) = said  # once, however many looks saw it
         assert msg.startswith(f"pid {shell.pid} has held the results DB's write lock for ")
