@@ -148,15 +148,18 @@ def _kill_group(proc: subprocess.Popen[str]) -> None:
         pass
 
 
-# One DB backend for the worker kill / SIGTERM and the node loss (ONE_BACKEND): the fault is a
-# process that dies, which no DB code sees. What follows it in the DB -- the attempt recorded
-# failed, the retry's claim over it, the resumed attempt's upserts, every step once -- is the
-# same writer API on both backends, and runs on PostgreSQL in the stall case (recorded dead,
-# retried, resumed) and both outage cases here, besides results_db's own two-backend tests
-# of claims and takeovers (tests/results_db/test_claims.py). Each case on the second backend
-# cost 25-70 s of the suite. The stall, the dead driver (leases), the concurrent submits
-# (claim races) and the outages stay on both: their DB paths differ by backend (row locks vs
-# SQLite's one write lock; a stopped server vs a full disk).
+# One DB backend per case where the backends' DB paths are proven apart (ONE_BACKEND): the
+# worker kill / SIGTERM and the node loss are a process that dies, which no DB code sees. What
+# follows a fault in the DB -- the attempt recorded failed, the retry's claim over it, the
+# resumed attempt's upserts, every step once -- is the same writer API on both backends, and
+# results_db's and the orchestrator's own tests run its backend-specific parts on both: claims,
+# stale-lease takeovers, a superseded attempt whose heartbeat is refused and whose report
+# changes nothing (tests/results_db/test_claims.py), the lease keeper and `rerun --sweep`
+# (tests/orchestrator/test_recovery.py). So the stall runs on PostgreSQL (SQLite's own stall,
+# inside a write, is the frozen-writer case below) and the dead driver on SQLite. Each
+# case on a second backend cost 35-70 s of the suite. The concurrent submits (claim races) and
+# the outages stay on both: there the process-level path itself differs by backend (row locks
+# vs SQLite's one write lock; a stopped server vs a full disk).
 @pytest.mark.parametrize("sig, fault", [(signal.SIGKILL, "worker_died"),
                                         (signal.SIGTERM, "preempted")], ids=["kill9", "sigterm"])
 def test_killed_or_terminated_worker_is_recorded_then_resumed(
@@ -191,11 +194,13 @@ def test_killed_or_terminated_worker_is_recorded_then_resumed(
 DEAD_DRIVER_ENDS = {("lost", "no_heartbeat"), ("failed", "preempted")}
 
 
-def test_kill9_driver_then_resubmit_resumes_everything(ray_two_nodes: TwoNodes, db_url: str,
+def test_kill9_driver_then_resubmit_resumes_everything(ray_two_nodes: TwoNodes, sqlite_url: str,
                                                        tmp_path: Path) -> None:
     """One run training, one never started; the driver dies. Its attempt ends lost or
     preempted (DEAD_DRIVER_ENDS), its queued run's lease runs out; `rerun --sweep` would take
-    both, and a resubmit of the same file resumes both: the stopped one from its checkpoint."""
+    both, and a resubmit of the same file resumes both: the stopped one from its checkpoint.
+    SQLite (ONE_BACKEND above)."""
+    db_url = sqlite_url
     from orchestrator.run.driver.rerun import sweep_rerun_plan
 
     spec = _sweep(tmp_path, "f-driver", ["first", "second"])
@@ -316,13 +321,15 @@ def test_concurrent_submits_never_train_a_run_twice(ray_two_nodes: TwoNodes,
     assert owners and all(o.startswith("submit ") for o in owners)
 
 
+@pytest.mark.postgres
 def test_stalled_worker_stops_without_side_effects_and_is_retried(
-        ray_two_nodes: TwoNodes, db_url: str, tmp_path: Path) -> None:
+        ray_two_nodes: TwoNodes, pg_url: str, tmp_path: Path) -> None:
     """SIGSTOP of the trial's worker past its staleness (5 s), then SIGCONT. The
     driver records the silent attempt dead; the woken attempt writes nothing more and makes
     no checkpoint (it was: steps lost between its last flush and a checkpoint it still made),
     and Tune retries the run (`retries: 1`) from the last complete checkpoint: succeeded,
-    every step once, exit 0."""
+    every step once, exit 0. PostgreSQL (ONE_BACKEND above)."""
+    db_url = pg_url
     proc = _submit(ray_two_nodes, _sweep(tmp_path, "f-stall", ["base"]), db_url,
                    tmp_path)
     try:
