@@ -164,4 +164,4 @@ def test_cliproc_runs_the_cli_as_python_m_does(tmp_path: Path) -> None:
     endless = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
                "SELECT count(*) FROM c")
     with pytest.raises(subprocess.TimeoutExpired):  # a query that never ends: killed
-        cliproc.run("query", endless, "--db", url, timeout=3)
+        cliproc.run("query", endless, "--db", url, timeout=1)
