@@ -28,6 +28,7 @@ import orchestrator.run.trial.runner
 import orchestrator.run.trial.trial_db
 import results_db
 from contract.config import RunSpec
+from contract.states import stale_after_s
 from orchestrator.run.trial.runner import execute_job
 from orchestrator.run.trial.trial_job import TrialJob
 from tests.support.dbfaults import db_fault
@@ -159,7 +160,11 @@ def test_a_read_only_db_leaves_the_run_to_go_lost_and_rerun_completes(
     assert db.run(job.run_id).status == "running"
     assert _assert_whole_steps(db, job.run_id, logged) == set(range(FAULT_AT_STEP + 1))
     flag.unlink()
-    time.sleep(3 * job.heartbeat_s + 2.5)  # contract.states.stale_after_s + margin
-    assert db.reconcile() == [job.run_id]
+    # lost once its heartbeat is stale (contract.states.stale_after_s), asked until then
+    deadline = time.monotonic() + stale_after_s(job.heartbeat_s) + 30
+    while not (ended := db.reconcile()):
+        assert time.monotonic() < deadline and db.run(job.run_id).status == "running"
+        time.sleep(0.1)
+    assert ended == [job.run_id]
     assert db.run(job.run_id).status == "lost"
     _rerun_completes(db, job, logged, FAULT_AT_STEP)
