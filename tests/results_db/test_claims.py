@@ -4,7 +4,6 @@ stop, finishes that cannot move a run they no longer hold, fault classes, leases
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import threading
 import time
 
@@ -20,6 +19,7 @@ from contract.states import (
     stale_after_s,
     status_group,
 )
+from tests.support.procs import clean_context
 
 
 def _new(name: str) -> results_db.NewRun:
@@ -63,7 +63,9 @@ def test_concurrent_processes_claim_each_run_exactly_once(db_url: str, trial_ids
     the same id (Tune's ids can collide across drivers)."""
     db = results_db.open(db_url)
     ids = _runs(db, 6)
-    ctx = mp.get_context("spawn")
+    # forked from a server that imported results_db once (not 4 interpreters a case): each
+    # claimer is still a process of its own with its own connections
+    ctx = clean_context("results_db", __name__)
     barrier, out = ctx.Barrier(4), ctx.Queue()
     same = "00000_00000" if trial_ids == "colliding" else None
     procs = [ctx.Process(target=_claimer, args=(db_url, ids, f"p{i}", barrier, out, same))
