@@ -40,17 +40,29 @@ def _db(tmp_path: Path, how: str) -> str:
 
 @pytest.mark.parametrize("fmt", ["html", "markdown"])
 @pytest.mark.parametrize("how", ["empty", "started", "summaries"])
-def test_report_renders_a_sweep_with_no_curve_point(
-        how: str, fmt: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_report_renders_a_sweep_with_no_curve_point(how: str, fmt: str, tmp_path: Path) -> None:
+    """The report builder ``orchestrator report`` runs as its child (dashboard.report), here in
+    this process: a child's start per case proves nothing more (the next test runs the CLI)."""
+    from dashboard.report.__main__ import write
+
     url = _db(tmp_path, how)
     out = tmp_path / ("r.html" if fmt == "html" else "r.md")
-    code = main(["report", "smoke", "--db", url, "--out", str(out), "--format", fmt])
-    cap = capsys.readouterr()
-    assert code == 0, cap.err
+    assert write("smoke", url, out, fmt)[0] == out
     text = out.read_text(encoding="utf-8")
     assert "smoke" in text
     if fmt == "markdown" and how == "empty":
         assert "*no runs yet." in text  # not "0 runs: ."
+
+
+def test_the_report_command_renders_a_sweep_with_no_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same through the CLI and its child process, once."""
+    url = _db(tmp_path, "empty")
+    out = tmp_path / "r.md"
+    code = main(["report", "smoke", "--db", url, "--out", str(out), "--format", "markdown"])
+    cap = capsys.readouterr()
+    assert code == 0, cap.err
+    assert "*no runs yet." in out.read_text(encoding="utf-8")
 
 
 def test_runs_without_provenance_are_other_code(tmp_path: Path) -> None:
