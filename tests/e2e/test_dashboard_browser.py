@@ -366,7 +366,7 @@ def test_overview_and_curves_follow_a_sweep_that_turns_live(
                 legend = screenshot.shot_of(cv).detail[0].get("legend", [])
                 if "sdpa_elementwise" in legend:
                     break
-                cv.wait_for_timeout(1000)
+                cv.wait_for_timeout(250)
             assert legend == ["baseline", "sdpa_elementwise"], legend
         finally:
             ov.close()
@@ -521,7 +521,7 @@ def test_leaderboard_verdict_labels_end_inside_the_chart(served) -> None:
         p.wait_for_function("() => document.querySelectorAll("
                             "'[data-testid=stVegaLiteChart] svg g.mark-text text').length > 0",
                             timeout=40_000)
-        p.wait_for_timeout(800)
+        screenshot.settle(p)  # the run over and the chart redrawn at its width
         labels = p.evaluate(_TEXT_OVERFLOW_JS)[0]
     finally:
         p.close()
@@ -571,7 +571,7 @@ def _explore(served, query: str = "", height: int = 2400):
     p.wait_for_function("() => document.querySelectorAll("
                         "'[data-testid=stVegaLiteChart] svg g.mark-rule').length > 0",
                         timeout=40_000)
-    p.wait_for_timeout(500)
+    screenshot.settle(p)
     return p
 
 
@@ -604,7 +604,7 @@ def _lines(p) -> dict[str, int]:
                         "'[data-testid=stVegaLiteChart] svg'); return c && "
                         "c.querySelectorAll('g.mark-line.role-mark path').length > 0; }",
                         timeout=30_000)
-    p.wait_for_timeout(300)
+    screenshot.settle(p)  # the run over, its chart drawn and no longer changing
     return p.evaluate(_LINES_JS)
 
 
@@ -640,14 +640,12 @@ def test_explore_brushing_filters_runs_and_the_link_keeps_it(served) -> None:
         _drag(p, x, top + 2, _y(geo, 0.5))
         p.get_by_text(f"{TOY_UPPER_LRS} of 57 runs kept", exact=False).first.wait_for(
             timeout=30_000)
-        p.wait_for_timeout(1000)
         assert _lines(p) == {"lines": 57, "grey": 57 - TOY_UPPER_LRS}
         pos_x = p.evaluate(_AXIS_RULES_JS)["rules"]["model.gates.0.position"]
         y = p.evaluate(_TICK_Y_JS, ["–", pos_x])
         _drag(p, pos_x, y - 12, y + 12)
         p.get_by_text(f"{TOY_UPPER_UNGATED} of 57 runs kept", exact=False).first.wait_for(
             timeout=30_000)
-        p.wait_for_timeout(1000)
         lines = _lines(p)
         dots = p.evaluate(_DOTS_JS)
         link = p.url
@@ -771,7 +769,7 @@ def test_curves_view_in_the_url_and_grouped_by_a_config_key(served) -> None:
         p.wait_for_function("() => document.querySelectorAll("
                             "'[data-testid=stVegaLiteChart] svg g.mark-line').length > 0",
                             timeout=40_000)
-        p.wait_for_timeout(800)
+        screenshot.settle(p)
         shot = screenshot.shot_of(p)
         text = shot.text
         assert "validation loss" not in text and "Grouped by gate_position" in text

@@ -217,27 +217,46 @@ _CHARTS_DRAWN_JS = """() => Array.from(document.querySelectorAll('[data-testid=s
   .every(el => el.querySelector('svg'))"""
 
 
-_COUNT_JS = ("() => document.querySelectorAll('[data-testid=stElementContainer]').length"
-             " + (document.querySelector('[data-testid=stStatusWidget]') ? 100000 : 0)")
+# What must stay the same for a page to count as settled, or -1 while a script run is going
+# on: the app's own run state (``data-test-script-state``, set from the server's session
+# status, so it is never "notRunning" between an event and the rerun it asks for), no element
+# left stale from the run before, no status widget; then the number of elements and, per
+# chart, its svg's size and node count (Vega draws a frame after insertion and again when
+# its container's width is known)
+_STATE_JS = """() => {
+  const app = document.querySelector('[data-testid=stApp]');
+  if (!app || app.getAttribute('data-test-script-state') !== 'notRunning'
+      || document.querySelector('[data-testid=stStatusWidget]')
+      || document.querySelector('[data-testid=stElementContainer][data-stale=true]')) return -1;
+  const charts = Array.from(document.querySelectorAll('[data-testid=stVegaLiteChart]'))
+    .map(el => { const svg = el.querySelector('svg');
+                 if (!svg) return 'none';
+                 const b = svg.getBoundingClientRect();
+                 return `${Math.round(b.width)}x${Math.round(b.height)}:`
+                   + svg.getElementsByTagName('*').length; });
+  return document.querySelectorAll('[data-testid=stElementContainer]').length + '|'
+    + charts.join(',');
+}"""
 
 
-def _wait_settled(page: Any, timeout_s: float, quiet_s: float = 1.5) -> None:
-    """Until the number of page elements has not changed for ``quiet_s`` (the status widget
-    can appear late, after the first elements are drawn)."""
+def _wait_settled(page: Any, timeout_s: float, quiet_s: float = 0.5) -> None:
+    """Until no script run is going on and the page's elements and charts (_STATE_JS) have
+    not changed for ``quiet_s``."""
     deadline = time.monotonic() + timeout_s
-    last, since = -1, time.monotonic()
+    last, since = None, time.monotonic()
     while time.monotonic() < deadline:
-        n = page.evaluate(_COUNT_JS)
-        if n != last:
-            last, since = n, time.monotonic()
-        elif n < 100000 and time.monotonic() - since >= quiet_s:
+        state = page.evaluate(_STATE_JS)
+        if state != last:
+            last, since = state, time.monotonic()
+        elif state != -1 and time.monotonic() - since >= quiet_s:
             return
-        page.wait_for_timeout(250)
+        page.wait_for_timeout(100)
 
 
 def settle(page: Any, timeout_ms: int = 45_000) -> None:
-    """Until the script run is over and the page's elements stopped changing (a rerun
-    replaces elements after the run: an event sent before then can land on an old one)."""
+    """Until the script run is over and the page's elements and charts stopped changing (a
+    rerun replaces elements after the run: an event sent before then can land on an old
+    one)."""
     page.wait_for_function(_RUN_OVER_JS, timeout=timeout_ms)
     _wait_settled(page, timeout_ms / 1000)
 
@@ -254,7 +273,7 @@ def open_settled(page: Any, url: str, wait_for: str, timeout_ms: int = 45_000) -
         page.wait_for_function(_DRAWN_JS, timeout=20_000)
     with contextlib.suppress(Exception):
         page.wait_for_function(_CHARTS_DRAWN_JS, timeout=20_000)
-    page.wait_for_timeout(800)  # vega draws a frame after insertion
+    _wait_settled(page, timeout_ms / 1000)  # vega draws a frame after insertion
 
 
 # What a page cuts off at its viewport's width: the page scrolling sideways; a chart, a legend
