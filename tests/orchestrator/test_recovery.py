@@ -50,15 +50,14 @@ def test_rerun_sweep_takes_a_dead_drivers_queue_and_says_what_it_leaves(db_ids) 
 
 def test_rerun_sweep_cli_prints_what_it_leaves_and_trains_nothing_when_all_is_live_or_done(
         db_ids, db_url: str) -> None:
-    import subprocess
-    import sys
+    from tests.support import cliproc
 
     db, ids, sweep = db_ids
     att = db.claim_run(ids[0], "d", "h")
     db.finish_attempt(att.id, "succeeded")
     db.renew_leases(ids[1:], "submit bbbb on host z", lease_s=120)  # a live driver's queue
-    out = subprocess.run([sys.executable, "-m", "orchestrator", "rerun", "--sweep", sweep,
-                          "--db", db_url], capture_output=True, text=True, timeout=120)
+    # a process of its own, as `python -m orchestrator` (forked from one that imported the CLI)
+    out = cliproc.run("rerun", "--sweep", sweep, "--db", db_url, timeout=120)
     assert out.returncode == 0, out.stderr
     assert f"left run {ids[0]} alone: succeeded: a result" in out.stdout
     assert f"left run {ids[1]} alone: pending, queued by submit bbbb on host z" in out.stdout
