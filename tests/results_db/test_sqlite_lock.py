@@ -53,7 +53,8 @@ def test_a_lock_held_past_the_busy_timeout_is_an_outage_to_wait_out(
             db.log_metrics(rid, aid, [(1, "train/loss", 3.0)])
         assert str(err.value) == (f"results DB {tmp_path / 'r.db'} could not be written: "
                                   "database is locked")
-        release = threading.Timer(1.5, holder.release)
+        # freed during the retry at 0.8 s, which waits up to the busy timeout for it
+        release = threading.Timer(1.0, holder.release)
         release.start()
         with_db_retry(lambda: db.log_metrics(rid, aid, [(1, "train/loss", 3.0)]),
                       "writing 1 point", wait_s=30)
