@@ -78,6 +78,14 @@ def _capture(served, tmp_path: Path, page: str, sweep: str, wait_for: str, name:
     return shot
 
 
+@pytest.fixture(scope="module")
+def leaderboard_demo(served, tmp_path_factory: pytest.TempPathFactory) -> screenshot.Shot:
+    """The demo sweep's Leaderboard, rendered once for the two tests that read it (the sweep
+    is not written after the fill)."""
+    return _capture(served, tmp_path_factory.mktemp("leaderboard"), "Leaderboard", "demo",
+                    "Multiplicity correction", "dashboard-leaderboard.png")
+
+
 def _field(label: str, key: str) -> str | None:
     """'variant: x; lr: 1.00e-3' -> the value of ``key`` (a mark's aria-label)."""
     return next((p.split(": ", 1)[1] for p in label.split("; ") if p.startswith(key + ": ")),
@@ -104,10 +112,10 @@ def test_overview_shows_live_runs(served, tmp_path: Path) -> None:
     assert "Live runs (2)" in shot.text
 
 
-def test_leaderboard_verdicts_and_cis(served, tmp_path: Path) -> None:
+def test_leaderboard_verdicts_and_cis(served, leaderboard_demo: screenshot.Shot,
+                                      tmp_path: Path) -> None:
     db = results_db.open(served[2], readonly=True)
-    shot = _capture(served, tmp_path, "Leaderboard", "demo", "Multiplicity correction",
-                    "dashboard-leaderboard.png")
+    shot = leaderboard_demo
     assert "Leaderboard — demo" in shot.text
     assert db.findings("demo").lines()[0] in shot.text  # the answers first, as the CLI
     assert "Δ val/ppl vs baseline (%), 95 % CI" in shot.text  # the dot plot's axis
@@ -293,13 +301,13 @@ def test_probes_scale_to_16_variants(served, tmp_path: Path) -> None:
     assert all(w >= 150 and h >= 40 for w, h in hist["areas"]), hist["areas"]
 
 
-def test_leaderboard_words_colours_and_tables(served, tmp_path: Path) -> None:
+def test_leaderboard_words_colours_and_tables(served, leaderboard_demo: screenshot.Shot,
+                                              tmp_path: Path) -> None:
     """'needs >= k seeds' says what k is for, the caption names the seeds for the observed
     Δ; each variant in its palette colour (as on every other page), never a verdict hue; 16
     rows drawn without a 10-row clip, the metric list quality first."""
     colors = palette.colors([v.name for v in sample.SAMPLE], "baseline")
-    shot = _capture(served, tmp_path, "Leaderboard", "demo", "Multiplicity correction",
-                    "dashboard-leaderboard-demo.png")
+    shot = leaderboard_demo
     labels = shot.detail[0]["texts"]
     needs = [t for t in labels if t.startswith("needs >=")]
     assert needs and all(t.endswith("seeds for a ±1% effect") for t in needs), labels
