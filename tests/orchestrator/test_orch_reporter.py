@@ -10,6 +10,7 @@ import pytest
 import results_db
 from orchestrator.run.driver.submit import make_plan, register
 from orchestrator.run.trial.reporter import DBReporter, RunCancelled, Superseded, SweepStopped
+from tests.support.silence import silence
 
 SMOKE = Path(__file__).resolve().parents[2] / "sweeps" / "smoke.yaml"
 
@@ -80,7 +81,7 @@ def test_a_superseded_attempt_is_told_to_stop_and_writes_nothing(tmp_path: Path)
     db = results_db.open(f"sqlite:///{tmp_path / 'r.db'}")
     run = register(db, make_plan(SMOKE), force=False).to_run[0]
     old = db.claim_run(run.id, "driver A", "h", heartbeat_s=0.1)
-    time.sleep(2.5)  # stale: 3 x 0.1 s + 2 s
+    silence(db, old.id, 2.5)  # stale: 3 x 0.1 s + 2 s
     new = db.claim_run(run.id, "driver B", "h")
     assert new is not None
     rep = DBReporter(db, run.id, old.id, heartbeat_s=0.05, flush_s=3600)

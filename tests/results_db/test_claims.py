@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import timedelta
 
 import pytest
-from sqlalchemy import create_engine, select, text, update
+from sqlalchemy import create_engine, text
 from sqlalchemy.pool import NullPool
 
 import results_db
@@ -20,8 +19,8 @@ from contract.states import (
     stale_after_s,
     status_group,
 )
-from results_db.schema.tables import Attempt
 from tests.support.procs import clean_context
+from tests.support.silence import silence
 
 
 def _new(name: str) -> results_db.NewRun:
@@ -32,19 +31,6 @@ def _new(name: str) -> results_db.NewRun:
 def _runs(db, n: int, sweep: str = "s") -> list[int]:
     sid = db.ensure_sweep(sweep)
     return [r.id for r in db.register_runs(sid, [_new(f"{sweep}{i}") for i in range(n)]).to_run]
-
-
-def _silence(db, attempt_id: int, seconds: float) -> None:
-    """As if attempt ``attempt_id`` had sent nothing for ``seconds`` more: its start and last
-    heartbeat move back (what a sleep of that long would do, without the wait; staleness is
-    judged from these timestamps against the clock)."""
-    back = timedelta(seconds=seconds)
-    with db.engine.begin() as c:
-        row = c.execute(select(Attempt.started, Attempt.heartbeat)
-                        .where(Attempt.id == attempt_id)).one()
-        c.execute(update(Attempt).where(Attempt.id == attempt_id).values(
-            started=row.started - back,
-            heartbeat=None if row.heartbeat is None else row.heartbeat - back))
 
 
 def _claimer(url: str, run_ids: list[int], who: str, barrier, out,
@@ -154,10 +140,10 @@ def test_stale_lease_is_taken_over_and_the_old_attempt_cannot_finish_the_run(db_
     old = db.claim_run(rid, "driver A", "h", trial_id="ta", heartbeat_s=0.2)
     assert stale_after_s(0.2) == pytest.approx(2.6)
     assert db.claim_run(rid, "driver B", "h", trial_id="tb") is None  # fresh: refused
-    _silence(db, old.id, 1.5)
+    silence(db, old.id, 1.5)
     assert db.stale_attempts([rid]) == []  # silent 1.5 s: not yet past its 2.6 s
     assert db.claim_run(rid, "driver B", "h", trial_id="tb") is None
-    _silence(db, old.id, 1.3)
+    silence(db, old.id, 1.3)
     assert [a.id for a in db.stale_attempts([rid])] == [old.id]
     new = db.claim_run(rid, "driver B", "h", trial_id="tb")
     assert new is not None and new.number == 2
@@ -209,7 +195,7 @@ def test_reconcile_uses_each_attempts_own_interval(db_url: str) -> None:
     q = db.claim_run(quick, "d", "h", heartbeat_s=0.1)  # stale after 2.3 s
     w = db.claim_run(slow, "d", "h", heartbeat_s=30)  # stale after 92 s
     for att in (q, w):
-        _silence(db, att.id, 2.5)
+        silence(db, att.id, 2.5)
     assert db.reconcile() == [quick]
     att = db.attempts(quick)[0]
     assert (att.status, att.fault) == ("lost", "no_heartbeat")
@@ -268,7 +254,7 @@ def test_a_silent_attempt_has_no_eta(db_url: str) -> None:
     time.sleep(0.3)
     fresh = db.live_runs("s").row(0, named=True)
     assert fresh["stale"] is False and fresh["eta_s"] is not None and fresh["eta_s"] > 0
-    _silence(db, att.id, 2.3)
+    silence(db, att.id, 2.3)
     silent = db.live_runs("s").row(0, named=True)
     assert silent["stale"] is True and silent["eta_s"] is None
     assert silent["step"] == 30 and silent["status"] == "running"
