@@ -10,12 +10,14 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pytest
 import streamlit as st
+from streamlit.runtime.caching import cache_utils
 from streamlit.testing.v1 import AppTest
 
 import results_db
@@ -52,8 +54,32 @@ def _run(db: Any, rid: int, variant: str, seed: int) -> None:
     db.finish_attempt(att.id, "succeeded")
 
 
+class CacheClock:
+    """The clock st.cache_data's TTLs are read on (``cache_utils.TTLCACHE_TIMER``): the real
+    monotonic time plus what a test moved it on, so a TTL can run out without a sleep."""
+
+    def __init__(self) -> None:
+        self.ahead_s = 0.0
+
+    def __call__(self) -> float:
+        return time.monotonic() + self.ahead_s
+
+    def wait(self, seconds: float) -> None:
+        """What ``time.sleep(seconds)`` does to every cached read's age."""
+        self.ahead_s += seconds
+
+
 @pytest.fixture()
-def url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+def clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[CacheClock]:
+    """Caches made from here on age by ``clock`` (the url fixture clears them after this)."""
+    c = CacheClock()
+    monkeypatch.setattr(cache_utils, "TTLCACHE_TIMER", c)
+    yield c
+    st.cache_data.clear()  # no cache left on this clock for the next test
+
+
+@pytest.fixture()
+def url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clock: CacheClock) -> str:
     from results_db import NewRun
 
     u = f"sqlite:///{tmp_path / 'live.db'}"
@@ -103,7 +129,8 @@ def test_smoothing_applies_to_training_series_only() -> None:
                                                      "probe/max_activation"))
 
 
-def test_results_pages_say_as_of_and_show_a_run_that_finished(url: str) -> None:
+def test_results_pages_say_as_of_and_show_a_run_that_finished(url: str,
+                                                             clock: CacheClock) -> None:
     for page in ("Overview", "Leaderboard", "Ablation tables", "Curves", "Probes",
                  "Run detail"):
         at = _page(page)
@@ -118,13 +145,13 @@ def test_results_pages_say_as_of_and_show_a_run_that_finished(url: str) -> None:
         att = db.start_attempt(rid, host="h")
         db.log_summaries(rid, att.id, {"val/ppl": math.exp(VAL[(variant, 1)][-1] + 0.01)})
         db.finish_attempt(att.id, "succeeded")
-    time.sleep(3.2)  # the run counts' own TTL; the leaderboard's (15 s) must not matter
+    clock.wait(3.2)  # the run counts' own TTL; the leaderboard's (15 s) must not matter
     at.run()
     assert list(at.dataframe[0].value["n"]) == ["3", "3"]
     assert any("no run active; checked every 15 s" in c.value for c in at.caption)
 
 
-def test_a_run_started_later_joins_the_curves(url: str) -> None:
+def test_a_run_started_later_joins_the_curves(url: str, clock: CacheClock) -> None:
     at = _page("Curves")
     db = results_db.open(url)
     pending = db.runs(sweep=SWEEP, status="pending")["id"].to_list()
@@ -133,7 +160,7 @@ def test_a_run_started_later_joins_the_curves(url: str) -> None:
     at.multiselect(key="cv_runs").set_value(before[1:]).run()  # the user dropped one
     att = db.start_attempt(pending[0], host="h")
     db.log_metrics(pending[0], att.id, [(1, "train/loss", 5.0)])
-    time.sleep(3.2)
+    clock.wait(3.2)  # the run counts' TTL
     at.run()
     picked = at.multiselect(key="cv_runs").value
     assert pending[0] in picked and before[0] not in picked  # added; the user's drop kept
