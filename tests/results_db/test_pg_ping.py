@@ -20,7 +20,8 @@ pytestmark = pytest.mark.postgres
 
 
 def test_a_connection_idle_across_a_server_restart_is_replaced_not_handed_out(
-        ) -> None:
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(engine, "PG_PING_IDLE_S", 0.3)  # the product waits 1 s; read at open
     server = start_pg_server()
     try:
         server.admin("CREATE DATABASE ping")
