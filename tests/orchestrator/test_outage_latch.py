@@ -54,7 +54,7 @@ def test_a_real_outage_that_ends_as_the_sweep_stops_stays_given_up() -> None:
     with outage("postgres") as o:
         db = results_db.open(o.url)
         ids = [r.id for r in register(db, make_plan(SMOKE), force=False).to_run]
-        state = OutageState(wait_s=1.0)
+        state = OutageState(wait_s=0.5)  # a few of the keeper's 0.2 s ticks
         stopper = OutageStopper(state)
         with LeaseKeeper(db, ids, "d", 0.2, said.append, state):
             o.down()
