@@ -97,7 +97,7 @@ def test_exhausted_connections_fail_the_attempt_by_name_and_a_rerun_finishes(
     owner_url, url = limited
     spec, run_id = _one_run(results_db.open(owner_url))
     job = TrialJob.of(run_id, "r", spec, tmp_path / "ckpt", url, flush_s=0.001,
-                      heartbeat_s=0.5, db_wait_s=1.0)  # the trial rides out 1 s, then ends
+                      heartbeat_s=0.5, db_wait_s=0.5)  # the trial rides out 0.5 s, then ends
     callback = DBSyncCallback(url, "submit t on h")
     callback.setup()  # the driver's handle: 2 of the role's 3 slots
     hog = results_db.open(url, migrate=False)
