@@ -22,6 +22,7 @@ checked on the real command in tests/dashboard/test_dashboard_process.py. Skippe
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -66,16 +67,24 @@ def served(tmp_path_factory: pytest.TempPathFactory):
 
 def _capture(served, tmp_path: Path, page: str, sweep: str, wait_for: str, name: str,
              colors: list[str] | None = None, height: int = 1000) -> screenshot.Shot:
+    with _captured(served, tmp_path, page, sweep, wait_for, name, colors, height) as (shot, _):
+        return shot
+
+
+@contextlib.contextmanager
+def _captured(served, tmp_path: Path, page: str, sweep: str, wait_for: str, name: str,
+              colors: list[str] | None = None, height: int = 1000):
+    """_capture with the page kept open for the block: (its Shot, the page)."""
     base, b, _ = served
     first = tmp_path / name
-    shot = screenshot.capture(b, screenshot.page_url(base, page, sweep), wait_for, first,
-                              colors=colors or [], height=height)
-    assert first.stat().st_size > 10_000  # a real rendered PNG, not an empty page
-    if os.environ.get("GATESWEEP_SCREENSHOT_DIR"):
-        extra = Path(os.environ["GATESWEEP_SCREENSHOT_DIR"]) / name
-        extra.parent.mkdir(parents=True, exist_ok=True)
-        extra.write_bytes(first.read_bytes())
-    return shot
+    with screenshot.captured(b, screenshot.page_url(base, page, sweep), wait_for, first,
+                             colors=colors or [], height=height) as (shot, p):
+        assert first.stat().st_size > 10_000  # a real rendered PNG, not an empty page
+        if os.environ.get("GATESWEEP_SCREENSHOT_DIR"):
+            extra = Path(os.environ["GATESWEEP_SCREENSHOT_DIR"]) / name
+            extra.parent.mkdir(parents=True, exist_ok=True)
+            extra.write_bytes(first.read_bytes())
+        yield shot, p
 
 
 @pytest.fixture(scope="module")
@@ -474,25 +483,18 @@ def test_probes_histograms_have_their_own_axes_and_lr_legend_shows_dashes(served
 def test_scaling_charts_first_whole_legends_and_si_axes(served, tmp_path: Path) -> None:
     """On the 57-run gates-toy sweep: the charts come before the sentences (collapsed),
     no legend is cut off, and the FLOPs axis is not written 100,000,000,000."""
-    base, b, _ = served
-    shot = _capture(served, tmp_path, "Scaling", report_db.SWEEP, "Δ vs tokens",
-                    "dashboard-scaling-toy.png", height=1400)
+    with _captured(served, tmp_path, "Scaling", report_db.SWEEP, "Δ vs tokens",
+                   "dashboard-scaling-toy.png", height=1400) as (shot, p):
+        # the same render read for its axes and layout
+        p.wait_for_function(_ALL_CHARTS_DRAWN, arg=2, timeout=40_000)
+        charts = p.evaluate(_AXES_LEGENDS_JS)
+        first_chart = p.locator("[data-testid=stVegaLiteChart]").first.bounding_box()
+        sentences = p.locator("[data-testid=stExpander]").first.bounding_box()
     assert len(shot.detail) == 2
     for d in shot.detail:
         assert d["legend_clipped"] == [] and d["legend"], d["legend"]
         assert {"3e-3", "1e-2", "3e-2", "1e-1"} <= set(d["legend"])  # the LR dash legend
-    p = b.new_page(viewport={"width": 1500, "height": 1400})
-    try:
-        p.goto(screenshot.page_url(base, "Scaling", report_db.SWEEP),
-               wait_until="domcontentloaded")
-        p.get_by_text("Δ vs tokens").first.wait_for(timeout=60_000)
-        p.wait_for_function(_ALL_CHARTS_DRAWN, arg=2, timeout=40_000)
-        charts = p.evaluate(_AXES_LEGENDS_JS)
-        assert all(charts), charts
-        first_chart = p.locator("[data-testid=stVegaLiteChart]").first.bounding_box()
-        sentences = p.locator("[data-testid=stExpander]").first.bounding_box()
-    finally:
-        p.close()
+    assert all(charts), charts
     x_labels = [t for c in charts for a in c["axes"] if a["horiz"] for t in a["labels"]]
     assert x_labels and not [t for t in x_labels if re.search(r"\d,\d{3},\d{3}", t)], x_labels
     assert first_chart["y"] < sentences["y"]

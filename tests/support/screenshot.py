@@ -322,13 +322,22 @@ def capture(b: object, url: str, wait_for: str, out: Path | None, timeout_ms: in
             colors: Sequence[str] = (), height: int = 1000) -> Shot:
     """Open ``url``, wait until ``wait_for`` is visible, screenshot to ``out``; returns the
     page's visible text (the main area), its charts' pixel counts and details (shot_of)."""
+    with captured(b, url, wait_for, out, timeout_ms, colors, height) as (shot, _):
+        return shot
+
+
+@contextlib.contextmanager
+def captured(b: object, url: str, wait_for: str, out: Path | None, timeout_ms: int = 45_000,
+             colors: Sequence[str] = (), height: int = 1000) -> Iterator[tuple[Shot, Any]]:
+    """capture, with the page kept open until the block ends: (its Shot, the page), for
+    reading more off the same render."""
     page = b.new_page(viewport={"width": 1500, "height": height})  # type: ignore[attr-defined]
     try:
         open_settled(page, url, wait_for, timeout_ms)
         if out is not None:
             out.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(out), full_page=True)
-        return shot_of(page, colors)
+        yield shot_of(page, colors), page
     finally:
         page.close()
 
