@@ -88,11 +88,17 @@ def _captured(served, tmp_path: Path, page: str, sweep: str, wait_for: str, name
 
 
 @pytest.fixture(scope="module")
-def leaderboard_demo(served, tmp_path_factory: pytest.TempPathFactory) -> screenshot.Shot:
+def leaderboard_demo(served, tmp_path_factory: pytest.TempPathFactory
+                     ) -> tuple[screenshot.Shot, list[str]]:
     """The demo sweep's Leaderboard, rendered once for the two tests that read it (the sweep
-    is not written after the fill)."""
-    return _capture(served, tmp_path_factory.mktemp("leaderboard"), "Leaderboard", "demo",
-                    "Multiplicity correction", "dashboard-leaderboard.png")
+    is not written after the fill): its Shot, then the Metric picker's options as it lists
+    them when opened."""
+    with _captured(served, tmp_path_factory.mktemp("leaderboard"), "Leaderboard", "demo",
+                   "Multiplicity correction", "dashboard-leaderboard.png") as (shot, p):
+        p.locator("[data-testid=stSelectbox]").filter(has_text="Metric").first.click()
+        p.locator("[role=option]").first.wait_for(timeout=20_000)
+        metrics = [t.strip() for t in p.locator("[role=option]").all_inner_texts()]
+    return shot, metrics
 
 
 def _field(label: str, key: str) -> str | None:
@@ -121,10 +127,10 @@ def test_overview_shows_live_runs(served, tmp_path: Path) -> None:
     assert "Live runs (2)" in shot.text
 
 
-def test_leaderboard_verdicts_and_cis(served, leaderboard_demo: screenshot.Shot,
-                                      tmp_path: Path) -> None:
+def test_leaderboard_verdicts_and_cis(
+        served, leaderboard_demo: tuple[screenshot.Shot, list[str]], tmp_path: Path) -> None:
     db = results_db.open(served[2], readonly=True)
-    shot = leaderboard_demo
+    shot, _ = leaderboard_demo
     assert "Leaderboard — demo" in shot.text
     assert db.findings("demo").lines()[0] in shot.text  # the answers first, as the CLI
     assert "Δ val/ppl vs baseline (%), 95 % CI" in shot.text  # the dot plot's axis
@@ -310,13 +316,13 @@ def test_probes_scale_to_16_variants(served, tmp_path: Path) -> None:
     assert all(w >= 150 and h >= 40 for w, h in hist["areas"]), hist["areas"]
 
 
-def test_leaderboard_words_colours_and_tables(served, leaderboard_demo: screenshot.Shot,
-                                              tmp_path: Path) -> None:
+def test_leaderboard_words_colours_and_tables(
+        served, leaderboard_demo: tuple[screenshot.Shot, list[str]], tmp_path: Path) -> None:
     """'needs >= k seeds' says what k is for, the caption names the seeds for the observed
     Δ; each variant in its palette colour (as on every other page), never a verdict hue; 16
     rows drawn without a 10-row clip, the metric list quality first."""
     colors = palette.colors([v.name for v in sample.SAMPLE], "baseline")
-    shot = leaderboard_demo
+    shot, shown = leaderboard_demo  # shown: the Metric picker's options
     labels = shot.detail[0]["texts"]
     needs = [t for t in labels if t.startswith("needs >=")]
     assert needs and all(t.endswith("seeds for a ±1% effect") for t in needs), labels
@@ -330,17 +336,7 @@ def test_leaderboard_words_colours_and_tables(served, leaderboard_demo: screensh
     wide = _capture(served, tmp_path, "Leaderboard", sample.WIDE_SWEEP, "Multiplicity correction",
                     "dashboard-leaderboard-wide.png", height=1600)
     assert wide.tables[0] >= 38 + 35 * 16  # header + 16 rows, not 10 and a scrollbar
-    base, b, url = served
-    p = b.new_page(viewport={"width": 1600, "height": 1000})
-    try:
-        p.goto(screenshot.page_url(base, "Leaderboard", "demo"), wait_until="domcontentloaded")
-        p.get_by_text("Multiplicity correction", exact=False).first.wait_for(timeout=60_000)
-        p.locator("[data-testid=stSelectbox]").filter(has_text="Metric").first.click()
-        p.locator("[role=option]").first.wait_for(timeout=20_000)
-        shown = [t.strip() for t in p.locator("[role=option]").all_inner_texts()]
-    finally:
-        p.close()
-    with results_db.open(url, readonly=True) as db:
+    with results_db.open(served[2], readonly=True) as db:
         from dashboard.tables import metric_order
         expected = metric_order(db.summary_names("demo"))
     assert shown and shown == expected[:len(shown)], shown
