@@ -2,7 +2,11 @@
 Ray, DeepSpeed training, a real SQLite file. The driver is killed with SIGKILL mid-sweep and a
 second `submit` continues the same allocation: every (row, seed) is trained at most once, a row
 got a seed beyond the first ones only when its reading was undecided without it, a decided row
-got no more, and the run budget holds. Slow: marked ``slow``."""
+got no more, and the run budget holds. Slow: marked ``slow``.
+
+Both submits join the module's local cluster (``--address``; Ray ends a dead driver's trials):
+the subject is the allocation, and a submit that starts its own Ray (~10-15 CPU-seconds) is
+tests/e2e/test_orchestrator_e2e.py's."""
 
 from __future__ import annotations
 
@@ -51,9 +55,9 @@ def _env() -> dict[str, str]:
     return e
 
 
-def _submit(spec: Path, url: str, storage: Path) -> subprocess.Popen[bytes]:
+def _submit(spec: Path, url: str, storage: Path, address: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-m", "orchestrator", "submit", str(spec), "--db",
-                             url, "--storage", str(storage)], env=_env(),
+                             url, "--storage", str(storage), "--address", address], env=_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)
 
@@ -65,11 +69,12 @@ def _succeeded(url: str) -> int:
     return int((runs["status"] == "succeeded").sum()) if runs.height else 0
 
 
-def test_killed_adaptive_driver_resumes_the_same_allocation(tmp_path: Path) -> None:
+def test_killed_adaptive_driver_resumes_the_same_allocation(ray_local: str, tmp_path: Path
+                                                            ) -> None:
     spec = tmp_path / "adapt.yaml"
     spec.write_text(SWEEP)
     url, storage = f"sqlite:///{tmp_path / 'r.db'}", tmp_path / "runs"
-    first = _submit(spec, url, storage)
+    first = _submit(spec, url, storage, ray_local)
     try:
         deadline = time.monotonic() + 400
         while _succeeded(url) < 4:
@@ -80,7 +85,7 @@ def test_killed_adaptive_driver_resumes_the_same_allocation(tmp_path: Path) -> N
         first.wait(timeout=30)
     finally:
         _kill_group(first)
-    second = _submit(spec, url, storage)
+    second = _submit(spec, url, storage, ray_local)
     try:
         out, _ = second.communicate(timeout=600)
     finally:
