@@ -77,6 +77,10 @@ TABLE: tuple[Knob, ...] = (
     Knob("GATESWEEP_KEEP_RAY_TMP", "flag", False,
          "keep a local Ray's temp folder (logs) after the sweep",
          "orchestrator/run/driver/scheduler.py"),
+    Knob("GATESWEEP_DASHBOARD_IDLE_S", "seconds", 15.0,
+         "how often a dashboard page with no active run rechecks the DB (a submit or rerun from "
+         "the CLI shows up within it; active runs: every 3 s)", "dashboard/views/common.py",
+         low=1.0),
     Knob("GATESWEEP_JOB_PYTHON", "text", "python",
          "the cluster's interpreter for `submit --detach` jobs", "orchestrator/cli/detach.py"),
     Knob("GATESWEEP_STORAGE", "text", "/shared/gatesweep",

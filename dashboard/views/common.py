@@ -7,6 +7,8 @@ from typing import Any
 
 import streamlit as st
 
+from contract import env
+
 
 def show_rows(total: int, key: str, default: int = 100) -> int:
     """A cap on the rows drawn (an HTML table of thousands of rows is slow in the browser)."""
@@ -32,7 +34,12 @@ def show_chart(chart: Any, where: Any = None, extra: int = 110) -> None:
 
 # --- keeping a page current -------------------------------------------------------------
 LIVE_REFRESH_S = 3  # while a run of the sweep is running or waiting for a driver
-IDLE_REFRESH_S = 15  # otherwise: a submit/rerun from the CLI still shows up on its own
+
+
+def refresh_s(active: bool) -> float:
+    """How often a page rechecks the DB: LIVE_REFRESH_S while a run is active, else
+    GATESWEEP_DASHBOARD_IDLE_S (a submit/rerun from the CLI still shows up on its own)."""
+    return LIVE_REFRESH_S if active else env.seconds("GATESWEEP_DASHBOARD_IDLE_S")
 
 
 def is_active(url: str, sweep: str | None) -> bool:
@@ -45,17 +52,17 @@ def is_active(url: str, sweep: str | None) -> bool:
     return any(int(frame[s].sum() or 0) for s in ACTIVE_STATES if s in frame.columns)
 
 
-def as_of(active: bool, every: int) -> str:
+def as_of(active: bool, every: float) -> str:
     """'As of 15:04:05 UTC · live: checked every 3 s' (the time the page's data was read)."""
     now = dt.datetime.now(dt.timezone.utc).strftime("%H:%M:%S")
-    how = f"live: runs are active, checked every {every} s" if active else \
-        f"no run active; checked every {every} s"
+    how = f"live: runs are active, checked every {every:g} s" if active else \
+        f"no run active; checked every {every:g} s"
     return f"As of {now} UTC · {how}"
 
 
 def watch(url: str, sweep: str | None, key: str) -> bool:
     """Keep a results page current: a fragment that re-reads the sweep's run counts every
-    LIVE_REFRESH_S (IDLE_REFRESH_S when nothing is active) and reruns the whole page when they
+    :func:`refresh_s` and reruns the whole page when they
     changed -- a finished run re-ranks the leaderboard, a started one joins Curves, a rerun
     moves Run detail on -- and always says "as of" when. ``run_every`` is fixed when a
     fragment is defined, so a page whose sweep turns active is rebuilt by that rerun with the
@@ -65,12 +72,12 @@ def watch(url: str, sweep: str | None, key: str) -> bool:
     state = data.sweep_state(url, sweep)
     st.session_state[f"_watch_{key}"] = state
     active = is_active(url, sweep)
-    every = LIVE_REFRESH_S if active else IDLE_REFRESH_S
+    every = refresh_s(active)
     st.fragment(run_every=every)(_watcher)(url, sweep, key, active, every)
     return active
 
 
-def _watcher(url: str, sweep: str | None, key: str, active: bool, every: int) -> None:
+def _watcher(url: str, sweep: str | None, key: str, active: bool, every: float) -> None:
     from dashboard import data
 
     if data.sweep_state(url, sweep) != st.session_state.get(f"_watch_{key}"):

@@ -10,9 +10,9 @@ from dashboard import data
 from dashboard.mdtext import md
 from dashboard.status import status_table
 from dashboard.views.common import (
-    IDLE_REFRESH_S,
     LIVE_REFRESH_S,
     is_active,
+    refresh_s,
     table_height,
     watch,
 )
@@ -53,11 +53,11 @@ def render(url: str, sweep: str | None) -> None:
     # the watcher reruns the page whenever any sweep's counts change (a new sweep, a run
     # that starts or ends), also when nothing was live at load; the block below refreshes
     # itself too: every LIVE_REFRESH_S while runs are active (steps, losses and heartbeats
-    # move between changes), every IDLE_REFRESH_S when idle (it had no clock then, and a
-    # live table read just before the last run ended stayed on the page for good)
+    # move between changes), every GATESWEEP_DASHBOARD_IDLE_S when idle (it had no clock then,
+    # and a live table read just before the last run ended stayed on the page for good)
     watch(url, None, "ov")
     active = is_active(url, None)
-    every = LIVE_REFRESH_S if active else IDLE_REFRESH_S
+    every = refresh_s(active)
     st.fragment(run_every=every)(_status_block)(url, active)
 
 

@@ -93,7 +93,7 @@ def test_the_live_block_keeps_a_clock_while_idle(url: str) -> None:
     finally:
         mp.undo()
     assert _live_rows(at) == []
-    assert seen and seen[-1] == common.IDLE_REFRESH_S
+    assert seen and seen[-1] == common.refresh_s(False) == 15  # GATESWEEP_DASHBOARD_IDLE_S
 
 
 def test_a_page_opened_right_after_submit_says_runs_are_active(url: str) -> None:
@@ -106,3 +106,13 @@ def test_a_page_opened_right_after_submit_says_runs_are_active(url: str) -> None
     at = open_page("Ablation tables", "just-submitted")
     as_of = [c.value for c in at.caption if c.value.startswith("As of ")]
     assert as_of and "live: runs are active, checked every 3 s" in as_of[0], as_of
+
+
+def test_an_idle_page_rechecks_as_often_as_the_knob_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dashboard.views import common
+
+    monkeypatch.setenv("GATESWEEP_DASHBOARD_IDLE_S", "7")
+    assert common.refresh_s(False) == 7 and common.refresh_s(True) == common.LIVE_REFRESH_S
+    monkeypatch.setenv("GATESWEEP_DASHBOARD_IDLE_S", "0.5")  # below its 1 s floor
+    with pytest.raises(ValueError, match="GATESWEEP_DASHBOARD_IDLE_S='0.5'"):
+        common.refresh_s(False)

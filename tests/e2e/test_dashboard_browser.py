@@ -47,6 +47,7 @@ pytest.importorskip("playwright.sync_api", reason="playwright is not installed (
 LR_COLORS = palette.colors(["baseline", "sdpa_elementwise"], "baseline")
 # the palette's next colours: on the LR sweep's variant charts they must not appear at all
 UNUSED = palette.COLORS[1:4]
+IDLE_S = 5  # GATESWEEP_DASHBOARD_IDLE_S of the served dashboard
 MIN_INK = 1  # data marks (lines, points, bars, bands) of a chart that is not empty
 
 
@@ -61,7 +62,9 @@ def served(tmp_path_factory: pytest.TempPathFactory):
     decide_sample.fill(db)  # an adaptive sweep: the Decide page
     db.close()
     report_db.build(url)  # the 57-run gates-toy sweep (an LR ladder, 3 seeds)
-    with screenshot.serve(url) as base, screenshot.browser() as b:
+    # the tests that follow a sweep changed from the CLI wait one idle recheck for the page to
+    # see it: 5 s, not the product's 15 (the 3 s live interval is the product's)
+    with screenshot.serve(url, idle_s=IDLE_S) as base, screenshot.browser() as b:
         yield base, b, url
 
 
@@ -361,7 +364,7 @@ def test_overview_and_curves_follow_a_sweep_that_turns_live(
     with results_db.open(url) as db:  # nothing live at load: one finished run
         db.finish_attempt(start(db, "baseline").id, "succeeded")
     b = served[1]
-    with screenshot.serve(url) as base:
+    with screenshot.serve(url, idle_s=IDLE_S) as base:
         ov = b.new_page(viewport={"width": 1600, "height": 1000})
         cv = b.new_page(viewport={"width": 1600, "height": 1400})
         try:

@@ -43,15 +43,20 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve(db_url: str, port: int | None = None, timeout_s: float = 60) -> Iterator[str]:
-    """`streamlit run dashboard/app.py` on 127.0.0.1:<free port>; yields the base URL."""
+def serve(db_url: str, port: int | None = None, timeout_s: float = 60,
+          idle_s: float | None = None) -> Iterator[str]:
+    """`streamlit run dashboard/app.py` on 127.0.0.1:<free port>; yields the base URL. With
+    ``idle_s`` an idle page rechecks the DB that often (GATESWEEP_DASHBOARD_IDLE_S)."""
     port = port or free_port()
     cmd = [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true",
            "--server.address", "127.0.0.1", "--server.port", str(port),
            "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
            "--client.toolbarMode", "minimal"]
     log = tempfile.NamedTemporaryFile(prefix="dashboard-", suffix=".log", delete=False)
-    proc = subprocess.Popen(cmd, env={**os.environ, "GATESWEEP_DB": db_url}, stdout=log,
+    env = {**os.environ, "GATESWEEP_DB": db_url}
+    if idle_s is not None:
+        env["GATESWEEP_DASHBOARD_IDLE_S"] = str(idle_s)
+    proc = subprocess.Popen(cmd, env=env, stdout=log,
                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:
