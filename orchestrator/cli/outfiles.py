@@ -55,7 +55,7 @@ def write_files(files: Mapping[Path, Writer], replace_symlink: bool = False) -> 
     tmps: dict[Path, Path] = {}
     try:
         for path in files:
-            _check_target(path, replace_symlink)
+            check_target(path, replace_symlink)
         mode = _default_mode()
         for path, writer in files.items():
             fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -81,7 +81,7 @@ def _default_mode() -> int:
     return 0o666 & ~mask
 
 
-def _check_target(path: Path, replace_symlink: bool) -> None:
+def check_target(path: Path, replace_symlink: bool) -> None:
     """A new path or a regular file: the rename would otherwise turn a device, FIFO or socket
     (``--out /dev/null`` as root) into a regular file, or silently replace a symbolic link."""
     if not path.parent.is_dir():

@@ -22,7 +22,7 @@ from contract.child import child_env, python_command
 from contract.errors import UserError
 from orchestrator.cli import memlimit
 from orchestrator.cli.app import DbOpt, ReplaceSymlinkOpt, app, db_url, open_sweep, out
-from orchestrator.cli.outfiles import Writer, out_dir, write_files
+from orchestrator.cli.outfiles import Writer, check_target, out_dir, write_files
 from results_db.engine import DB_ENV
 
 FORMATS = {"html": ".html", "markdown": ".md"}
@@ -54,6 +54,7 @@ def report(sweep: str, db: DbOpt = None,
     if str(target) == "-":
         raise UserError("--out -: a report is a file (HTML, or Markdown with figures); give a "
                         "file path")
+    check_target(target, replace_symlink)  # before the build (seconds), as write_files will
     with tempfile.TemporaryDirectory(prefix="gatesweep-report-") as tmp:
         built = Path(tmp) / f"report{FORMATS[format]}"
         figures = Path(tmp) / "figures"
