@@ -5,8 +5,8 @@ got a seed beyond the first ones only when its reading was undecided without it,
 got no more, and the run budget holds. Slow: marked ``slow``.
 
 Both submits join the module's local cluster (``--address``; Ray ends a dead driver's trials):
-the subject is the allocation, and a submit that starts its own Ray (~10-15 CPU-seconds) is
-tests/e2e/test_orchestrator_e2e.py's."""
+the subject is the allocation, and a submit that starts its own Ray (CPU-seconds of daemons
+and workers) is tests/e2e/test_orchestrator_e2e.py's."""
 
 from __future__ import annotations
 

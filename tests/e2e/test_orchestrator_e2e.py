@@ -4,7 +4,8 @@ a real SQLite file. Slow (Ray start + a DeepSpeed init per trial): marked ``slow
 The first submit of test_failure_rerun_resume_and_cache and the SIGTERM / kill -9 tests start
 their own local Ray (the user's default path, and what a dying driver takes down with it); the
 later CLI calls, whose subject is the DB and the checkpoints, join the module's cluster
-(``--address``): each local start costs ~10-15 CPU-seconds of Ray daemons and workers."""
+(``--address``, the ``cluster`` fixture): a local start is CPU-seconds of Ray daemons and
+workers on a machine that runs the other modules beside this one."""
 
 from __future__ import annotations
 
@@ -22,8 +23,6 @@ import pytest
 import results_db
 from contract.provenance import FIELDS
 from tests.support.stepfault import env_for
-
-# The Ray fixtures (tests/cluster_fixtures.py), until tests/conftest.py registers the plugin.
 
 pytestmark = pytest.mark.slow
 
