@@ -49,7 +49,7 @@ PYTEST_WORKERS ?= 2
 PYTEST_PAR := -n $(PYTEST_WORKERS)
 
 # (2) the whole test suite, slow end-to-end tests included; the 30 slowest tests are listed at
-# the end, so the log of every run says where its time went (budget: <= 15 min).
+# the end, so the log of every run says where its time went (budget: <= 20 min, docs/testing.md).
 test: setup system-deps
 	$(PY) -m pytest -m "slow or not slow" -q $(PYTEST_PAR) --durations=30
 
