@@ -2,7 +2,9 @@
 (local Ray, DeepSpeed, lm-eval on the shipped offline tiny tasks, SQLite), then the numbers in
 SQL, in the dashboard's ablation tables (AppTest) and `orchestrator evaluate` on a finished run.
 The end-to-end tests are ``slow`` (~1 min submit on 2 idle cores); the CLI's input errors are
-checked fast on a hand-built DB.
+checked fast on a hand-built DB. `evaluate` runs in this process (``main``, the CLI's entry
+point): it starts no Ray, and a process of its own would re-import torch and lm-eval (~5
+CPU-seconds) for each of the three calls.
 """
 
 from __future__ import annotations
@@ -158,15 +160,25 @@ def test_dashboard_shows_the_db_numbers(submitted: str, monkeypatch: pytest.Monk
             assert sorted(table[f"{m} {f}x PPL"]) == want, (m, f)
 
 
+def _evaluate(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """`orchestrator evaluate ARGS` in this process: (exit code, stdout, stderr)."""
+    capsys.readouterr()
+    code = main(["evaluate", *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
 @pytest.mark.slow
-def test_evaluate_adds_a_benchmark_to_the_latest_attempt(submitted: str) -> None:
+def test_evaluate_adds_a_benchmark_to_the_latest_attempt(submitted: str,
+                                                        capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
     db = results_db.open(submitted)
     row = db.run("sdpa_elementwise-lr1e-2-s0")
     before = _values(db, "bench/gatesweep_tiny_mc")
-    res = cli("evaluate", row.name, "--tasks", "gatesweep_tiny_ppl", "--limit", "4",
-              "--db", submitted)
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert "bench/gatesweep_tiny_ppl" in res.stdout
+    code, out, err = _evaluate(capsys, row.name, "--tasks", "gatesweep_tiny_ppl", "--limit", "4",
+                               "--db", submitted)
+    assert code == 0, out + err
+    assert "bench/gatesweep_tiny_ppl" in out
     (att,) = db.attempts(row.id)  # no new attempt, status unchanged
     assert db.run(row.id).status == "succeeded" and att.status == "succeeded"
     s = db.summaries(run_ids=[row.id], names=["bench/gatesweep_tiny_ppl"])
@@ -183,8 +195,8 @@ def test_evaluate_adds_a_benchmark_to_the_latest_attempt(submitted: str) -> None
 
     # without --tasks: the spec's own benchmarks and long-context evals again (--limit applied)
     again = db.run("baseline-lr1e-3-s0")
-    res = cli("evaluate", again.name, "--limit", "4", "--db", submitted)
-    assert res.returncode == 0, res.stdout + res.stderr
+    code, out, err = _evaluate(capsys, again.name, "--limit", "4", "--db", submitted)
+    assert code == 0, out + err
     arts = db.artifacts(again.id)
     (ev,) = map(json.loads, arts.filter(arts["kind"] == "evaluation")["data"].to_list())
     assert ev["longctx"] is True and [(b["task"], b["limit"]) for b in ev["tasks"]] == [
@@ -192,5 +204,5 @@ def test_evaluate_adds_a_benchmark_to_the_latest_attempt(submitted: str) -> None
     assert {"bench/gatesweep_tiny_mc", "longctx/yarn/4x/ppl"} <= set(ev["summaries"])
     assert len(db.attempts(again.id)) == 1 and db.run(again.id).status == "succeeded"
 
-    bad = cli("evaluate", row.name, "--tasks", "no_such_task", "--db", submitted)
-    assert bad.returncode == 2 and "unknown lm-eval task(s) no_such_task" in bad.stderr
+    code, out, err = _evaluate(capsys, row.name, "--tasks", "no_such_task", "--db", submitted)
+    assert code == 2 and "unknown lm-eval task(s) no_such_task" in err, out + err
