@@ -1,5 +1,11 @@
 """End to end: `orchestrator` subprocesses, a real local Ray cluster, DeepSpeed training and
-a real SQLite file. Slow (Ray start + a DeepSpeed init per trial): marked ``slow``."""
+a real SQLite file. Slow (Ray start + a DeepSpeed init per trial): marked ``slow``.
+
+The first submit of test_failure_rerun_resume_and_cache and the SIGTERM / kill -9 tests start
+their own local Ray (the user's default path, and what a dying driver takes down with it); the
+later CLI calls, whose subject is the DB and the checkpoints, join the module's cluster
+(``--address``, the ``cluster`` fixture): a local start is CPU-seconds of Ray daemons and
+workers on a machine that runs the other modules beside this one."""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -49,79 +56,31 @@ def env(**extra: str) -> dict[str, str]:
     return env_for(BROKEN, FAIL_AT, e)
 
 
+@pytest.fixture(scope="module")
+def _armed_env() -> Iterator[None]:
+    """This process's environment armed like env()'s, while the module's cluster lives: the
+    cluster's workers inherit it from its raylet, so the fault fires in a joined submit's
+    trials too (the driver passes PYTHONPATH to them, not GATESWEEP_TEST_FAIL_AT)."""
+    saved = dict(os.environ)
+    os.environ.update(env_for(BROKEN, FAIL_AT, dict(os.environ)))
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+@pytest.fixture(scope="module")
+def cluster(_armed_env: None, ray_local: str) -> str:
+    """The module's local Ray (its GCS address), its trials armed with the injected fault."""
+    return ray_local
+
+
 def cli(*args: str, timeout: float = 400, cwd: Path | None = None, **extra: str
         ) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "orchestrator", *map(str, args)],
                           env=env(**extra), capture_output=True, text=True, timeout=timeout,
                           cwd=cwd)
-
-
-def test_failure_rerun_resume_and_cache(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'r.db'}"
-    spec = tmp_path / "e2e.yaml"
-    spec.write_text(SWEEP)
-    storage = tmp_path / "runs"
-
-    first = cli("submit", spec, "--db", url, "--storage", storage)
-    assert first.returncode == 1, first.stdout + first.stderr  # one run failed
-    assert "3 to run" in first.stdout
-    db = results_db.open(url)
-    status = dict(zip(db.runs()["name"].to_list(), db.runs()["status"].to_list()))
-    assert status == {"baseline-s0": "succeeded", "sdpa-s0": "succeeded", "broken-s0": "failed"}
-    broken = db.run("broken-s0")
-    (att,) = db.attempts(broken.id)
-    assert att.status == "failed" and "injected failure at step 25" in att.error
-    assert "Traceback" in att.traceback and "RuntimeError" in att.traceback
-    ckpts = storage / "e2e" / "broken-s0" / "checkpoints"
-    assert ckpts.is_dir() and any(ckpts.iterdir())
-    # no per-trial Tune files unless asked for (the DB has every metric), and never the
-    # TensorBoard logger (its tensorboardX import pulled torch into the driver:
-    # orchestrator.run.driver.scheduler.tune_file_loggers)
-    assert not list(storage.glob("_tune/*/*/result.json"))
-    assert "Failed to fetch metrics" not in first.stdout + first.stderr  # quiet_logs._NO_FILES
-    assert not list(storage.glob("_tune/**/events.out.tfevents*"))
-
-    again = cli("rerun", broken.id, "--db", url)
-    assert again.returncode == 0, again.stdout + again.stderr
-    attempts = db.attempts(broken.id)
-    assert [a.status for a in attempts] == ["failed", "succeeded"]
-    assert db.run(broken.id).status == "succeeded"
-    summ = db.summaries(run_ids=[broken.id])
-    resumed = summ.filter(summ["name"] == "train/resumed_from_step")["value"][0]
-    assert resumed == 20  # the newest checkpoint before the failure at step 25
-    steps = db.query(f"SELECT MIN(step) AS lo, MAX(step) AS hi FROM metrics "
-                     f"WHERE attempt_id = {attempts[1].id} AND name = 'train/loss'")
-    assert steps["lo"][0] > 20 and steps["hi"][0] == 30  # attempt 2 never redid early steps
-
-    third = cli("submit", spec, "--db", url, "--storage", storage)
-    assert third.returncode == 0, third.stdout + third.stderr
-    assert "3 cached, 0 to run" in third.stdout
-    assert all(len(db.attempts(i)) == n for i, n in
-               zip(db.runs()["id"].to_list(), [1, 1, 2]))
-
-    # provenance: every attempt recorded what produced it, from inside its Ray trial
-    prov = db.provenance(sweep="e2e")
-    assert prov.height == 4 and set(prov["accelerator"]) == {"cpu"}
-    assert prov["code_version"].n_unique() >= 1 and prov["torch"].null_count() == 0
-    # a trainer fix lands: sdpa-s0's result is now another code version's (its provenance
-    # says so); with cached_by: config_and_code the next submit trains it again from step 0
-    sdpa = db.run("sdpa-s0")
-    (old,) = db.attempts(sdpa.id)
-    doc = prov.filter(prov["attempt_id"] == old.id).select(FIELDS).row(0, named=True)
-    other = "0" * 40
-    db.record_provenance(sdpa.id, old.id, {**doc, "deepspeed_config": {}, "source": "git",
-                                           "git_commit": other, "dirty": False,
-                                           "diff_sha256": None, "code_version": other})
-    spec.write_text(SWEEP + "cached_by: config_and_code\n")
-    fourth = cli("submit", spec, "--db", url, "--storage", storage)
-    assert fourth.returncode == 0, fourth.stdout + fourth.stderr
-    assert "were trained by other code than" in fourth.stdout
-    attempts = db.attempts(sdpa.id)
-    assert [a.status for a in attempts] == ["succeeded", "succeeded"]
-    summ = db.summaries(run_ids=[sdpa.id])
-    assert summ.filter(summ["name"] == "train/resumed_from_step")["value"][0] == 0
-    new = db.provenance(run_ids=[sdpa.id], latest=True)
-    assert new["attempt"][0] == 2 and new["code_version"][0] != other
 
 
 def start_long_submit(tmp_path: Path) -> tuple[str, subprocess.Popen[bytes]]:
@@ -208,18 +167,87 @@ def _wait_for_running(url: str, proc: subprocess.Popen[bytes], timeout: float) -
     raise AssertionError("no run reached running within the timeout")
 
 
-def test_sweep_retries_resume_from_the_checkpoint(tmp_path: Path) -> None:
+def test_failure_rerun_resume_and_cache(cluster: str, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    spec = tmp_path / "e2e.yaml"
+    spec.write_text(SWEEP)
+    storage = tmp_path / "runs"
+
+    first = cli("submit", spec, "--db", url, "--storage", storage)
+    assert first.returncode == 1, first.stdout + first.stderr  # one run failed
+    assert "3 to run" in first.stdout
+    db = results_db.open(url)
+    status = dict(zip(db.runs()["name"].to_list(), db.runs()["status"].to_list()))
+    assert status == {"baseline-s0": "succeeded", "sdpa-s0": "succeeded", "broken-s0": "failed"}
+    broken = db.run("broken-s0")
+    (att,) = db.attempts(broken.id)
+    assert att.status == "failed" and "injected failure at step 25" in att.error
+    assert "Traceback" in att.traceback and "RuntimeError" in att.traceback
+    ckpts = storage / "e2e" / "broken-s0" / "checkpoints"
+    assert ckpts.is_dir() and any(ckpts.iterdir())
+    # no per-trial Tune files unless asked for (the DB has every metric), and never the
+    # TensorBoard logger (its tensorboardX import pulled torch into the driver:
+    # orchestrator.run.driver.scheduler.tune_file_loggers)
+    assert not list(storage.glob("_tune/*/*/result.json"))
+    assert "Failed to fetch metrics" not in first.stdout + first.stderr  # quiet_logs._NO_FILES
+    assert not list(storage.glob("_tune/**/events.out.tfevents*"))
+
+    again = cli("rerun", broken.id, "--db", url, "--address", cluster)
+    assert again.returncode == 0, again.stdout + again.stderr
+    attempts = db.attempts(broken.id)
+    assert [a.status for a in attempts] == ["failed", "succeeded"]
+    assert db.run(broken.id).status == "succeeded"
+    summ = db.summaries(run_ids=[broken.id])
+    resumed = summ.filter(summ["name"] == "train/resumed_from_step")["value"][0]
+    assert resumed == 20  # the newest checkpoint before the failure at step 25
+    steps = db.query(f"SELECT MIN(step) AS lo, MAX(step) AS hi FROM metrics "
+                     f"WHERE attempt_id = {attempts[1].id} AND name = 'train/loss'")
+    assert steps["lo"][0] > 20 and steps["hi"][0] == 30  # attempt 2 never redid early steps
+
+    third = cli("submit", spec, "--db", url, "--storage", storage, "--address", cluster)
+    assert third.returncode == 0, third.stdout + third.stderr
+    assert "3 cached, 0 to run" in third.stdout
+    assert all(len(db.attempts(i)) == n for i, n in
+               zip(db.runs()["id"].to_list(), [1, 1, 2]))
+
+    # provenance: every attempt recorded what produced it, from inside its Ray trial
+    prov = db.provenance(sweep="e2e")
+    assert prov.height == 4 and set(prov["accelerator"]) == {"cpu"}
+    assert prov["code_version"].n_unique() >= 1 and prov["torch"].null_count() == 0
+    # a trainer fix lands: sdpa-s0's result is now another code version's (its provenance
+    # says so); with cached_by: config_and_code the next submit trains it again from step 0
+    sdpa = db.run("sdpa-s0")
+    (old,) = db.attempts(sdpa.id)
+    doc = prov.filter(prov["attempt_id"] == old.id).select(FIELDS).row(0, named=True)
+    other = "0" * 40
+    db.record_provenance(sdpa.id, old.id, {**doc, "deepspeed_config": {}, "source": "git",
+                                           "git_commit": other, "dirty": False,
+                                           "diff_sha256": None, "code_version": other})
+    spec.write_text(SWEEP + "cached_by: config_and_code\n")
+    fourth = cli("submit", spec, "--db", url, "--storage", storage, "--address", cluster)
+    assert fourth.returncode == 0, fourth.stdout + fourth.stderr
+    assert "were trained by other code than" in fourth.stdout
+    attempts = db.attempts(sdpa.id)
+    assert [a.status for a in attempts] == ["succeeded", "succeeded"]
+    summ = db.summaries(run_ids=[sdpa.id])
+    assert summ.filter(summ["name"] == "train/resumed_from_step")["value"][0] == 0
+    new = db.provenance(run_ids=[sdpa.id], latest=True)
+    assert new["attempt"][0] == 2 and new["code_version"][0] != other
+
+
+def test_sweep_retries_resume_from_the_checkpoint(cluster: str, tmp_path: Path) -> None:
     """retries: 1 -> Tune reruns the failed trial; attempt 2 resumes and succeeds.
 
     Also the embedded defaults: a *relative* SQLite URL and the default ./runs storage, which
-    trials (in other processes, other working directories) must resolve to the same files."""
+    trials (in other processes, other working directories: the joined cluster's workers
+    started in this process's) must resolve to the same files."""
     spec = tmp_path / "retry.yaml"
     spec.write_text(SWEEP.replace("name: e2e", "name: e2e-retry")
                     .replace("retries: 0", "retries: 1")
                     .replace("  baseline: {}\n  sdpa: {gate.position: G1}\n", ""))
     # the injected fault is a RuntimeError, a code error: retried only when the user asks
     # and Tune's per-trial files, asked for: one result.json per trial (the retry included)
-    res = cli("submit", spec.name, "--db", "sqlite:///r.db", cwd=tmp_path,
+    res = cli("submit", spec.name, "--db", "sqlite:///r.db", "--address", cluster, cwd=tmp_path,
               GATESWEEP_RETRY_CODE_ERRORS="1", GATESWEEP_TUNE_FILES="1")
     assert res.returncode == 0, res.stdout + res.stderr
     assert (tmp_path / "runs" / "e2e-retry" / "broken-s0" / "checkpoints").is_dir()
