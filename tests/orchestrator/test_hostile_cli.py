@@ -349,7 +349,7 @@ def test_ctrl_c_ends_the_query_command(url: str) -> None:
                              "0", "--db", url], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, cwd=ROOT, preexec_fn=_terminal_sigint)
     _wait_until_open(proc, results_db.sqlite_database(url) or "")  # imports done
-    time.sleep(0.3)  # the statement runs (it starts right after the open)
+    time.sleep(1)  # the statement runs: a signal before it starts would prove nothing
     proc.send_signal(signal.SIGINT)
     try:
         _, err = proc.communicate(timeout=30)  # a hang runs forever
