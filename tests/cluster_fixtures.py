@@ -36,6 +36,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.ports import free_port
+
 RAY_BIN = str(Path(sys.executable).with_name("ray"))
 
 # A small sweep for the cluster tests (format with name, preset, steps, seq, variants and
@@ -96,12 +98,6 @@ class TwoNodes:
     dashboard: str | None  # http://127.0.0.1:PORT (the Jobs API, for submit --detach), or None
 
 
-def _free_port() -> int:
-    from trainer.dist import free_port
-
-    return free_port()
-
-
 def _ray_start(*args: str) -> None:
     res = subprocess.run([RAY_BIN, "start", *args], env=_env(), capture_output=True, text=True,
                          timeout=180)
@@ -146,7 +142,7 @@ def _claim_worker_ports(stack: contextlib.ExitStack) -> tuple[int, int]:
 
 def _node_ports(stack: contextlib.ExitStack) -> list[str]:
     """Distinct ports for one node's services, so two nodes on one machine never collide."""
-    ports = [_free_port() for _ in range(3)]
+    ports = [free_port() for _ in range(3)]
     low, high = _claim_worker_ports(stack)
     return ["--node-manager-port", str(ports[0]), "--object-manager-port", str(ports[1]),
             "--min-worker-port", str(low), "--max-worker-port", str(high),
@@ -163,7 +159,7 @@ def start_node(args: list[str], stack: contextlib.ExitStack, head_dir: str | Non
     failures = 0
     while True:
         node = contextlib.ExitStack()
-        gcs = _free_port() if head_dir else 0
+        gcs = free_port() if head_dir else 0
         head = ["--head", "--port", str(gcs)] if head_dir else []
         ports = _node_ports(node)
         try:
@@ -194,7 +190,7 @@ def stop_processes(temp_dir: str, gcs_port: int) -> None:
 @contextlib.contextmanager
 def two_nodes(jobs_api: bool = False) -> Iterator[TwoNodes]:
     tmp = tempfile.mkdtemp(prefix="gscl", dir="/tmp")  # short: socket paths <= 107 chars
-    dash = _free_port()
+    dash = free_port()
     port = 0
     ports = contextlib.ExitStack()  # the worker port blocks, released after the nodes stop
     try:

@@ -2,8 +2,11 @@
 
 DeepSpeed (its engine and its MoE layer) expects a process group. Under torchrun, the
 ``deepspeed`` launcher or Ray Train the environment and the group already exist and this is a
-no-op; a plain ``python`` process gets RANK=0, WORLD_SIZE=1 and a free MASTER_PORT, so several
-single-process runs on one machine (concurrent Tune trials) do not collide on a port.
+no-op; a plain ``python`` process gets RANK=0, WORLD_SIZE=1 and a group over an in-process
+store (``HashStore``), so it opens no port: several single-process runs on one machine (concurrent
+Tune trials) cannot collide on one. (A free port read by binding port 0 and handed to torch's
+TCPStore later is a race: in between, any outgoing connection on the machine may take it as its
+local port, and the run dies with EADDRINUSE.)
 
 No comm-op compile on CPU: DeepSpeed's torch backend builds its
 shared-memory all-reduce op (``deepspeed_shm_comm``, a C++ extension: 60-80 s and ~96 CPU-s on 2
@@ -20,25 +23,19 @@ gloo, as it does on any platform without the op.
 from __future__ import annotations
 
 import os
-import socket
 
 import torch
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    """A currently free TCP port, by binding port 0 and reading it back."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
+def _launched() -> bool:
+    """A launcher (torchrun, ``deepspeed``) set the rendezvous: the group starts from the env."""
+    return "MASTER_PORT" in os.environ or int(os.environ.get("WORLD_SIZE", "1")) > 1
 
 
 def _default_env() -> None:
     os.environ.setdefault("RANK", "0")
     os.environ.setdefault("WORLD_SIZE", "1")
     os.environ.setdefault("LOCAL_RANK", "0")
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    if "MASTER_PORT" not in os.environ:
-        os.environ["MASTER_PORT"] = str(free_port(os.environ["MASTER_ADDR"]))
 
 
 SHM_COMM_OP = "deepspeed_shm_comm"
@@ -64,8 +61,11 @@ def ensure_single_process_dist() -> None:
         skip_shm_comm_op()  # before DeepSpeed's comm backend starts (here or in initialize)
     if tdist.is_available() and tdist.is_initialized():
         return
-    _default_env()
     import deepspeed
 
     backend = "nccl" if torch.cuda.is_available() else "gloo"
+    if not _launched():
+        _default_env()
+        # DeepSpeed wraps a group that already exists (its TorchBackend skips init then)
+        tdist.init_process_group(backend, store=tdist.HashStore(), rank=0, world_size=1)
     deepspeed.init_distributed(dist_backend=backend, auto_mpi_discovery=False)

@@ -3,9 +3,9 @@
 - DS_ACCELERATOR=cpu on machines without CUDA (else DeepSpeed warns and guesses).
 - TORCH_EXTENSIONS_DIR stable (~/.cache/gatesweep/torch_extensions): DeepSpeed's shm comm op
   compiles for 60-80 s on first use and is cached there.
-- No launcher variables (MASTER_PORT, RANK, ...) may leak into a trial: trainer.dist picks a
-  free MASTER_PORT per process only when none is set, so a stale one would make concurrent
-  trials collide.
+- No launcher variables (MASTER_PORT, RANK, ...) may leak into a trial: without them
+  trainer.dist starts a one-rank group that opens no port; with a stale one it would start from
+  that port, and concurrent trials would collide on it.
 - RAY_AUTH_MODE=disabled by default for local clusters (Ray 2.60 enables token auth).
 - The job's runtime_env carries a working_dir of its own, an empty one (``trial_runtime_env``):
   without one, Ray puts the driver's current directory first on every worker's sys.path.

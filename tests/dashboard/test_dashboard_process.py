@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import results_db
-from tests.support.screenshot import free_port
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.slow
 

@@ -29,7 +29,8 @@ import pytest
 
 import results_db
 from orchestrator.run.cluster import parse_host_label
-from tests.cluster_fixtures import CLUSTER_SWEEP, _free_port, _kill_processes_naming, _node_ports
+from tests.cluster_fixtures import CLUSTER_SWEEP, _kill_processes_naming, _node_ports
+from tests.support.ports import free_port
 from tests.support.slurm import SlurmCluster, missing_binaries, start_slurm, stop_slurm
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
@@ -69,7 +70,7 @@ def _job_env(slurm: SlurmCluster, url: str, tmp: Path, **extra: str) -> Iterator
         env.pop("RAY_ADDRESS", None)
         env.update(
             PATH=f"{Path(sys.executable).parent}:{env['PATH']}", GATESWEEP_PYTHON=sys.executable,
-            GATESWEEP_DB=url, GATESWEEP_STORAGE=str(tmp / "runs"), RAY_PORT=str(_free_port()),
+            GATESWEEP_DB=url, GATESWEEP_STORAGE=str(tmp / "runs"), RAY_PORT=str(free_port()),
             RAY_TMPDIR=ray_tmp, RAY_AUTH_MODE="disabled", PYTHONUNBUFFERED="1",
             GATESWEEP_HEARTBEAT_S="1", GATESWEEP_FLUSH_S="1",
             GATESWEEP_RAY_HEAD_ARGS=" ".join(["--include-dashboard=false",
@@ -194,7 +195,7 @@ def test_a_node_whose_ray_never_joins_fails_the_job_naming_it(
     sweep = _sweep(tmp_path, "slurm-nojoin", variants=1)
     wait_s = 30  # > the head's start-up (~12 s here), which the same bound covers
     with _job_env(slurm, pg_url, tmp_path, GATESWEEP_RAY_WAIT_S=str(wait_s),
-                  worker_args=f"--address=127.0.0.1:{_free_port()}") as env:
+                  worker_args=f"--address=127.0.0.1:{free_port()}") as env:
         job = _sbatch(slurm, env, tmp_path, sweep)
         ended = slurm.wait_job_end(job, timeout=wait_s + 120)
     out = _output(tmp_path, job)

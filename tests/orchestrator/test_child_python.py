@@ -106,7 +106,7 @@ def test_the_detached_rerun_child_runs_none_of_it(
 
 @pytest.mark.slow
 def test_dashboard_from_a_planted_directory_runs_none_of_it(filled: str, planted: Path) -> None:
-    from trainer.dist import free_port
+    from tests.support.ports import free_port
 
     port = free_port()
     proc = subprocess.Popen([str(CLI), "dashboard", "--port", str(port), "--db", filled],
@@ -158,7 +158,7 @@ def test_a_refused_detached_rerun_leaves_the_run_as_it_was(
     started (the child used to be started and the run left pending)."""
     import orchestrator.run.driver.rerun as rerun
     from contract.errors import UserError
-    from trainer.dist import free_port
+    from tests.support.ports import free_port
 
     monkeypatch.setattr(rerun.subprocess, "Popen", _Spawned)
     monkeypatch.chdir(tmp_path)

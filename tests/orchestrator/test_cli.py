@@ -182,7 +182,7 @@ def test_dashboard_serves_on_localhost(filled: str) -> None:
     import time
     import urllib.request
 
-    from trainer.dist import free_port
+    from tests.support.ports import free_port
 
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "dashboard", "--port",

@@ -150,11 +150,9 @@ def test_evaluate_refuses_a_config_naming_another_run(capsys: pytest.CaptureFixt
 
 
 def _closed_port() -> int:
-    import socket
+    from tests.support.ports import free_port
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])  # nothing listens once it is closed
+    return free_port()  # nothing listens once it is closed
 
 
 @pytest.fixture()

@@ -10,11 +10,12 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.support.ports import free_port
 
 
 def find_pg_bin() -> Path | None:
@@ -26,12 +27,6 @@ def find_pg_bin() -> Path | None:
         return Path(found[-1]).parent
     on_path = shutil.which("initdb")
     return Path(on_path).parent if on_path else None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
@@ -75,7 +70,7 @@ def start_pg_server() -> PgServer:
     if init.returncode:
         shutil.rmtree(root, ignore_errors=True)
         raise RuntimeError(f"initdb failed: {init.stderr.strip() or init.stdout.strip()}")
-    server = PgServer(bin_dir, root, _free_port(), as_user)
+    server = PgServer(bin_dir, root, free_port(), as_user)
     opts = (f"-p {server.port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off "
             "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200")
     started = server.pg_ctl("-w", "-l", str(root / "server.log"), "-o", opts, "start")

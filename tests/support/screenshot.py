@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -26,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.support.ports import free_port
+
 APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -34,12 +35,6 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 
 _RUN_OVER_JS = "() => !document.querySelector('[data-testid=stStatusWidget]')"
 _DRAWN_JS = "() => !document.querySelector('[data-testid=stSkeleton]')"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextlib.contextmanager

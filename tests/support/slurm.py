@@ -29,6 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.support.ports import free_port
+
 MARKER = "GATESWEEP_TEST_SLURM"
 DAEMONS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scancel", "scontrol", "srun")
 START_S = 60.0  # slurmctld answering and every node idle; ~2 s on the 2-core VM
@@ -38,12 +40,6 @@ def missing_binaries() -> list[str]:
     """The Slurm and munge programs this module needs that are not installed."""
     path = f"{os.environ.get('PATH', '')}:/usr/sbin:/sbin"
     return [b for b in (*DAEMONS, "mungekey") if shutil.which(b, path=path) is None]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -147,7 +143,7 @@ def start_slurm(nodes: int = 2, cpus: int = 1) -> SlurmCluster:
         for sub in ("state", "log", *(f"spool/{n}" for n in cluster.nodes)):
             (root / sub).mkdir(parents=True)
         (root / "plugstack.conf").write_text("")
-        ports = [_free_port() for _ in range(2 + nodes)]
+        ports = [free_port() for _ in range(2 + nodes)]
         cluster.conf.write_text(_conf(root, cluster.nodes, cpus, ports))
         env = cluster.env()
         subprocess.run(["mungekey", "--create", "--keyfile", str(root / "munge.key"),

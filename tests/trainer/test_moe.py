@@ -124,19 +124,39 @@ def test_param_groups_mark_the_experts_for_deepspeed() -> None:
     assert sum(len(g["params"]) for g in groups) == len(list(model.parameters()))
 
 
-def test_moe_build_initialises_a_single_process_group() -> None:
+# Run in a fresh process: this worker's group may already exist. The child reports the store
+# under the default group's prefixes: a HashStore lives in the process, a TCPStore on a port.
+_PORTLESS = """
+import os
+from contract.config import ModelConfig
+from trainer.model import build_model
+import torch.distributed as tdist
+from torch.distributed import distributed_c10d
+build_model(ModelConfig(**{cfg!r}))
+store = distributed_c10d._get_default_store()
+while isinstance(store, tdist.PrefixStore):
+    store = store.underlying_store
+print(tdist.get_world_size(), tdist.get_rank(), tdist.get_backend(), type(store).__name__,
+      "MASTER_PORT" in os.environ)
+"""
+
+
+def test_moe_build_initialises_a_single_process_group_that_opens_no_port() -> None:
+    """A run without a launcher gets a one-rank gloo group over an in-process store: no port is
+    read as free and bound later, so concurrent runs on one machine cannot collide on one (a CI
+    run lost a trial to EADDRINUSE when the port it had read was taken before torch bound it).
+    Gloo's own listener binds port 0 itself, which the kernel serves without a race."""
     import os
+    import subprocess
+    import sys
 
-    import torch.distributed as tdist
+    from orchestrator.run.env import LAUNCHER_VARS
 
-    from trainer.dist import ensure_single_process_dist, free_port
-
-    build_model(_cfg())
-    assert tdist.is_initialized() and tdist.get_world_size() == 1 and tdist.get_rank() == 0
-    assert os.environ["WORLD_SIZE"] == "1" and int(os.environ["MASTER_PORT"]) > 0
-    ensure_single_process_dist()  # idempotent
-    assert tdist.get_backend() == "gloo"
-    assert 0 < free_port() < 65536
+    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS}
+    res = subprocess.run([sys.executable, "-c", _PORTLESS.format(cfg=_cfg().model_dump())],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.strip().splitlines()[-1] == "1 0 gloo HashStore False"
 
 
 def test_moe_is_causal_when_nothing_is_dropped() -> None:

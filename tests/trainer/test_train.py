@@ -326,7 +326,7 @@ def test_two_workers_shard_data_keep_identical_weights_and_rank0_reports(tmp_pat
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
     env = {k: v for k, v in os.environ.items() if k not in DIST_VARS}
-    from trainer.dist import free_port
+    from tests.support.ports import free_port
 
     proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
                            "--master_port", str(free_port()), str(script), str(tmp_path / "ck")],
@@ -370,7 +370,7 @@ def test_compiled_model_trains_like_eager_without_per_step_recompiles(reference,
 def test_a_cpu_run_never_builds_the_shm_comm_op(tmp_path: Path, world: int) -> None:
     """One process, and a multi-worker world (that compile was ~96 CPU-s of the CI run): no
     60-80 s C++ compile on a fresh machine; only DeepSpeed's inference layers would call it."""
-    from trainer.dist import free_port
+    from tests.support.ports import free_port
 
     code = ("import deepspeed.comm.comm as c\n"
             "from trainer.dist import ensure_single_process_dist\n"
