@@ -9,8 +9,10 @@ CLI's ``runs`` columns. A rule test (tests/test_dimensions.py) checks the ORM's 
 columns and their SQL types against it, and that no product module spells a list of them.
 
 Adding a dimension: a row here, its mapped column in results_db/schema/tables.py and a
-migration adding the column (old rows stay NULL: ``null`` says what that means). A gate field
-is derived by contract/gate_dims.py from ``model.gates`` instead of a path.
+migration adding the column (old rows stay NULL: ``null`` says what that means) and recreating
+the ``run_summary`` view with it (as 0009_summary_dims;
+tests/results_db/test_migration_views.py). A gate field is derived by contract/gate_dims.py from
+``model.gates`` instead of a path.
 """
 
 from __future__ import annotations

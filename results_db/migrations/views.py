@@ -2,7 +2,8 @@
 
 This is the SQL of revision 0001 and is frozen with it: a later revision that changes a view
 drops it and creates it from SQL of its own (and restores this SQL in its downgrade), leaving
-this module as it is.
+this module as it is. 0009 recreates ``run_summary`` over a column list of its own
+(``run_summary_sql(dims)``: every run dimension of contract/dimensions.py at that revision).
 
 ``run_summary``: one row per run -- its dimensions plus the key summaries pivoted into columns
 (``val/ppl`` -> ``val_ppl``...). ``leaderboard``: per sweep, variant and seed-replicate group
@@ -34,10 +35,10 @@ def column_name(metric: str) -> str:
     return metric.replace("/", "_")
 
 
-def run_summary_sql() -> str:
+def run_summary_sql(run_dims: tuple[str, ...] = RUN_DIMS) -> str:
     pivots = ",\n  ".join(f"MAX(CASE WHEN s.name = '{m}' THEN s.value END) AS {column_name(m)}"
                           for m in PIVOT)
-    dims = ", ".join(f"r.{d}" for d in RUN_DIMS)
+    dims = ", ".join(f"r.{d}" for d in run_dims)
     return f"""CREATE VIEW run_summary AS
 SELECT r.id AS run_id, r.name AS name, w.name AS sweep, r.sweep_id AS sweep_id,
   r.variant AS variant, r.seed AS seed, r.status AS status, {dims},
