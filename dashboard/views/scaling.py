@@ -120,10 +120,10 @@ def render(url: str, sweep: str | None) -> None:
         return
     metric = _metric(url, sweep)
     sc = scaling(url, sweep, metric)
-    if sc.points.is_empty():
-        base = f"baseline `{md(sc.baseline)}`" if sc.baseline else "no baseline variant"
-        st.info(f"No variant can be paired with the baseline at an evaluation step yet "
-                f"({base}; the deltas need finished runs of both at the same seeds).")
+    if sc.points.is_empty():  # why, in the analysis' words (as the CLI says it)
+        st.info(md(f"{sweep}: {sc.reason}."))
+        for note in sc.notes:
+            st.markdown(md(note))
         return
     colors = palette.colors(data.variants(url, sweep), sc.baseline)
     extra = legend_px(sc.points)

@@ -90,8 +90,10 @@ def test_one_evaluation_point_says_it_cannot_judge(url: str,
     assert "cannot judge: one evaluation point" in text
 
 
-def test_cli_says_why_nothing_pairs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Runs without val/ppl points (only a summary): one sentence naming the cause, no table."""
+def test_cli_and_page_say_why_nothing_pairs(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs without val/ppl points (only a summary): one sentence naming the cause, no table;
+    the page says the same sentence (db.scaling's reason), no chart."""
     from orchestrator.cli.main import main
     from tests.results_db.test_analysis_scaling import _config
     from tests.support.synth import add_finished_run
@@ -106,6 +108,11 @@ def test_cli_says_why_nothing_pairs(tmp_path: Path, capsys: pytest.CaptureFixtur
     text = " ".join(capsys.readouterr().out.split())
     assert "no val/ppl evaluation point of a variant pairs with the baseline's (baseline)" in text
     assert "train.eval_every" in text and "┏" not in text
+    with results_db.open(url, readonly=True) as db:
+        reason = db.scaling("summaries-only").reason
+    at = _page(url, "summaries-only", monkeypatch)
+    assert [i.value.replace("\\", "") for i in at.info] == [f"summaries-only: {reason}."]
+    assert not chart_specs(at) and not at.dataframe
 
 
 # --- the page on the 57-run gates-toy sweep (an LR ladder, one size) ------------------------
