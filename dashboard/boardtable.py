@@ -19,6 +19,9 @@ from dashboard.tables import (
 from results_db.analysis.columns import CONDITION, FIRST_STAT
 from results_db.schema.vocab import verdict_kind
 
+# The Δ columns' headers. The interval is the board's rule's -- 95 %, Bonferroni 99.6 %, an
+# anytime-valid one on a decide board -- so the header says "CI" and the caption names which.
+DELTA_PCT, DELTA = "Δ% [CI]", "Δ [CI]"
 
 def display_frame(board: pl.DataFrame, url_of: dict[str, str] | None = None,
                   cost: dict[str, dict[str, float]] | None = None) -> pl.DataFrame:
@@ -40,9 +43,9 @@ def display_frame(board: pl.DataFrame, url_of: dict[str, str] | None = None,
         if url_of is not None:
             row["runs"] = url_of.get(r["group_key"], "")
         row.update({"mean ± std": fmt_mean_std(r["mean"], r["std"]), "n": str(r["n"]),
-                    "Δ% [95% CI]": "–" if r["is_baseline"] else
+                    DELTA_PCT: "–" if r["is_baseline"] else
                     fmt_delta_ci(r["delta_pct"], r["ci_low_pct"], r["ci_high_pct"]),
-                    "Δ [95% CI]": "–" if r["is_baseline"] else
+                    DELTA: "–" if r["is_baseline"] else
                     fmt_abs_delta_ci(r["delta"], r["ci_low"], r["ci_high"]),
                     "verdict": fmt_verdict(r["verdict"]),
                     # the baseline's condition at the row's LR (untuned.py): a "better" vs an
@@ -66,7 +69,7 @@ def display_frame(board: pl.DataFrame, url_of: dict[str, str] | None = None,
     return frame.select([*first, *[c for c in frame.columns if c not in first]])
 
 
-FIRST_COLUMNS = ("rank", "variant", "mean ± std", "n", "Δ% [95% CI]", "verdict")
+FIRST_COLUMNS = ("rank", "variant", "mean ± std", "n", DELTA_PCT, "verdict")
 
 
 def _seeds_for_delta(r: dict) -> str:

@@ -13,7 +13,7 @@ import polars as pl
 
 from contract.analysis_defaults import METRIC  # the leaderboard's default metric
 from dashboard import ablation, charts, palette
-from dashboard.boardtable import display_frame
+from dashboard.boardtable import DELTA_PCT, display_frame
 from dashboard.factorialtable import factorial_text
 from dashboard.report import answers, runs
 from dashboard.report.model import Block, Report, Section, Table, chart
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from results_db.analysis.scaling import Scaling
     from results_db.analysis.stability import Stability
 
-BOARD_COLUMNS = ("rank", "variant", "lr", "n", "mean ± std", "Δ% [95% CI]", "verdict",
+BOARD_COLUMNS = ("rank", "variant", "lr", "n", "mean ± std", DELTA_PCT, "verdict",
                  CONDITION, "seeds for Δ")  # "lr" where the sweep has several
 
 

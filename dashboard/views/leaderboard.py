@@ -22,7 +22,7 @@ import streamlit as st
 from contract.analysis_defaults import CORRECTION, FAMILY_ERROR, METRIC
 from contract.metrics import PARAMS_TOTAL, TOKENS, WALL_S
 from dashboard import charts, compare, data, palette
-from dashboard.boardtable import display_frame
+from dashboard.boardtable import DELTA_PCT, display_frame
 from dashboard.mdtext import code, md
 from dashboard.status import STATES, nothing_to_rank, unranked_variants
 from dashboard.tables import (
@@ -190,7 +190,7 @@ def _table(board: pl.DataFrame, url: str, sweep: str, states: tuple[str, ...]) -
                      "runs": st.column_config.LinkColumn("runs", display_text="open ›",
                                                          width=60,
                                                          help="Run detail of this group"),
-                     "Δ% [95% CI]": st.column_config.TextColumn("Δ% [95% CI]", width=170),
+                     DELTA_PCT: st.column_config.TextColumn(DELTA_PCT, width=170),
                      # "needs >= 1000 seeds" whole: a cut verdict reads as another one
                      "verdict": st.column_config.TextColumn("verdict", width=150)})
 

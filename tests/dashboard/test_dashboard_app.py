@@ -25,6 +25,7 @@ from streamlit.testing.v1 import AppTest
 
 import results_db
 from dashboard import palette
+from dashboard.boardtable import DELTA, DELTA_PCT
 from dashboard.mdtext import md
 from tests.support import dashboard_sample as sample
 
@@ -138,8 +139,8 @@ def test_leaderboard_shows_verdicts_cis_and_the_summary(app: AppTest, db_url: st
             assert r["seeds for Δ"] == f">= {int(api.loc[v, 'seeds_observed'])}"
         if v != "baseline":
             lo, hi = api.loc[v, "ci_low_pct"], api.loc[v, "ci_high_pct"]
-            assert r["Δ% [95% CI]"] == f"{api.loc[v, 'delta_pct']:+.1f}% [{lo:+.1f}, {hi:+.1f}]"
-            assert r["Δ [95% CI]"].startswith(("+", "-")) and "[" in r["Δ [95% CI]"]
+            assert r[DELTA_PCT] == f"{api.loc[v, 'delta_pct']:+.1f}% [{lo:+.1f}, {hi:+.1f}]"
+            assert r[DELTA].startswith(("+", "-")) and "[" in r[DELTA]
     assert table["runs"][0].startswith("?page=Run+detail&sweep=demo&run=")
     # only the dimension columns that vary (no n_head, n_kv_head: constant in this sweep)
     assert "position" in table.columns and "n_head" not in table.columns

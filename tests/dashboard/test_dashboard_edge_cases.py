@@ -27,6 +27,7 @@ from markdown_it import MarkdownIt
 from streamlit.testing.v1 import AppTest
 
 import results_db
+from dashboard.boardtable import DELTA_PCT
 from tests import dashboard_edge_dbs as edge
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
@@ -214,7 +215,7 @@ def test_huge_values_stay_readable(pages_of: Any) -> None:
     board = next(f for f in pages_of("odd_values")["Leaderboard"].tables if "verdict" in f)
     huge = board[board["variant"] == "huge"].iloc[0]
     assert huge["mean ± std"] == "1.50e+30 ± 7.07e+29"
-    assert re.fullmatch(r"\+1\.49e\+31% \[-4\.81e\+31, \+7\.78e\+31\]", huge["Δ% [95% CI]"])
+    assert re.fullmatch(r"\+1\.49e\+31% \[-4\.81e\+31, \+7\.78e\+31\]", huge[DELTA_PCT])
     nanval = board[board["variant"] == "nanval"].iloc[0]
     assert (nanval["mean ± std"], nanval["verdict"]) == ("–", "no data")
 

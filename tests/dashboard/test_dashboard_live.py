@@ -22,6 +22,7 @@ from streamlit.testing.v1 import AppTest
 
 import results_db
 from dashboard import curvedata
+from dashboard.boardtable import DELTA
 from dashboard.tables import fmt_num, fmt_verdict, metric_order
 from dashboard.views.leaderboard import best_lr_rows
 from dashboard.views.stability import UNDER, lr_states
@@ -173,7 +174,7 @@ def test_leaderboard_cost_beside_delta_and_best_lr_rows(url: str) -> None:
     assert table.loc["gated", "FLOPs ≈6NT"] == "6.00e+08"  # 6 x 1e5 params x 1000 tokens
     api = results_db.open(url, readonly=True).leaderboard(SWEEP).filter(variant="gated")
     lo, hi = api["ci_low"][0], api["ci_high"][0]
-    assert table.loc["gated", "Δ [95% CI]"] == \
+    assert table.loc["gated", DELTA] == \
         f"{fmt_num(api['delta'][0])} [{fmt_num(lo)}, {fmt_num(hi)}]"  # all negative here
     board = pl.DataFrame({"variant": ["a", "a", "b", "b"], "lr": [1e-3, 3e-3, 1e-3, 3e-3],
                           "rank": [3, 1, 2, None]})

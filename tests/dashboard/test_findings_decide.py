@@ -13,6 +13,7 @@ import pytest
 import results_db
 from contract.metrics import VAL_PPL
 from contract.textout import md_inline
+from dashboard.boardtable import DELTA_PCT
 from dashboard.mdtext import md
 from dashboard.report import content, markdown
 from dashboard.report.answers import SHOWN
@@ -73,8 +74,10 @@ def test_report_reads_the_sweep_by_its_rule(db_url: str, cli_findings: Findings)
     assert board.sentences[0] == sentence
     (rows,) = [b for b in board.blocks if isinstance(b, Table)]
     assert "anytime-valid mixture-t intervals" in rows.caption
+    # the intervals are the rule's (Bonferroni, anytime-valid): no header claims a 95 % CI
+    assert not [c for c in rows.frame.columns if "95" in c], rows.frame.columns
     cells = {v.removesuffix(" (baseline)"): c for v, c in
-             zip(rows.frame["variant"], rows.frame["Δ% [95% CI]"], strict=True)}
+             zip(rows.frame["variant"], rows.frame[DELTA_PCT], strict=True)}
     for v in ("g1", "g2"):
         a, f = anytime[v], fixed[v]
         assert cells[v] == fmt_delta_ci(a["delta_pct"], a["ci_low_pct"], a["ci_high_pct"]), v

@@ -15,6 +15,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 import results_db
+from dashboard.boardtable import DELTA_PCT
 from dashboard.mdtext import md
 from dashboard.tables import fmt_delta_ci, fmt_lr
 from tests import sample_db
@@ -56,9 +57,9 @@ def test_the_correction_is_a_control_and_the_page_names_the_rule(page: AppTest,
     spec = json.dumps(json.loads(page.get("vega_lite_chart")[0].proto.spec))
     assert f"vs baseline (%), Bonferroni {level} CI" in spec and "95 % CI" not in spec
     assert any(f"Bonferroni over the {family} rows" in c.value for c in page.caption)
-    table = _table(page, "Δ% [95% CI]").set_index("variant")
+    table = _table(page, DELTA_PCT).set_index("variant")
     row = board.filter(variant="sdpa_elementwise", lr=0.01).row(0, named=True)
-    assert table.loc["sdpa_elementwise @ lr=1e-2", "Δ% [95% CI]"] == fmt_delta_ci(
+    assert table.loc["sdpa_elementwise @ lr=1e-2", DELTA_PCT] == fmt_delta_ci(
         row["delta_pct"], row["ci_low_pct"], row["ci_high_pct"])
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import results_db
+from dashboard.boardtable import DELTA_PCT
 from dashboard.report import content
 from orchestrator.cli.main import main
 from tests.support import report_db
@@ -96,7 +97,7 @@ def test_the_html_report_holds_every_section_and_the_clis_numbers(
         assert cell["variant"].startswith(want["variant"])
         assert cell["mean ± std"] == fmt_mean_std(want["mean"], want["std"])
         if not want["is_baseline"]:
-            assert cell["Δ% [95% CI]"] == fmt_delta_ci(want["delta_pct"], want["ci_low_pct"],
+            assert cell[DELTA_PCT] == fmt_delta_ci(want["delta_pct"], want["ci_low_pct"],
                                                       want["ci_high_pct"])
     # the first page: the answers, as the CLI's leaderboard opens with them
     answers = results_db.open(mixed, readonly=True).findings(report_db.SWEEP).lines()

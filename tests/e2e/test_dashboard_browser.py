@@ -34,6 +34,7 @@ import pytest
 
 import results_db
 from dashboard import explore, palette
+from dashboard.boardtable import DELTA_PCT
 from tests.support import dashboard_sample as sample
 from tests.support import decide_sample, report_db, screenshot
 
@@ -822,7 +823,7 @@ _AXIS_NAMES_JS = """() => {
 }"""
 # columns a reader needs without scrolling the Leaderboard's grid sideways: the condition of
 # every row (its LR) and what it cost
-LEADERBOARD_FIRST = ("variant", "lr", "Δ% [95% CI]", "verdict", "wall s", "tokens")
+LEADERBOARD_FIRST = ("variant", "lr", DELTA_PCT, "verdict", "wall s", "tokens")
 # the Decide page's rows: each row's condition, its interval and where it stands
 DECIDE_FIRST = ("variant", "lr", "seeds so far", "interval (%)", "verdict", "state")
 FIRST_COLUMNS = {"Leaderboard": LEADERBOARD_FIRST, "Decide": DECIDE_FIRST}

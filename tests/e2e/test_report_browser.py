@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from dashboard.boardtable import DELTA_PCT
 from dashboard.report import content
 from dashboard.tables import fmt_delta_ci, fmt_mean_std
 from orchestrator.cli.main import main
@@ -103,5 +104,5 @@ def test_the_report_opens_from_disk_and_every_chart_renders(
         assert (cell["rank"], cell["n"]) == (str(want["rank"]), str(want["n"]))
         assert cell["mean ± std"] == fmt_mean_std(want["mean"], want["std"])
         if not want["is_baseline"]:
-            assert cell["Δ% [95% CI]"] == fmt_delta_ci(want["delta_pct"], want["ci_low_pct"],
+            assert cell[DELTA_PCT] == fmt_delta_ci(want["delta_pct"], want["ci_low_pct"],
                                                       want["ci_high_pct"])
