@@ -23,6 +23,7 @@ from results_db.schema.vocab import verdict_kind
 # anytime-valid one on a decide board -- so the header says "CI" and the caption names which.
 DELTA_PCT, DELTA = "Δ% [CI]", "Δ [CI]"
 
+
 def display_frame(board: pl.DataFrame, url_of: dict[str, str] | None = None,
                   cost: dict[str, dict[str, float]] | None = None) -> pl.DataFrame:
     """The ranked frame as the strings shown on the page (and checked by the tests): the

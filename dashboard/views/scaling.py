@@ -121,9 +121,10 @@ def render(url: str, sweep: str | None) -> None:
     metric = _metric(url, sweep)
     sc = scaling(url, sweep, metric)
     if sc.points.is_empty():  # why, in the analysis' words (as the CLI says it)
-        st.info(md(f"{sweep}: {sc.reason}."))
-        for note in sc.notes:
-            st.markdown(md(note))
+        first, *rest = sc.said(sweep)
+        st.info(md(first))
+        for line in rest:
+            st.markdown(md(line))
         return
     colors = palette.colors(data.variants(url, sweep), sc.baseline)
     extra = legend_px(sc.points)

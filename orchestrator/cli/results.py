@@ -279,7 +279,7 @@ def scaling(sweep: str, db: DbOpt = None, metric: MetricOpt = METRIC,
     sc = d.scaling(sweep, metric, min_effect=min_effect)
     frame = sc.points if points else sc.trends
     title = f"{sweep}: {metric} vs scale" + (" (every evaluation step)" if points else "")
-    summary = with_mix(d, sweep, "\n".join(sc.sentences) or f"{sweep}: {sc.reason}")
+    summary = with_mix(d, sweep, "\n".join(sc.said(sweep)))
     if format in ("csv", "json"):
         render(out, frame, format, title=title, summary=summary)
         return

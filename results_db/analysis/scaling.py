@@ -89,6 +89,11 @@ class Scaling:
     def sentences(self) -> list[str]:
         return [*(str(s) for s in self.trends["sentence"].to_list()), *self.notes]
 
+    def said(self, sweep: str) -> list[str]:
+        """What a surface (the CLI, the dashboard) says of it: the sentences, or why there are
+        none."""
+        return self.sentences or [f"{sweep}: {self.reason}"]
+
 
 def _sizes(info: pl.DataFrame) -> pl.DataFrame:
     """group_key, base_key and a ``size`` label ("n_layer=2"; "all" without a size axis): the

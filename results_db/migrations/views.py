@@ -3,7 +3,7 @@
 This is the SQL of revision 0001 and is frozen with it: a later revision that changes a view
 drops it and creates it from SQL of its own (and restores this SQL in its downgrade), leaving
 this module as it is. 0009 recreates ``run_summary`` over a column list of its own
-(``run_summary_sql(dims)``: every run dimension of contract/dimensions.py at that revision).
+(``run_summary_sql(run_dims)``: every run dimension of contract/dimensions.py at that revision).
 
 ``run_summary``: one row per run -- its dimensions plus the key summaries pivoted into columns
 (``val/ppl`` -> ``val_ppl``...). ``leaderboard``: per sweep, variant and seed-replicate group

@@ -109,9 +109,11 @@ def test_cli_and_page_say_why_nothing_pairs(tmp_path: Path, capsys: pytest.Captu
     assert "no val/ppl evaluation point of a variant pairs with the baseline's (baseline)" in text
     assert "train.eval_every" in text and "┏" not in text
     with results_db.open(url, readonly=True) as db:
-        reason = db.scaling("summaries-only").reason
+        sc = db.scaling("summaries-only")
+    said = sc.said("summaries-only")
+    assert said == [f"summaries-only: {sc.reason}"] and "train.eval_every" in said[0]
     at = _page(url, "summaries-only", monkeypatch)
-    assert [i.value.replace("\\", "") for i in at.info] == [f"summaries-only: {reason}."]
+    assert [i.value.replace("\\", "") for i in at.info] == said
     assert not chart_specs(at) and not at.dataframe
 
 

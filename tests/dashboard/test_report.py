@@ -98,7 +98,7 @@ def test_the_html_report_holds_every_section_and_the_clis_numbers(
         assert cell["mean ± std"] == fmt_mean_std(want["mean"], want["std"])
         if not want["is_baseline"]:
             assert cell[DELTA_PCT] == fmt_delta_ci(want["delta_pct"], want["ci_low_pct"],
-                                                      want["ci_high_pct"])
+                                                   want["ci_high_pct"])
     # the first page: the answers, as the CLI's leaderboard opens with them
     answers = results_db.open(mixed, readonly=True).findings(report_db.SWEEP).lines()
     assert board["summary"].splitlines()[:len(answers)] == answers

@@ -105,4 +105,4 @@ def test_the_report_opens_from_disk_and_every_chart_renders(
         assert cell["mean ± std"] == fmt_mean_std(want["mean"], want["std"])
         if not want["is_baseline"]:
             assert cell[DELTA_PCT] == fmt_delta_ci(want["delta_pct"], want["ci_low_pct"],
-                                                      want["ci_high_pct"])
+                                                   want["ci_high_pct"])

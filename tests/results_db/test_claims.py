@@ -65,9 +65,8 @@ def test_concurrent_processes_claim_each_run_exactly_once(db_url: str, trial_ids
     db = results_db.open(db_url)
     ids = _runs(db, 6)
     # forked from a server that imported results_db once (not 4 interpreters a case): each
-    # claimer is still a process of its own with its own connections. The worker's one server
-    # also preloads the CLI, for tests.support.cliproc's calls when this test starts it first.
-    ctx = clean_context("orchestrator.cli.main", "results_db", __name__)
+    # claimer is still a process of its own with its own connections
+    ctx = clean_context(__name__)
     barrier, out = ctx.Barrier(4), ctx.Queue()
     same = "00000_00000" if trial_ids == "colliding" else None
     procs = [ctx.Process(target=_claimer, args=(db_url, ids, f"p{i}", barrier, out, same))

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from sqlalchemy import inspect, text
 
 import results_db
 from results_db import InvalidTransition, NewRun, RunStatus
+from tests.support.silence import silence
 from tests.support.synth import gate_config
 
 
@@ -226,15 +225,15 @@ def test_reconcile_marks_stale_running_runs_lost(db) -> None:
     sid = db.ensure_sweep("s")
     ids = [r.id for r in db.register_runs(sid, [_new("old"), _new("fresh")]).to_run]
     stale = db.start_attempt(ids[0], host="h")
-    time.sleep(0.7)
     fresh = db.start_attempt(ids[1], host="h")
     db.heartbeat(fresh.id)
-    assert db.reconcile(stale_after_s=0.5) == [ids[0]]
+    silence(db, stale.id, 1.2)  # as if 1.2 s had passed with no word from it
+    assert db.reconcile(stale_after_s=1.0) == [ids[0]]
     assert db.run(ids[0]).status == "lost" and db.run(ids[1]).status == "running"
     att = db.attempts(ids[0])[0]
     assert att.status == "lost" and "no heartbeat" in (att.error or "")
     assert att.fault == "no_heartbeat"
-    assert db.reconcile(stale_after_s=0.5) == []  # nothing left to reconcile
+    assert db.reconcile(stale_after_s=1.0) == []  # nothing left to reconcile
     # the worker was only slow: its next heartbeat tells it to stop, and its late report
     # never moves the run (a new claim resumes it)
     assert db.heartbeat(stale.id) is False

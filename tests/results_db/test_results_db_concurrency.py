@@ -46,7 +46,7 @@ def _writer(url: str, proc: int) -> str | None:
 
 def test_writer_processes_lose_nothing(db_url: str) -> None:
     results_db.open(db_url).close()
-    ctx = clean_context("results_db", __name__)
+    ctx = clean_context(__name__)
     with ctx.Pool(N_PROCS) as pool:
         ends = pool.starmap_async(_writer, [(db_url, p) for p in range(N_PROCS)])
         errors = [e for e in ends.get(timeout=RESULT_TIMEOUT_S) if e]
@@ -85,7 +85,7 @@ def _open_fresh(url: str) -> str | None:
 def test_processes_creating_a_fresh_db_at_once(db_url: str) -> None:
     """Migrations of one fresh DB by 4 processes at once are serialised (SQLite: BEGIN
     IMMEDIATE; PostgreSQL: an advisory lock): one creates the schema, the others find it."""
-    ctx = clean_context("results_db", __name__)
+    ctx = clean_context(__name__)
     with ctx.Pool(4) as pool:
         errors = [e for e in pool.map_async(_open_fresh, [db_url] * 4).get(RESULT_TIMEOUT_S) if e]
     assert not errors, errors[0]
@@ -98,7 +98,7 @@ def test_processes_opening_fresh_sqlite_files_at_once_all_get_wal(tmp_path: Path
     exclusive lock; SQLite refuses it at once (no busy wait) when another opener holds a shared
     lock. It failed 6 of 100 rounds like these (CI, 2026-12-02) before results_db.engine waited
     it out; 20 rounds find it with probability 0.7."""
-    ctx = clean_context("results_db", __name__)
+    ctx = clean_context(__name__)
     urls = [f"sqlite:///{tmp_path / str(i) / 'results.db'}" for i in range(20)]
     for i in range(20):  # gatesweep creates the DB file, never its folder
         (tmp_path / str(i)).mkdir()

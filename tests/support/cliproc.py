@@ -2,7 +2,7 @@
 
 A fresh interpreter spends ~1.1 CPU-s importing the CLI before it reads its first argument;
 for a malformed-input case that is nearly all of its cost (~70 such processes were 81 s of the
-default test run). Here each call is a process of its own, forked from a server that has only
+default test run). Here each call is a process of its own, forked from a server that has
 imported ``orchestrator.cli.main`` (tests/support/procs.py's clean_context): its own address
 space, rlimits, working directory, environment, stdout, stderr and exit code, and nothing left
 over from an earlier call. It then runs ``orchestrator``'s ``__main__`` as ``python -m`` does
@@ -11,8 +11,8 @@ and exits with the code. An uncaught exception prints its traceback on stderr an
 the interpreter's top level does. A call past its timeout is killed and raises
 ``subprocess.TimeoutExpired``, as ``subprocess.run`` does.
 
-One forkserver serves every ``clean_context`` of a pytest worker: when another module started it
-first, a call imports the CLI itself (correct, just slower).
+One forkserver serves every ``clean_context`` of a pytest worker; it preloads the CLI whichever
+module starts it (procs.SERVER_PRELOAD).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ ARGV0 = "orchestrator"  # what the returned CompletedProcess's args start with
 
 @lru_cache(maxsize=1)
 def _context() -> ForkServerContext:
-    return clean_context("orchestrator.cli.main")
+    return clean_context()
 
 
 def _child(args: list[str], env: dict[str, str], cwd: str, out: str, err: str,

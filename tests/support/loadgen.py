@@ -67,7 +67,7 @@ def run_load(url: str, trials: int = 50, points: int = 1000, batch: int = 100) -
     import results_db
 
     results_db.open(url).close()  # migrate once, before the crowd arrives
-    ctx = clean_context("results_db", __name__)
+    ctx = clean_context(__name__)
     barrier, out = ctx.Barrier(trials), ctx.Queue()
     t0 = time.perf_counter()
     procs = [ctx.Process(target=simulate_trial, args=(url, i, points, batch, barrier, out))

@@ -19,9 +19,16 @@ from multiprocessing.context import ForkServerContext
 RESULT_TIMEOUT_S = 300
 
 
+# One forkserver serves every context of a process, and its preload is the one set before it
+# started: whichever test starts it, it imports what any caller's children run (the results DB
+# writers, tests/support/cliproc.py's CLI), so no caller needs to know who came first.
+SERVER_PRELOAD = ("results_db", "orchestrator.cli.main")
+
+
 def clean_context(*preload: str) -> ForkServerContext:
     """A multiprocessing context whose children fork from a fresh server that has imported
-    the modules ``preload`` (the ones the children run)."""
+    SERVER_PRELOAD and the modules ``preload`` (the caller's own, for its children's targets);
+    a caller's modules reach the server only if it is the first to start it."""
     ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(list(preload))
+    ctx.set_forkserver_preload([*SERVER_PRELOAD, *preload])
     return ctx
