@@ -3,12 +3,13 @@
 - ``ray_local`` (module): ``ray.init`` of a 2-CPU local cluster in its own short temp dir, with
   the trial environment (DS_ACCELERATOR, TORCH_EXTENSIONS_DIR, ...) in the runtime env; yields
   its GCS address.
-- ``ray_two_nodes`` (session): two Ray nodes started with the real CLI, ``ray start --head``
-  and ``ray start --address`` on their own ports and temp dir, 1 CPU each plus a custom
-  resource per node (``node_a`` / ``node_b``); yields a ``TwoNodes`` with the GCS address.
-  ``ray_two_nodes_fresh``: the same, per test, for a test that breaks its cluster
-  (``kill_node``: a lost node). ``ray_two_nodes_jobs``: the same, per test, with the dashboard
-  (Ray's Jobs API, for ``submit --detach``) on the head and its address in ``TwoNodes``.
+- ``ray_two_nodes`` (one per worker, up while its users run): two Ray nodes started with the
+  real CLI, ``ray start --head`` and ``ray start --address`` on their own ports and temp dir,
+  1 CPU each plus a custom resource per node (``node_a`` / ``node_b``); yields a ``TwoNodes``
+  with the GCS address. ``ray_two_nodes_fresh``: the same, per test, for a test that breaks
+  its cluster (``kill_node``: a lost node). ``ray_two_nodes_jobs``: the same, per test, with
+  the dashboard (Ray's Jobs API, for ``submit --detach``) on the head and its address in
+  ``TwoNodes``.
   No node runs Ray's log monitor and only the Jobs cluster runs a dashboard: our drivers never
   ask for worker logs (``log_to_driver=False``), and the two cost ~180 CPU-seconds of a
   25-minute suite on 2 cores (the monitor re-reads every worker's log file 10 times a second).
@@ -212,12 +213,47 @@ def two_nodes(jobs_api: bool = False) -> Iterator[TwoNodes]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
-def ray_two_nodes() -> Iterator[TwoNodes]:
-    """One cluster per session (per xdist worker) for every test that leaves it whole: its
-    start is ~30 s of the slow suite each time."""
-    with two_nodes() as cluster:
-        yield cluster
+class _Shared:
+    """The worker's one two-node cluster for every test that leaves it whole (its start is
+    ~12 s of the slow suite each time), up only while tests that use it run: it is stopped
+    when the next test this worker runs does not ask for it, and started again if a later one
+    does. Idle, a cluster costs ~3 % of a core; the fault matrix's worker ran most of the
+    suite after its last user (~28 CPU-s of a make test)."""
+
+    def __init__(self) -> None:
+        self._stack: contextlib.ExitStack | None = None
+        self._nodes: TwoNodes | None = None
+
+    def get(self) -> TwoNodes:
+        if self._nodes is None:
+            stack = contextlib.ExitStack()
+            self._nodes = stack.enter_context(two_nodes())
+            self._stack = stack
+        return self._nodes
+
+    def stop(self) -> None:
+        if self._stack is not None:
+            self._stack.close()
+        self._stack, self._nodes = None, None
+
+
+_SHARED = _Shared()
+
+
+@pytest.fixture
+def ray_two_nodes() -> TwoNodes:
+    """The worker's shared cluster (``_Shared``)."""
+    return _SHARED.get()
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    # xdist hands a worker its next test before this one ends, so ``nextitem`` is known
+    if nextitem is None or "ray_two_nodes" not in getattr(nextitem, "fixturenames", ()):
+        _SHARED.stop()
+
+
+def pytest_sessionfinish() -> None:
+    _SHARED.stop()
 
 
 @pytest.fixture

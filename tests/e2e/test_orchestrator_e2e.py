@@ -223,38 +223,24 @@ def test_failure_rerun_resume_and_cache(cluster: str, tmp_path: Path) -> None:
     db.record_provenance(sdpa.id, old.id, {**doc, "deepspeed_config": {}, "source": "git",
                                            "git_commit": other, "dirty": False,
                                            "diff_sha256": None, "code_version": other})
+    # This submit also takes the embedded defaults: a *relative* SQLite URL and the default
+    # ./runs storage (both the files above), which its trials (other processes, whose working
+    # directory is the joined cluster's, this process's) must resolve to the same files; and
+    # Tune's per-trial files, asked for: one result.json, the one trial it runs.
     spec.write_text(SWEEP + "cached_by: config_and_code\n")
-    fourth = cli("submit", spec, "--db", url, "--storage", storage, "--address", cluster)
+    fourth = cli("submit", spec.name, "--db", "sqlite:///r.db", "--address", cluster,
+                 cwd=tmp_path, GATESWEEP_TUNE_FILES="1")
     assert fourth.returncode == 0, fourth.stdout + fourth.stderr
     assert "were trained by other code than" in fourth.stdout
     attempts = db.attempts(sdpa.id)
     assert [a.status for a in attempts] == ["succeeded", "succeeded"]
+    arts = db.artifacts(sdpa.id)
+    ckpts = arts.filter((arts["attempt_id"] == attempts[1].id) & (arts["kind"] == "checkpoint"))
+    assert ckpts.height and all(Path(p).is_relative_to(storage / "e2e" / "sdpa-s0")
+                                for p in ckpts["path"].to_list()), ckpts
+    assert len(list(storage.glob("_tune/*/*/result.json"))) == 1
     summ = db.summaries(run_ids=[sdpa.id])
     assert summ.filter(summ["name"] == "train/resumed_from_step")["value"][0] == 0
     new = db.provenance(run_ids=[sdpa.id], latest=True)
     assert new["attempt"][0] == 2 and new["code_version"][0] != other
 
-
-def test_sweep_retries_resume_from_the_checkpoint(cluster: str, tmp_path: Path) -> None:
-    """retries: 1 -> Tune reruns the failed trial; attempt 2 resumes and succeeds.
-
-    Also the embedded defaults: a *relative* SQLite URL and the default ./runs storage, which
-    trials (in other processes, other working directories: the joined cluster's workers
-    started in this process's) must resolve to the same files."""
-    spec = tmp_path / "retry.yaml"
-    spec.write_text(SWEEP.replace("name: e2e", "name: e2e-retry")
-                    .replace("retries: 0", "retries: 1")
-                    .replace("  baseline: {}\n  sdpa: {gate.position: G1}\n", ""))
-    # the injected fault is a RuntimeError, a code error: retried only when the user asks
-    # and Tune's per-trial files, asked for: one result.json per trial (the retry included)
-    res = cli("submit", spec.name, "--db", "sqlite:///r.db", "--address", cluster, cwd=tmp_path,
-              GATESWEEP_RETRY_CODE_ERRORS="1", GATESWEEP_TUNE_FILES="1")
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert (tmp_path / "runs" / "e2e-retry" / "broken-s0" / "checkpoints").is_dir()
-    assert len(list((tmp_path / "runs").glob("_tune/*/*/result.json"))) == 1
-    db = results_db.open(f"sqlite:///{tmp_path / 'r.db'}")
-    run = db.run("broken-s0")
-    assert run.status == "succeeded"
-    assert [a.status for a in db.attempts(run.id)] == ["failed", "succeeded"]
-    summ = db.summaries(run_ids=[run.id])
-    assert summ.filter(summ["name"] == "train/resumed_from_step")["value"][0] == 20
