@@ -217,24 +217,21 @@ class _Shared:
     """The worker's one two-node cluster for every test that leaves it whole (its start is
     ~12 s of the slow suite each time), up only while tests that use it run: it is stopped
     when the next test this worker runs does not ask for it, and started again if a later one
-    does. Idle, a cluster costs ~3 % of a core; the fault matrix's worker ran most of the
-    suite after its last user (~28 CPU-s of a make test)."""
+    does (what an idle cluster cost: docs/testing.md, "A shared cluster only while its tests
+    run")."""
 
     def __init__(self) -> None:
-        self._stack: contextlib.ExitStack | None = None
+        self._stack = contextlib.ExitStack()  # reusable: close() empties it
         self._nodes: TwoNodes | None = None
 
     def get(self) -> TwoNodes:
         if self._nodes is None:
-            stack = contextlib.ExitStack()
-            self._nodes = stack.enter_context(two_nodes())
-            self._stack = stack
+            self._nodes = self._stack.enter_context(two_nodes())
         return self._nodes
 
     def stop(self) -> None:
-        if self._stack is not None:
-            self._stack.close()
-        self._stack, self._nodes = None, None
+        self._stack.close()
+        self._nodes = None
 
 
 _SHARED = _Shared()

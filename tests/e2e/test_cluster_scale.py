@@ -24,7 +24,6 @@ import cluster_scale  # noqa: E402
 
 pytestmark = pytest.mark.slow
 # 5 runs per node: each node's trials follow one another, the case the bounds below are about
-# (40 runs, before, asked nothing more of them)
 NODES, RUNS, STEPS = 4, 20, 2
 PER_PROCESS = 2 * PG_POOL_SIZE  # a writer and a reader engine
 DRIVER_HANDLES = 3  # submit's, the scheduler's and its DB-sync callback's ResultsDB
